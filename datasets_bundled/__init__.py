@@ -1,0 +1,1 @@
+"""Versioned benchmark data: committed manifests, JSONL built by `econeval data build`."""

@@ -1,0 +1,1 @@
+"""Model backends. Each heavy library is imported only inside its own module."""

@@ -1,0 +1,178 @@
+"""EconLogicQA (Quan & Liu, 2024): order four economic events A-D. Table 2: exact-match accuracy
+for 1-shot and 5-shot prompting; pairwise accuracy is an extra.
+
+Prompting follows the harness task proposed upstream: `Question: ...\\nA. ...\\nD. ...\\nAnswer:`,
+target ` B, D, A, C`, few-shot examples from train, greedy, at most 64 new tokens, stop at a
+blank line or at a new `Question:`.
+"""
+
+from __future__ import annotations
+
+import csv
+import random
+import re
+from itertools import combinations
+from pathlib import Path
+
+from .. import data
+from ..types import Generate, Prepared, Task
+
+BENCHMARK = "econlogicqa"
+LETTERS = "ABCD"
+MAX_TOKENS = 64
+STOP = ("\n\n", "Question:")
+
+
+def _rows(path: Path, split: str) -> list[dict]:
+    with open(path, newline="", encoding="utf-8") as fh:
+        return [{"id": f"econlogicqa/{split}/{i}", "row": i, "question": r["Question"],
+                 "options": {k: r[k] for k in LETTERS}, "answer": r["Answer"]}
+                for i, r in enumerate(csv.DictReader(fh))]
+
+
+def build(src: Path) -> dict[str, list[dict]]:
+    rec = src / "reconstructed"
+    files = {
+        "test.jsonl": _rows(rec / "econlogicqa_test_reconstructed.csv", "test"),
+        "train.jsonl": _rows(rec / "econlogicqa_train_reconstructed.csv", "train"),
+        "validation.jsonl": _rows(rec / "econlogicqa_val_reconstructed.csv", "validation"),
+    }
+    # One real model's raw generations on test (FLaME, Llama-3.1-8B-Instruct): a predictions
+    # file for `econeval score` and a regression set for the answer reader.
+    with open(src / "raw" / "flame_econlogicqa_Meta-Llama-3.1-8B-Instruct-Turbo_04_11_2024.csv", newline="", encoding="utf-8") as fh:
+        files["flame_llama31_8b_predictions.jsonl"] = [
+            {"id": f"econlogicqa/test/{i}", "response": r["llm_complete_responses"], "first_line": r["llm_responses"]}
+            for i, r in enumerate(csv.DictReader(fh))]
+    return files
+
+
+# ---- the answer reader ------------------------------------------------------------------
+_LETTER = re.compile(r"(?<![A-Za-z0-9])([A-Da-d])(?![A-Za-z0-9])|(?<![A-Za-z0-9])([A-D]{4})(?![A-Za-z0-9])")
+_GAP = re.compile(r"^[\s,;>\-=~*'\"()\[\]→⟶⇒]*(?:(?:and|then|and then|followed by)[\s,;>\-=*()\[\]→]*)?$", re.IGNORECASE)
+_MARKER = re.compile(r"\b(?:answer|order|sequence|ordering|arrangement)\b", re.IGNORECASE)
+_MARKER_WINDOW = 60  # characters between an answer marker and the ordering it introduces
+
+
+def _runs(text: str) -> list[tuple[int, str]]:
+    """Chains of isolated option letters joined only by separators (`,` `;` `->` `→` `>` `and` ...),
+    as (start offset, letters). A 4-letter block such as `BDAC` is a chain of its own. Letters of
+    one chain share their case, so the article "a" never joins a chain of capitals."""
+    runs: list[tuple[int, str]] = []
+    cur, start, last_end, last_case = "", -1, -1, None
+    for m in _LETTER.finditer(text):
+        if m.group(2):  # BDAC
+            if cur:
+                runs.append((start, cur))
+            runs.append((m.start(), m.group(2)))
+            cur, last_end = "", m.end()
+            continue
+        ch = m.group(1)
+        case = ch.isupper()
+        if cur and case == last_case and _GAP.match(text[last_end:m.start()]):
+            cur += ch.upper()
+        else:
+            if cur:
+                runs.append((start, cur))
+            cur, start = ch.upper(), m.start()
+        last_end, last_case = m.end(), case
+    if cur:
+        runs.append((start, cur))
+    return [(s, r) for s, r in runs if len(r) >= 3]
+
+
+def read_order(text: str) -> tuple[str | None, str]:
+    """The ordering a generation commits to, as `B, D, A, C`, or None; and why.
+
+    The text is cut where the model starts a new `Question:`. The last answer marker (answer /
+    order / sequence) followed within a few characters by a chain of letters decides; without
+    one, the first chain in the text. A chain with repeated, missing or extra letters is
+    unparsable: nothing is guessed. Single letters in prose (`event (B) comes first`) and
+    an echoed option list (`A. ... B. ...`) are not chains.
+    """
+    text = re.split(r"\n\s*Question:", text, maxsplit=1)[0]
+    runs = _runs(text)
+    if not runs:
+        return None, "no ordering of letters found"
+    chosen = None
+    for m in reversed(list(_MARKER.finditer(text))):
+        after = [r for s, r in runs if m.end() <= s <= m.end() + _MARKER_WINDOW]
+        if after:
+            chosen = after[0]
+            break
+    if chosen is None:
+        chosen = runs[0][1]
+    if sorted(chosen) != list(LETTERS):
+        return None, f"'{chosen}' is not a permutation of A-D"
+    return ", ".join(chosen), "ok"
+
+
+def pairwise_accuracy(pred: str, gold: str) -> float:
+    p, g = pred.replace(", ", ""), gold.replace(", ", "")
+    pairs = list(combinations(g, 2))  # gold order: x before y
+    return sum(p.index(x) < p.index(y) for x, y in pairs) / len(pairs)
+
+
+def format_question(item: dict) -> str:
+    opts = "\n".join(f"{k}. {item['options'][k]}" for k in LETTERS)
+    return f"Question: {item['question']}\n{opts}\nAnswer:"
+
+
+class _FewShot(Task):
+    suite = "econlogicqa"
+    benchmark = BENCHMARK
+    k = 1
+
+    def prepare(self, ctx) -> Prepared:
+        train = data.load(BENCHMARK, "train.jsonl")
+        shots = random.Random(ctx.seed).sample(train, self.k)
+        prefix = "".join(f"{format_question(s)} {s['answer']}\n\n" for s in shots)
+        return Prepared(
+            items=data.load(BENCHMARK, "test.jsonl"),
+            settings={"shots": [s["id"] for s in shots], "shot_source": "train (partial reconstruction: 189 of 390 rows)",
+                      "max_tokens": MAX_TOKENS, "stop": list(STOP), "decoding": "greedy",
+                      "reader": "econeval answer reader v1 (last answer marker wins; permutations of A-D only)"},
+            state={"prefix": prefix})
+
+    def requests(self, item, prep, outputs):
+        prefix = prep.state["prefix"]
+        return {"response": Generate(prompt=prefix + format_question(item), prefix=prefix, max_tokens=MAX_TOKENS,
+                                     stop=STOP, chat=True)}
+
+    def score(self, item, outputs, prep):
+        order, why = read_order(outputs["response"])
+        rec = {"parsed": order, "gold": item["answer"], "correct": order == item["answer"]}
+        if order is None:
+            rec["unparsed_reason"] = why
+        rec["pairwise"] = pairwise_accuracy(order, item["answer"]) if order else 0.0
+        return rec
+
+    def aggregate(self, records, prep):
+        n = len(records)
+        unparsed = sum(r["parsed"] is None for r in records)
+        return {
+            "table": "EconLogicQA Table 2",
+            "n_scored": n - unparsed, "n_unparsed": unparsed,
+            "paper": {"accuracy": sum(r["correct"] for r in records) / n if n else None},
+            "extras": {"pairwise_accuracy": {"description": "share of the 6 event pairs in the right relative order; unparsable scores 0",
+                                             "value": sum(r["pairwise"] for r in records) / n if n else None}},
+        }
+
+    def headline(self, result):
+        return {"accuracy": result["paper"]["accuracy"], "pairwise": result["extras"]["pairwise_accuracy"]["value"]}
+
+
+class OneShot(_FewShot):
+    name = "econlogicqa-1shot"
+    prompt_version = "econlogicqa-1shot/1"
+    description = "EconLogicQA event ordering, 1-shot (Table 2)"
+    k = 1
+
+
+class FiveShot(_FewShot):
+    name = "econlogicqa-5shot"
+    prompt_version = "econlogicqa-5shot/1"
+    description = "EconLogicQA event ordering, 5-shot (Table 2)"
+    k = 5
+
+
+TASKS = [OneShot(), FiveShot()]

@@ -1,0 +1,222 @@
+"""EconNLI (Guo & Yang, 2024): does a premise event cause a hypothesis event? Table 4.
+
+Prompts: zero-shot as in the released code; ICL and CoT as in the paper's Appendix D.3 / D.4.
+Headline numbers use the released code's parse rule, which drops unparsable answers from both
+y_true and y_pred; a strict variant (unparsed = wrong) and a log-probability variant
+(" Yes" vs " No" at the answer position) are reported beside it.
+"""
+
+from __future__ import annotations
+
+import csv
+import random
+from pathlib import Path
+
+from .. import data
+from ..metrics import classification_report
+from ..types import Generate, OptionLogprobs, Prepared, Task
+
+BENCHMARK = "econnli"
+
+INSTRUCTION = (
+    "Conduct inference on economic events. We provide a premise and a hypothesis, both of them are "
+    "economical events. Infer whether the premise can cause the happening of the hypothesis. "
+    "Only answer 'Yes' or 'No'."
+)
+ZERO = INSTRUCTION + " premise: {premise}, hypothesis: {hypothesis}, answer:"
+ICL = (
+    INSTRUCTION + " Here are some examples: premise:{p_pos}, hypothesis: {h_pos}, answer:Yes\n"
+    "premise: {p_neg}, hypothesis: {h_neg}, answer:No\n"
+    "Conduct inference on the following premise and hypothesis: premise: {premise}, hypothesis: {hypothesis}, answer:"
+)
+COT_QUESTION = (
+    "### Question: Conduct inference on economic events. We provide a premise and a hypothesis, both of "
+    "them are economic events. Infer whether the premise can cause the hypothesis to happen. Write the "
+    "reasoning chain on the first line, and summarize the answer as 'Yes' or 'No' in the second line. "
+    "premise: {premise}, hypothesis: {hypothesis}.\n\n### Answer:"
+)
+# Appendix D.4's two demonstrations. The paper's text lost the second question; it is
+# reconstructed from its answer (government borrowing → interest rates decrease: No).
+COT_DEMOS = (
+    COT_QUESTION.format(premise="demand increases", hypothesis="price increases")
+    + " When demand for a product or service increases, more people want to buy it. This creates a "
+    "situation where there are more buyers than available supply, which leads to an increase in "
+    "competition among buyers. As a result, sellers can raise their prices because they know that buyers "
+    "are willing to pay more to get the product or service they want.\n Yes. \n\n"
+    + COT_QUESTION.format(premise="the government borrows money", hypothesis="interest rates decrease across the market")
+    + " When the government borrows money, it creates higher demand for credit in the financial markets. "
+    "This is because the government is competing with other borrowers for available funds, which can "
+    "drive up interest rates. Therefore, it is unlikely that government borrowing would cause interest "
+    "rates to decrease across the market.\n No. \n\n"
+)
+
+CLASSES = {0: "Negative Pairs", 1: "Positive Pairs"}
+
+
+def build(src: Path) -> dict[str, list[dict]]:
+    with open(src / "raw" / "EconNLI_test.csv", newline="", encoding="utf-8") as fh:
+        test = [
+            {"id": f"econnli/test/{i}", "row": i, "wiki_page": r["wiki_page"], "sentence": r["sentence"],
+             "premise": r["cause"], "hypothesis": r["effect"], "label": int(r["label"])}
+            for i, r in enumerate(csv.DictReader(fh))
+        ]
+    with open(src / "raw" / "EconNLI_train.csv", newline="", encoding="utf-8") as fh:
+        train = [
+            {"id": f"econnli/train/{i}", "row": i, "wiki_page": r["wiki_page"], "sentence": r["sentence"],
+             "premise": r["cause"], "hypothesis": r["effect"],
+             "chatgpt_label": int(r["ChatGPT_label"]), "gpt4_label": int(float(r["GPT4_label"]))}
+            for i, r in enumerate(csv.DictReader(fh))
+        ]
+    return {"test.jsonl": test, "train.jsonl": train}
+
+
+def parse_answer(text: str) -> int | None:
+    """The released code's rule: first space-separated token of the stripped answer, lowercased;
+    contains "yes" → 1, else contains "no" → 0, else unparsable (None)."""
+    first = text.strip().split(" ")[0].lower()
+    if "yes" in first:
+        return 1
+    if "no" in first:
+        return 0
+    return None
+
+
+def parse_cot(text: str) -> int | None:
+    """CoT answers put the reasoning on the first line and Yes/No on a later one: the first
+    later line that the released rule can read decides."""
+    lines = [line for line in text.split("\n") if line.strip()]
+    for line in lines[1:]:
+        value = parse_answer(line)
+        if value is not None:
+            return value
+    return None
+
+
+def table_row(y_true: list[int], y_pred: list[int]) -> dict:
+    rep = classification_report(y_true, y_pred)
+    row = {CLASSES[c]: {k: rep[c][k] for k in ("precision", "recall", "f1", "support")} for c in (0, 1)}
+    row["Average"] = rep["macro"]
+    row["accuracy"] = rep["accuracy"]
+    return row
+
+
+class _EconNLITask(Task):
+    suite = "econnli"
+    benchmark = BENCHMARK
+    logprobs = True
+    max_tokens = 8
+    stop: tuple[str, ...] = ("\n",)
+
+    def prepare(self, ctx) -> Prepared:
+        return Prepared(items=data.load(BENCHMARK, "test.jsonl"),
+                        settings={"max_tokens": self.max_tokens, "stop": list(self.stop),
+                                  "parse_rule": self.parse_rule, "prompt_version": self.prompt_version})
+
+    parse_rule = "released code: first token contains yes→1 / no→0, else unparsable (dropped from the paper's numbers)"
+
+    def prompt(self, item: dict, prep: Prepared) -> tuple[str, str]:
+        """(prefix shared by all items, full prompt)."""
+        raise NotImplementedError
+
+    def parse(self, text: str) -> int | None:
+        return parse_answer(text)
+
+    def requests(self, item, prep, outputs):
+        prefix, prompt = self.prompt(item, prep)
+        reqs = {"response": Generate(prompt=prompt, prefix=prefix, max_tokens=self.max_tokens, stop=self.stop)}
+        if self.logprobs:
+            reqs["option_logprobs"] = OptionLogprobs(prompt=prompt, prefix=prefix, options=("Yes", "No"))
+        return reqs
+
+    def score(self, item, outputs, prep):
+        parsed = self.parse(outputs["response"])
+        rec = {"parsed": parsed, "gold": item["label"], "correct": None if parsed is None else parsed == item["label"]}
+        lp = outputs.get("option_logprobs")
+        if lp and "Yes" in lp and "No" in lp:
+            rec["logprob_pred"] = int(lp["Yes"] > lp["No"])
+        return rec
+
+    def aggregate(self, records, prep):
+        scored = [r for r in records if r["parsed"] is not None]
+        out = {
+            "table": "EconNLI Table 4 (classification)",
+            "n": len(records), "n_scored": len(scored), "n_unparsed": len(records) - len(scored),
+            "paper": table_row([r["gold"] for r in scored], [r["parsed"] for r in scored]),
+            "extras": {
+                "strict": {"description": "unparsable answers count as wrong (all items)",
+                           **table_row([r["gold"] for r in records],
+                                       [r["parsed"] if r["parsed"] is not None else 1 - r["gold"] for r in records])},
+            },
+        }
+        lp = [r for r in records if "logprob_pred" in r]
+        if lp:
+            out["extras"]["logprob"] = {"description": "' Yes' vs ' No' log-probability at the answer position (never unparsable)",
+                                        "n": len(lp), **table_row([r["gold"] for r in lp], [r["logprob_pred"] for r in lp])}
+        return out
+
+
+    def headline(self, result):
+        avg = result["paper"]["Average"]
+        out = {"P": avg["precision"], "R": avg["recall"], "F1": avg["f1"]}
+        if "logprob" in result["extras"]:
+            out["F1 (logprob)"] = result["extras"]["logprob"]["Average"]["f1"]
+        return out
+
+
+class ZeroShot(_EconNLITask):
+    name = "econnli-zero"
+    prompt_version = "econnli-zero/1"
+    description = "EconNLI classification, zero-shot (released-code prompt)"
+
+    def prompt(self, item, prep):
+        return "", ZERO.format(premise=item["premise"], hypothesis=item["hypothesis"])
+
+
+class ICLTask(_EconNLITask):
+    name = "econnli-icl"
+    prompt_version = "econnli-icl/1"
+    description = "EconNLI classification, ICL: one positive and one negative train example per item (Appendix D.3)"
+
+    def prepare(self, ctx):
+        prep = super().prepare(ctx)
+        agree = [r for r in data.load(BENCHMARK, "train.jsonl") if r["chatgpt_label"] == r["gpt4_label"]]
+        prep.state["pos"] = [r for r in agree if r["chatgpt_label"] == 1]
+        prep.state["neg"] = [r for r in agree if r["chatgpt_label"] == 0]
+        prep.state["seed"] = ctx.seed
+        prep.settings["demonstrations"] = ("per item: one positive, one negative, drawn from train rows where "
+                                           "ChatGPT_label == GPT4_label with random.Random(f'{seed}/{item id}'); "
+                                           "ids are recorded per sample")
+        return prep
+
+    def demos(self, item, prep) -> tuple[dict, dict]:
+        rng = random.Random(f"{prep.state['seed']}/{item['id']}")
+        return rng.choice(prep.state["pos"]), rng.choice(prep.state["neg"])
+
+    def prompt(self, item, prep):
+        pos, neg = self.demos(item, prep)
+        return "", ICL.format(p_pos=pos["premise"], h_pos=pos["hypothesis"], p_neg=neg["premise"], h_neg=neg["hypothesis"],
+                              premise=item["premise"], hypothesis=item["hypothesis"])
+
+    def score(self, item, outputs, prep):
+        rec = super().score(item, outputs, prep)
+        rec["demonstrations"] = [d["id"] for d in self.demos(item, prep)]
+        return rec
+
+
+class CoTTask(_EconNLITask):
+    name = "econnli-cot"
+    prompt_version = "econnli-cot/1"
+    description = "EconNLI classification, chain-of-thought with the two Appendix D.4 demonstrations"
+    logprobs = False  # the answer follows the model's own reasoning: no fixed answer position
+    max_tokens = 192
+    stop = ("###",)
+    parse_rule = "the first line after the reasoning line that the released rule can read (unparsable otherwise)"
+
+    def prompt(self, item, prep):
+        return COT_DEMOS, COT_DEMOS + COT_QUESTION.format(premise=item["premise"], hypothesis=item["hypothesis"])
+
+    def parse(self, text):
+        return parse_cot(text)
+
+
+TASKS = [ZeroShot(), ICLTask(), CoTTask()]

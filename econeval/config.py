@@ -1,0 +1,142 @@
+"""Where econeval keeps things, and the model registry (models.toml)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import platformdirs
+
+from .errors import ModelError, UsageError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def data_home() -> Path:
+    """Runs and user data. ECONEVAL_HOME overrides the platform default."""
+    env = os.environ.get("ECONEVAL_HOME")
+    return Path(env) if env else platformdirs.user_data_path("econeval")
+
+
+def cache_home() -> Path:
+    """Assembled default model, built embedders, hash cache. ECONEVAL_CACHE overrides."""
+    env = os.environ.get("ECONEVAL_CACHE")
+    return Path(env) if env else platformdirs.user_cache_path("econeval")
+
+
+def registry_paths() -> list[Path]:
+    """models.toml files, later ones override earlier entries of the same name."""
+    paths = [REPO_ROOT / "models.toml", platformdirs.user_config_path("econeval") / "models.toml"]
+    env = os.environ.get("ECONEVAL_MODELS")
+    if env:
+        paths.append(Path(env))
+    return [p for p in paths if p.is_file()]
+
+
+_CHAT_MODES = ("auto", "on", "off")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    path: str | None = None  # a .gguf file
+    package: str | None = None  # a PyPI package that assembles a .gguf (the embedded default)
+    n_ctx: int = 4096
+    chat: str = "auto"  # apply the GGUF chat template: auto (if the file has one), on, off
+    n_gpu_layers: int = -1  # -1: all layers when GPU offload is available
+    description: str = ""
+    source: str = ""  # the models.toml it came from, or "--model path"
+
+
+@dataclass(frozen=True)
+class EmbedderSpec:
+    name: str
+    path: str  # folder with model.onnx + tokenizer.json
+    pooling: str = "cls"  # cls | mean
+    max_length: int = 512
+    licence: str = ""
+    description: str = ""
+    source: str = ""
+
+
+@dataclass
+class Registry:
+    models: dict[str, ModelSpec] = field(default_factory=dict)
+    embedders: dict[str, EmbedderSpec] = field(default_factory=dict)
+    default_model: str | None = None
+    default_embedder: str | None = None
+
+
+def _expand(value: str, base: Path) -> str:
+    value = value.replace("{cache}", str(cache_home()))
+    p = Path(value).expanduser()
+    return str(p if p.is_absolute() else (base / p))
+
+
+def _check_keys(kind: str, name: str, entry: dict, allowed: set[str], where: Path) -> None:
+    unknown = sorted(set(entry) - allowed)
+    if unknown:
+        raise UsageError(f"{where}: {kind} '{name}' has unknown key(s) {', '.join(unknown)}",
+                         hint=f"allowed: {', '.join(sorted(allowed))}")
+
+
+def load_registry(paths: list[Path] | None = None) -> Registry:
+    reg = Registry()
+    for where in registry_paths() if paths is None else paths:
+        try:
+            doc = tomllib.loads(where.read_text(encoding="utf-8"))
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise UsageError(f"cannot read model registry {where}: {exc}") from None
+        _check_keys("file", str(where), doc, {"default", "default_embedder", "models", "embedders"}, where)
+        reg.default_model = doc.get("default", reg.default_model)
+        reg.default_embedder = doc.get("default_embedder", reg.default_embedder)
+        for name, entry in doc.get("models", {}).items():
+            _check_keys("model", name, entry, {"path", "package", "n_ctx", "chat", "n_gpu_layers", "description"}, where)
+            if ("path" in entry) == ("package" in entry):
+                raise UsageError(f"{where}: model '{name}' needs exactly one of 'path' or 'package'")
+            if entry.get("chat", "auto") not in _CHAT_MODES:
+                raise UsageError(f"{where}: model '{name}': chat must be one of {', '.join(_CHAT_MODES)}")
+            if "path" in entry:
+                entry = {**entry, "path": _expand(entry["path"], where.parent)}
+            reg.models[name] = ModelSpec(name=name, source=str(where), **entry)
+        for name, entry in doc.get("embedders", {}).items():
+            _check_keys("embedder", name, entry, {"path", "pooling", "max_length", "licence", "description"}, where)
+            if entry.get("pooling", "cls") not in ("cls", "mean"):
+                raise UsageError(f"{where}: embedder '{name}': pooling must be 'cls' or 'mean'")
+            entry = {**entry, "path": _expand(entry["path"], where.parent)}
+            reg.embedders[name] = EmbedderSpec(name=name, source=str(where), **entry)
+    return reg
+
+
+def resolve_model(arg: str | None, registry: Registry | None = None) -> ModelSpec:
+    """`--model` is a path to a .gguf file or a registry name; None means the registry default."""
+    reg = registry or load_registry()
+    if arg is None:
+        if not reg.default_model or reg.default_model not in reg.models:
+            raise UsageError("no --model given and models.toml names no default model")
+        return reg.models[reg.default_model]
+    if arg in reg.models:
+        return reg.models[arg]
+    p = Path(arg).expanduser()
+    if p.suffix.lower() == ".gguf" or os.sep in arg or p.exists():
+        if not p.is_file():
+            raise ModelError(f"model file not found: {arg}", hint="pass a path to a .gguf file or a name from `econeval models list`")
+        return ModelSpec(name=p.stem, path=str(p.resolve()), source="--model path")
+    raise UsageError(f"unknown model '{arg}'", hint="`econeval models list` shows the registry; or pass a path to a .gguf file")
+
+
+def resolve_embedder(arg: str | None, registry: Registry | None = None) -> EmbedderSpec:
+    reg = registry or load_registry()
+    name = arg or reg.default_embedder
+    if name and name in reg.embedders:
+        return reg.embedders[name]
+    if arg and Path(arg).expanduser().is_dir():
+        return EmbedderSpec(name=Path(arg).name, path=str(Path(arg).expanduser().resolve()), source="--embedder path")
+    raise UsageError(f"unknown embedder '{name}'", hint="`econeval models list` shows the embedders; or pass a folder with model.onnx and tokenizer.json")

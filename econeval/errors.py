@@ -1,0 +1,31 @@
+"""User-facing errors: the CLI prints them as one line and exits non-zero."""
+
+from __future__ import annotations
+
+
+class EconevalError(Exception):
+    """A problem the user can fix. `hint` says how; `exit_code` follows the CLI contract."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, hint: str | None = None):
+        super().__init__(message)
+        self.hint = hint
+
+    def one_line(self) -> str:
+        msg = str(self)
+        return f"{msg} ({self.hint})" if self.hint else msg
+
+
+class UsageError(EconevalError):
+    """Bad arguments: unknown task, model name, malformed predictions file."""
+
+    exit_code = 2
+
+
+class DataError(EconevalError):
+    """A dataset is not built, or its files do not match the manifest."""
+
+
+class ModelError(EconevalError):
+    """A model file is missing, not GGUF, truncated, or failed to load."""

@@ -1,0 +1,75 @@
+"""EconNLI Table 4 from predictions: the released parse rule and sklearn's arithmetic."""
+
+import json
+
+import pytest
+
+from econeval.benchmarks.econnli import parse_answer, parse_cot, table_row
+from econeval import data
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("Yes", 1), (" yes.", 1), ("\nNo", 0), ("No, because", 0), ("YES", 1),
+    ("Not likely", 0),  # the released rule: "no" inside the first word
+    ("Maybe", None), ("", None), ("   ", None), ("The answer is yes", None),
+])
+def test_released_parse_rule(text, expected):
+    assert parse_answer(text) == expected
+
+
+def test_cot_reads_the_line_after_the_reasoning():
+    assert parse_cot(" Demand rises, so prices rise.\n Yes. \n") == 1
+    assert parse_cot("Borrowing raises rates.\n\n No.") == 0
+    assert parse_cot("Yes, because demand rises.") is None  # reasoning only, no answer line
+
+
+def _round3(row):
+    return [round(row[c][k], 3) for c in ("Negative Pairs", "Positive Pairs", "Average") for k in ("precision", "recall", "f1")]
+
+
+def test_gpt4_zero_shot_row_from_its_confusion_matrix():
+    # negatives 391 right / 122 wrong, positives 467 right / 46 wrong
+    y_true = [0] * 513 + [1] * 513
+    y_pred = [0] * 391 + [1] * 122 + [1] * 467 + [0] * 46
+    assert _round3(table_row(y_true, y_pred)) == [.895, .762, .823, .793, .910, .848, .844, .836, .835]
+
+
+def _predictions(tmp_path, right0, wrong0, right1, wrong1, unparsed0=0, unparsed1=0):
+    """A predictions file whose parsed answers give the wanted confusion counts."""
+    test = data.load("econnli", "test.jsonl")
+    neg = [r["id"] for r in test if r["label"] == 0]
+    pos = [r["id"] for r in test if r["label"] == 1]
+    answers = (["No"] * right0 + ["Yes"] * wrong0 + ["Perhaps"] * unparsed0
+               + ["Yes"] * right1 + ["No"] * wrong1 + ["Perhaps"] * unparsed1)
+    ids = neg[: right0 + wrong0 + unparsed0] + pos[: right1 + wrong1 + unparsed1]
+    path = tmp_path / "pred.jsonl"
+    path.write_text("".join(json.dumps({"id": i, "response": " " + a}) + "\n" for i, a in zip(ids, answers)))
+    return path
+
+
+def test_score_command_reproduces_chatgpt_zero_shot_with_dropped_items(cli, tmp_path):
+    # LLM_results.txt, ChatGPT zero-shot: supports 511 / 513 (two unparsable negatives dropped)
+    path = _predictions(tmp_path, right0=313, wrong0=198, right1=468, wrong1=45, unparsed0=2)
+    rc, out, err = cli("score", "--task", "econnli-zero", "--predictions", path)
+    assert rc == 0, err
+    res = json.loads(out)["tasks"]["econnli-zero"]
+    assert (res["n"], res["n_scored"], res["n_unparsed"]) == (1026, 1024, 2)
+    row = res["paper"]
+    got = [round(row[c][k], 4) for c in ("Negative Pairs", "Positive Pairs", "Average") for k in ("precision", "recall", "f1")]
+    assert got == [.8743, .6125, .7204, .7027, .9123, .7939, .7885, .7624, .7571]
+    assert row["Negative Pairs"]["support"] == 511
+    # the strict variant counts the two unparsable negatives as wrong
+    assert res["extras"]["strict"]["Negative Pairs"]["support"] == 513
+    assert res["extras"]["strict"]["Negative Pairs"]["recall"] == pytest.approx(313 / 513)
+
+
+def test_score_uses_option_logprobs_when_given(cli, tmp_path):
+    test = data.load("econnli", "test.jsonl")[:4]
+    path = tmp_path / "p.jsonl"
+    lines = [{"id": r["id"], "response": "??", "option_logprobs": {"Yes": -0.1 if r["label"] else -3.0, "No": -1.0}} for r in test]
+    path.write_text("\n".join(json.dumps(x) for x in lines))
+    rc, out, err = cli("score", "--task", "econnli-zero", "--predictions", path)
+    assert rc == 0, err
+    res = json.loads(out)["tasks"]["econnli-zero"]
+    assert res["n_unparsed"] == 4
+    assert res["extras"]["logprob"]["accuracy"] == 1.0

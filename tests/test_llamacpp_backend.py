@@ -1,0 +1,117 @@
+"""The real llama.cpp backend on a tiny random-weight GGUF written by the tests."""
+
+import math
+
+import llama_cpp
+import numpy as np
+import pytest
+
+from econeval.backends.llamacpp import LlamaCppBackend, _stop_at
+from econeval.config import ModelSpec
+from econeval.types import Generate, OptionLogprobs
+
+
+@pytest.fixture(scope="module")
+def backend(tiny_model):
+    return LlamaCppBackend(ModelSpec(name="tiny", path=str(tiny_model), n_ctx=512, chat="off"))
+
+
+def reference_logprobs(model_path, text):
+    """An independent route: a fresh llama.cpp context, the whole prompt in one call."""
+    llm = llama_cpp.Llama(model_path=str(model_path), n_ctx=512, verbose=False, n_gpu_layers=0)
+    toks = llm.tokenize(text.encode(), add_bos=True)
+    llm.eval(toks)
+    logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llm.ctx, -1), shape=(llm.n_vocab(),)).astype(np.float64)
+    logp = logits - np.log(np.exp(logits - logits.max()).sum()) - logits.max()
+    return llm, logp
+
+
+def test_option_logprobs_match_a_fresh_full_vocabulary_softmax(backend, tiny_model):
+    prompt = "premise: the order, hypothesis: the event, answer:"
+    got = backend.option_logprobs([OptionLogprobs(prompt=prompt, options=("Yes", "No"))])[0]
+    llm, logp = reference_logprobs(tiny_model, prompt)
+    for opt in ("Yes", "No"):
+        ids = [llm.tokenize(v.encode(), add_bos=False)[0] for v in (opt, " " + opt)]
+        assert all(len(llm.tokenize(v.encode(), add_bos=False)) == 1 for v in (opt, " " + opt))
+        assert got[opt] == pytest.approx(max(logp[i] for i in ids), abs=1e-4)
+    assert got["Yes"] != got["No"]
+
+
+def _last_logprobs(llm):
+    logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llm.ctx, -1), shape=(llm.n_vocab(),)).astype(np.float64)
+    return logits - np.log(np.exp(logits - logits.max()).sum()) - logits.max()
+
+
+def test_multi_token_option_is_scored_as_a_sequence(backend, tiny_model):
+    prompt = "Question: the answer is"
+    got = backend.option_logprobs([OptionLogprobs(prompt=prompt, options=("xq",))])[0]["xq"]
+    llm = llama_cpp.Llama(model_path=str(tiny_model), n_ctx=512, verbose=False, n_gpu_layers=0)
+    base = llm.tokenize(prompt.encode(), add_bos=True)
+    best = -math.inf
+    for variant in ("xq", " xq"):
+        cont = llm.tokenize((prompt + variant).encode(), add_bos=True)[len(base):]
+        assert len(cont) >= 2
+        llm.reset()
+        llm.eval(base)
+        total = 0.0
+        for t in cont:
+            total += _last_logprobs(llm)[t]
+            llm.eval([t])
+        best = max(best, total)
+    assert got == pytest.approx(best, abs=1e-3)
+
+
+def test_prefix_reuse_is_order_independent_and_matches_a_fresh_prefix(backend):
+    prefix = "Question: A B C D answer Yes\n\n"
+    reqs = [OptionLogprobs(prompt=prefix + f"Question: {w} answer:", prefix=prefix, options=("Yes", "No"))
+            for w in ("the order", "the event", "premise")]
+    forward = backend.option_logprobs(reqs)
+    backward = backend.option_logprobs(reqs[::-1])[::-1]
+    assert forward == backward  # bit-identical whatever ran before
+    no_prefix = backend.option_logprobs([OptionLogprobs(prompt=r.prompt, options=r.options) for r in reqs])
+    for a, b in zip(forward, no_prefix):
+        for k in a:
+            assert a[k] == pytest.approx(b[k], abs=1e-4)
+
+
+def test_generation_is_greedy_deterministic_and_bounded(backend):
+    req = Generate(prompt="Question: the order is", max_tokens=12)
+    a, b = backend.generate([req, req])
+    assert a == b
+    assert 0 < a.n_tokens <= 12 and a.n_prompt_tokens > 3
+    assert a.finish in ("length", "stop")
+
+
+def test_stop_strings_cut_after_leading_whitespace():
+    assert _stop_at("\n Yes\nmore", ("\n",)) == "\n Yes"
+    assert _stop_at("B, D, A, C\n\nQuestion: x", ("\n\n", "Question:")) == "B, D, A, C"
+    assert _stop_at("no stop here", ("###",)) is None
+
+
+def test_repeat_penalty_changes_greedy_choice_only_through_seen_tokens(backend):
+    plain = backend.generate([Generate(prompt="the the the the", max_tokens=8)])[0]
+    penal = backend.generate([Generate(prompt="the the the the", max_tokens=8, repeat_penalty=50.0)])[0]
+    assert plain.text != penal.text
+
+
+def test_prompt_longer_than_context_is_reported_not_truncated(tiny_model):
+    small = LlamaCppBackend(ModelSpec(name="tiny", path=str(tiny_model), n_ctx=256, chat="off"))
+    c = small.generate([Generate(prompt="the order " * 200, max_tokens=4)])[0]
+    assert c.finish == "context" and c.text == "" and c.n_prompt_tokens > 256
+    assert small.option_logprobs([OptionLogprobs(prompt="the order " * 200, options=("Yes",))]) == [{}]
+
+
+def test_chat_template_applied_when_the_model_has_one(tiny_chat_model):
+    be = LlamaCppBackend(ModelSpec(name="tiny-chat", path=str(tiny_chat_model), n_ctx=512, chat="auto"))
+    assert be.describe()["chat_template_applied"] is True
+    chat = be.generate([Generate(prompt="the order", max_tokens=2, chat=True)])[0]
+    plain = be.generate([Generate(prompt="the order", max_tokens=2, chat=False)])[0]
+    assert chat.n_prompt_tokens == plain.n_prompt_tokens + 3  # <|user|> <|end|> <|assistant|>
+
+
+def test_describe_records_what_reproduces_a_run(backend, tiny_model):
+    d = backend.describe()
+    assert d["model"]["sha256"] and d["model"]["bytes"] == tiny_model.stat().st_size
+    assert d["device"] in ("cpu", "gpu") and d["n_ctx"] == 512
+    assert d["model"]["gguf_metadata"]["general.architecture"] == "llama"
+    assert "prefix" in d["schedule"]

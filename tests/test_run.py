@@ -1,0 +1,88 @@
+"""`econeval run` end to end on the tiny model: the run folder, resuming, refusing a mixed run."""
+
+import json
+
+import pytest
+
+from econeval.benchmarks import TASKS
+
+
+@pytest.fixture
+def registry(tmp_path, tiny_model):
+    reg = tmp_path / "models.toml"
+    reg.write_text(f'default = "tiny"\n[models.tiny]\npath = "{tiny_model}"\nn_ctx = 2048\nchat = "off"\n')
+    return {"ECONEVAL_MODELS": str(reg)}
+
+
+def lines(path):
+    return [json.loads(l) for l in path.read_text().splitlines() if l.strip()]
+
+
+ARGS = ("run", "--task", "econnli-zero", "--task", "econlogicqa-1shot", "--limit", "3", "--quiet")
+
+
+def test_run_writes_the_run_folder(cli, tmp_path, registry):
+    out = tmp_path / "run"
+    rc, stdout, err = cli(*ARGS, "--out", out, env=registry)
+    assert rc == 0, err
+    meta = json.loads((out / "run.json").read_text())
+    assert meta["status"] == "complete" and meta["seed"] == 1234
+    assert meta["backend"]["model"]["name"] == "tiny" and len(meta["backend"]["model"]["sha256"]) == 64
+    assert meta["tasks"]["econnli-zero"]["prompt_version"] == TASKS["econnli-zero"].prompt_version
+    assert meta["tasks"]["econnli-zero"]["dataset"]["version"] == "1.0.0"
+    assert len(meta["tasks"]["econlogicqa-1shot"]["settings"]["shots"]) == 1
+    assert meta["backend"]["device"] == "cpu" and "schedule" in meta["backend"]
+    samples = lines(out / "samples.jsonl")
+    assert [s["id"] for s in samples] == [f"econnli/test/{i}" for i in range(3)] + [f"econlogicqa/test/{i}" for i in range(3)]
+    s0 = samples[0]
+    assert {"id", "task", "prompt_hash", "response", "parsed", "gold", "correct", "option_logprobs"} <= set(s0)
+    res = json.loads((out / "results.json").read_text())["tasks"]
+    assert res["econnli-zero"]["n"] == 3 and set(res["econnli-zero"]["paper"]) >= {"Negative Pairs", "Positive Pairs", "Average"}
+    assert res["econnli-zero"]["n_scored"] + res["econnli-zero"]["n_unparsed"] == 3
+    assert "logprob" in res["econnli-zero"]["extras"]
+    assert res["econlogicqa-1shot"]["n"] == 3
+    assert "econnli-zero" in stdout and "econlogicqa-1shot" in stdout  # the summary table
+
+
+def test_interrupted_run_resumes_to_the_same_results(cli, tmp_path, registry):
+    out = tmp_path / "run"
+    assert cli(*ARGS, "--out", out, env=registry)[0] == 0
+    first = (out / "results.json").read_text()
+    samples = (out / "samples.jsonl").read_bytes().splitlines(keepends=True)
+    # a crash: the last two items never finished, one line torn in half
+    (out / "samples.jsonl").write_bytes(b"".join(samples[:-2]) + samples[-2][:20])
+    (out / "results.json").unlink()
+    rc, _, err = cli(*ARGS, "--out", out, env=registry)
+    assert rc == 0, err
+    assert len(lines(out / "samples.jsonl")) == 6
+    assert (out / "results.json").read_text() == first
+    assert json.loads((out / "run.json").read_text())["resumed"] == 1
+
+
+def test_a_different_run_into_the_same_folder_is_refused(cli, tmp_path, registry):
+    out = tmp_path / "run"
+    assert cli(*ARGS, "--out", out, env=registry)[0] == 0
+    before = (out / "samples.jsonl").read_bytes()
+    rc, _, err = cli(*ARGS, "--seed", "7", "--out", out, env=registry)
+    assert rc == 2 and "holds a different run" in err
+    assert (out / "samples.jsonl").read_bytes() == before  # nothing lost
+
+
+def test_json_output_and_default_out_folder(cli, tmp_path, registry):
+    rc, stdout, err = cli("run", "--task", "econnli-icl", "--limit", "2", "--json", "--quiet", env=registry)
+    assert rc == 0, err
+    doc = json.loads(stdout)
+    assert doc["tasks"]["econnli-icl"]["n"] == 2
+    runs = list((tmp_path / "home" / "runs").iterdir())
+    assert len(runs) == 1 and (runs[0] / "results.json").is_file()
+    samples = lines(runs[0] / "samples.jsonl")
+    assert all(len(s["demonstrations"]) == 2 for s in samples)
+
+
+def test_list_commands(cli, registry):
+    rc, out, _ = cli("list", "--json")
+    doc = json.loads(out)
+    assert doc["suites"]["econnli"] == ["econnli-zero", "econnli-icl", "econnli-cot"]
+    assert doc["suites"]["econlogicqa"] == ["econlogicqa-1shot", "econlogicqa-5shot"]
+    rc, out, _ = cli("models", "list", env=registry)
+    assert rc == 0 and "tiny" in out
