@@ -20,7 +20,7 @@ from .progress import Progress
 from .results import SampleLog, read_json, write_json
 from .types import Generate, OptionLogprobs, Prepared, Task
 
-CHUNK = 16  # items whose requests go to the backend together
+CHUNK = 16  # items scored and appended to samples.jsonl together
 
 
 @dataclass
@@ -82,26 +82,32 @@ def aggregate(task: Task, records: list[dict], prep: Prepared) -> dict:
 
 
 def _run_chunk(task: Task, backend, items: list[dict], prep: Prepared) -> list[dict]:
+    """Each item's requests go to the backend together, option scores before generation, so a
+    backend can reuse the item's evaluated prompt for both."""
     outputs: list[dict] = [{} for _ in items]
     for _stage in range(task.stages):
-        reqs = [None if o.get("skipped") else task.requests(item, prep, o) for item, o in zip(items, outputs)]
-        gen = [(i, k, r) for i, rs in enumerate(reqs) if rs for k, r in rs.items() if isinstance(r, Generate)]
-        lps = [(i, k, r) for i, rs in enumerate(reqs) if rs for k, r in rs.items() if isinstance(r, OptionLogprobs)]
-        for i, rs in enumerate(reqs):
-            if rs and "prompt_hash" not in outputs[i]:
-                outputs[i]["prompt_hash"] = _prompt_hash(rs)
-        if gen:
-            for (i, k, r), c in zip(gen, backend.generate([r for _, _, r in gen])):
-                outputs[i][k] = c.text
-                outputs[i].setdefault("generation", {})[k] = {"finish": c.finish, "n_prompt_tokens": c.n_prompt_tokens, "n_tokens": c.n_tokens}
-                if c.finish == "context" and not c.text:
-                    outputs[i]["skipped"] = f"prompt longer than the model context ({c.n_prompt_tokens} tokens)"
-        if lps:
-            for (i, k, r), lp in zip(lps, backend.option_logprobs([r for _, _, r in lps])):
-                if lp:
-                    outputs[i][k] = lp
-                else:
-                    outputs[i]["skipped"] = "prompt longer than the model context"
+        for item, out in zip(items, outputs):
+            if out.get("skipped"):
+                continue
+            reqs = task.requests(item, prep, out)
+            if not reqs:
+                continue
+            out.setdefault("prompt_hash", _prompt_hash(reqs))
+            lps = [(k, r) for k, r in reqs.items() if isinstance(r, OptionLogprobs)]
+            gen = [(k, r) for k, r in reqs.items() if isinstance(r, Generate)]
+            if lps:
+                for (k, _), lp in zip(lps, backend.option_logprobs([r for _, r in lps])):
+                    if lp:
+                        out[k] = lp
+                    else:
+                        out["skipped"] = "prompt longer than the model context"
+            if gen and not out.get("skipped"):
+                for (k, _), c in zip(gen, backend.generate([r for _, r in gen])):
+                    out[k] = c.text
+                    out.setdefault("generation", {})[k] = {"finish": c.finish, "n_prompt_tokens": c.n_prompt_tokens,
+                                                           "n_tokens": c.n_tokens}
+                    if c.finish == "context" and not c.text:
+                        out["skipped"] = f"prompt longer than the model context ({c.n_prompt_tokens} tokens)"
     return outputs
 
 

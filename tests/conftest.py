@@ -5,9 +5,11 @@ from pathlib import Path
 
 import pytest
 
+from econeval.config import cache_home
 from tiny_gguf import CHAT_TEMPLATE, write_tiny_llama
 
 REPO = Path(__file__).resolve().parent.parent
+REAL_CACHE = cache_home()  # before the fixtures below point the cache at a temporary folder
 
 
 @pytest.fixture(scope="session")

@@ -115,3 +115,17 @@ def test_describe_records_what_reproduces_a_run(backend, tiny_model):
     assert d["device"] in ("cpu", "gpu") and d["n_ctx"] == 512
     assert d["model"]["gguf_metadata"]["general.architecture"] == "llama"
     assert "prefix" in d["schedule"]
+
+
+def test_generation_after_option_scores_reuses_the_prompt_bit_identically(backend):
+    prompt = "premise: the order, hypothesis: the event, answer:"
+    alone_gen = backend.generate([Generate(prompt=prompt, max_tokens=6)])[0]
+    backend.generate([Generate(prompt="something else entirely", max_tokens=2)])
+    alone_lp = backend.option_logprobs([OptionLogprobs(prompt=prompt, options=("Yes", "No", "xq"))])[0]
+    evaluated = backend.n_evaluated
+    gen = backend.generate([Generate(prompt=prompt, max_tokens=6)])[0]
+    assert gen == alone_gen
+    assert gen.n_prompt_tokens > 10
+    assert backend.n_evaluated - evaluated == gen.n_tokens  # the last prompt token, then all but the last generated
+    backend.generate([Generate(prompt="something else entirely", max_tokens=2)])
+    assert backend.option_logprobs([OptionLogprobs(prompt=prompt, options=("Yes", "No", "xq"))])[0] == alone_lp

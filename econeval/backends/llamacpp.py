@@ -1,9 +1,10 @@
 """In-process llama.cpp backend (llama-cpp-python): greedy generation and option log-probs.
 
-Evaluation schedule (recorded in run.json): a request's shared prefix is evaluated once and kept
-in the KV cache; each item's remaining tokens are evaluated in one further call; generated tokens
-one at a time. Scores therefore never depend on which item ran before (llama.cpp's scores are not
-batch-invariant, so a schedule that depended on order would not be reproducible).
+Evaluation schedule (SCHEDULE, recorded in run.json): a request's shared prefix is evaluated once
+and kept in the KV cache; the item's tokens but the last in one call; the last prompt token in one
+call; generated tokens one at a time. Scores therefore never depend on which item ran before
+(llama.cpp's scores are not batch-invariant, so a schedule that depended on order would not be
+reproducible).
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from ..config import ModelSpec, cache_home
 from ..errors import ModelError
 from ..types import Completion, Generate, OptionLogprobs
 
-SCHEDULE = "prefix-then-item/v1: shared prefix evaluated once, item tokens in one call, generated tokens one per call"
+SCHEDULE = ("prefix-then-item/v2: shared prefix once (kept), item tokens but the last in one call (kept), "
+            "the last prompt token in one call, generated tokens one per call")
 _SENTINEL = "\x00econeval-split\x00"
 _META_KEYS = ("general.architecture", "general.name", "general.basename", "general.size_label",
               "general.file_type", "general.quantization_version", "tokenizer.ggml.model")
@@ -127,6 +129,7 @@ class LlamaCppBackend:
             raise ModelError(f"model '{spec.name}' has chat = \"on\" but its GGUF file has no chat template")
         self._formatter = None
         self._cached_prefix: tuple[int, ...] | None = None
+        self._cached_body: tuple[int, ...] | None = None
         self.n_evaluated = 0  # tokens sent through llama_decode (for throughput reports)
 
     # ---- prompts -------------------------------------------------------------------------
@@ -162,17 +165,28 @@ class LlamaCppBackend:
         return tokens, 0
 
     def _eval_prompt(self, tokens: list[int], n_prefix: int) -> None:
+        """Leave the KV cache holding `tokens` and the logits of their last position, always by
+        the same schedule: prefix (one call, kept), the item's tokens but the last (one call,
+        kept), the last token (one call). A second request for the same prompt (its generation
+        after its option scores) re-runs only the last call and gets bit-identical logits."""
         llm = self.llm
-        key = tuple(tokens[:n_prefix])
-        if n_prefix and self._cached_prefix == key and llm.n_tokens >= n_prefix:
-            llm.n_tokens = n_prefix
+        body = tuple(tokens[:-1])
+        if self._cached_body == body and llm.n_tokens >= len(body):
+            llm.n_tokens = len(body)
         else:
-            llm.reset()
-            self._cached_prefix = None
-            if n_prefix:
-                self._decode(tokens[:n_prefix])
-                self._cached_prefix = key
-        self._decode(tokens[n_prefix:])
+            key = tuple(tokens[:n_prefix])
+            if n_prefix and self._cached_prefix == key and llm.n_tokens >= n_prefix:
+                llm.n_tokens = n_prefix
+            else:
+                llm.reset()
+                self._cached_prefix = None
+                if n_prefix:
+                    self._decode(tokens[:n_prefix])
+                    self._cached_prefix = key
+            if len(body) > n_prefix:
+                self._decode(body[n_prefix:])
+            self._cached_body = body
+        self._decode(tokens[-1:])
 
     def _decode(self, tokens: Sequence[int]) -> None:
         try:
@@ -262,6 +276,8 @@ class LlamaCppBackend:
             cut = _stop_at(text, req.stop, req.stop_after_text)
             if cut is not None:
                 text, finish = cut, "stop"
+                break
+            if len(generated) == req.max_tokens:
                 break
             if self.llm.n_tokens + 1 >= self.n_ctx:
                 finish = "context"

@@ -105,7 +105,9 @@ class _EconNLITask(Task):
     benchmark = BENCHMARK
     logprobs = True
     max_tokens = 8
-    stop: tuple[str, ...] = ("\n",)
+    # The released rule reads only the first space-separated word of the stripped answer, so
+    # stopping at the first space after it leaves the parsed answer unchanged.
+    stop: tuple[str, ...] = (" ",)
 
     def prepare(self, ctx) -> Prepared:
         return Prepared(items=data.load(BENCHMARK, "test.jsonl"),

@@ -1,0 +1,157 @@
+"""CFBenchmark-Basic: the released prompt, post-processing and F1; embedding similarity; Table 2."""
+
+import json
+
+import numpy as np
+import pytest
+
+from econeval import data
+from econeval.backends.onnx_embed import OnnxEmbedder
+from econeval.benchmarks.cfbenchmark import build_prompt, decoding, extract, row_f1, table2
+from econeval.config import EmbedderSpec
+from tiny_bert import write_tiny_bert
+
+
+@pytest.fixture(scope="module")
+def tiny_embedder_dir(tmp_path_factory):
+    return write_tiny_bert(tmp_path_factory.mktemp("emb") / "tiny-bert")
+
+
+@pytest.fixture
+def registry(tmp_path, tiny_model, tiny_embedder_dir):
+    reg = tmp_path / "models.toml"
+    reg.write_text(f'default = "tiny"\ndefault_embedder = "tiny-bert"\n'
+                   f'[models.tiny]\npath = "{tiny_model}"\nn_ctx = 512\nchat = "off"\n'
+                   f'[embedders.tiny-bert]\npath = "{tiny_embedder_dir}"\npooling = "cls"\n')
+    return {"ECONEVAL_MODELS": str(reg)}
+
+
+# ---- F1 exactly as released ---------------------------------------------------------------
+def test_row_f1_hand_computed():
+    labels = ["积极", "中性", "消极"]
+    assert row_f1("积极", "积极", labels) == 1.0
+    assert row_f1("积极", "消极", labels) == 0.0
+    # nothing predicted: the extra slot is set in y_pred → P = 0/1 ... F1 0
+    assert row_f1("积极", "", labels) == 0.0
+    # one right, one outside the label list: y_true [1,0,0,0], y_pred [1,0,0,1] → P 1, R .5
+    assert row_f1("积极", "积极,看涨", labels) == pytest.approx(2 * 1 * 0.5 / 1.5)
+    # recognition: L is the gold answer split on '，'; full-width and ASCII commas both split predictions
+    assert row_f1("华数传媒，华为", "华为", ["华数传媒", "华为"]) == pytest.approx(2 * 0.5 * 1 / 1.5)
+    assert row_f1("华数传媒，华为", "华为，华数传媒", ["华数传媒", "华为"]) == 1.0
+
+
+def test_released_post_processing():
+    zero_prompt = "指令新闻内容：文本\n回答："
+    assert extract(zero_prompt, " 天康生物\n其他", few=False) == "天康生物"
+    assert extract(zero_prompt, "\n天康生物", few=False) == ""  # the first line is empty
+    few_prompt = "Case1 回答：甲\nCase2 回答：乙\nCase3 回答：丙\ncase4：\n新闻内容：x\n回答："
+    assert extract(few_prompt, "丁\n", few=True) == "丁"
+    # an input that itself contains '回答：' shifts the split, as in the released code
+    assert extract("新闻：问：…回答：是\n回答：", "丁", few=False) == "是"
+
+
+def test_prompts_follow_the_released_construction():
+    item = next(r for r in data.load("cfbenchmark", "sector.jsonl"))
+    prefix, prompt = build_prompt(item, None)
+    assert prefix == "" and prompt == item["instruction"] + item["input"] + "\n回答："
+    few = {r["task"]: r["text"] for r in data.load("cfbenchmark", "fewshot.jsonl")}
+    prefix, prompt = build_prompt(item, few["sector"])
+    cands = item["instruction"].split("（")[1].split("）")[0]
+    assert prefix == few["sector"] + "\ncase4：\n新闻内容："
+    assert prompt == prefix + item["input"] + "\n类别：（" + cands + "）\n" + "\n回答："
+    company = data.load("cfbenchmark", "company.jsonl")[0]
+    assert "类别" not in build_prompt(company, few["company"])[1]
+    assert (prompt + "x").count("回答：") == 4
+
+
+def test_decoding_settings_and_the_summary_quirk():
+    assert decoding("company", few=False, summary_mode="released") == (64, 1.00)
+    assert decoding("sentiment", few=True, summary_mode="released") == (64, 1.03)
+    assert decoding("risk", few=False, summary_mode="released") == (512, 1.02)
+    assert decoding("suggestion", few=True, summary_mode="released") == (512, 1.05)
+    assert decoding("summary", few=False, summary_mode="released") == (64, 1.00)
+    assert decoding("summary", few=True, summary_mode="intended") == (512, 1.05)
+
+
+def test_table2_averages():
+    s = {"company": .8, "product": .6, "sector": .3, "event": .2, "sentiment": .4, "summary": .7, "risk": .6, "suggestion": .5}
+    row = table2(s)
+    assert list(row) == ["Company", "Product", "R.Avg", "Sector", "Event", "Sentiment", "C.Avg", "Summary", "Risk", "Suggestion", "G.Avg", "Avg"]
+    assert row["R.Avg"] == pytest.approx(.7) and row["C.Avg"] == pytest.approx(.3) and row["G.Avg"] == pytest.approx(.6)
+    assert row["Avg"] == pytest.approx((.7 + .3 + .6) / 3)
+    partial = table2({"company": 1.0})
+    assert partial["Company"] == 1.0 and partial["R.Avg"] is None and partial["Avg"] is None
+
+
+# ---- the ONNX embedder --------------------------------------------------------------------
+def test_embedder_normalises_pads_and_truncates(tiny_embedder_dir):
+    for pooling in ("cls", "mean"):
+        e = OnnxEmbedder(EmbedderSpec(name="t", path=str(tiny_embedder_dir), pooling=pooling))
+        texts = ["公司营业收入同比增长", "公司营业收入同比增长", "银行股票基金", "公司" * 2000]
+        v = e.embed(texts)
+        assert v.shape == (4, 32) and v.dtype == np.float32
+        assert np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
+        assert v[0] @ v[1] == pytest.approx(1.0, abs=1e-6)
+        assert v[0] @ v[2] < 0.999
+        alone = e.embed(["银行股票基金"])[0]
+        assert np.abs(alone - v[2]).max() < 1e-5  # padding inside a batch changes nothing
+    cls = OnnxEmbedder(EmbedderSpec(name="t", path=str(tiny_embedder_dir), pooling="cls")).embed(["银行股票"])
+    mean = OnnxEmbedder(EmbedderSpec(name="t", path=str(tiny_embedder_dir), pooling="mean")).embed(["银行股票"])
+    assert not np.allclose(cls, mean)
+
+
+def test_missing_embedder_is_a_clean_error(cli, tmp_path, registry):
+    p = tmp_path / "p.jsonl"
+    p.write_text(json.dumps({"id": "cfbenchmark/risk/0", "response": "风险"}) + "\n")
+    rc, out, err = cli("score", "--task", "cfbenchmark-zero", "--predictions", p, "--embedder", "m3e-small", env=registry)
+    assert rc == 1 and "is not built" in err and "Traceback" not in err
+
+
+# ---- score and run end to end -------------------------------------------------------------
+def _gold_predictions(path, n=3):
+    """Responses that reproduce the gold answer through the released post-processing."""
+    lines = []
+    for t in ("company", "product", "sector", "event", "sentiment", "summary", "risk", "suggestion"):
+        single_line = [r for r in data.load("cfbenchmark", f"{t}.jsonl") if r["response"] and "\n" not in r["response"]]
+        for r in single_line[:n]:
+            lines.append({"id": r["id"], "response": r["response"] + "\n多余的内容"})
+    path.write_text("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines))
+
+
+def test_score_gold_answers_gives_the_top_of_the_scale(cli, tmp_path, registry):
+    p = tmp_path / "gold.jsonl"
+    _gold_predictions(p)
+    rc, out, err = cli("score", "--task", "cfbenchmark-zero", "--predictions", p, env=registry)
+    assert rc == 0, err
+    row = json.loads(out)["tasks"]["cfbenchmark-zero"]["paper"]
+    for col in ("Company", "Product", "Sector", "Event", "Sentiment", "Summary", "Risk", "Suggestion", "Avg"):
+        assert row[col] == pytest.approx(1.0, abs=1e-5), col
+
+
+def test_score_only_some_subtasks(cli, tmp_path, registry):
+    p = tmp_path / "some.jsonl"
+    rows = data.load("cfbenchmark", "sentiment.jsonl")[:4]
+    p.write_text("".join(json.dumps({"id": r["id"], "response": "积极"}, ensure_ascii=False) + "\n" for r in rows))
+    res = json.loads(cli("score", "--task", "cfbenchmark-few", "--predictions", p, env=registry)[1])["tasks"]["cfbenchmark-few"]
+    expected = sum(r["response"] == "积极" for r in rows) / 4
+    assert res["paper"]["Sentiment"] == pytest.approx(expected)
+    assert res["paper"]["Company"] is None and res["paper"]["Avg"] is None
+    assert res["n"] == 4
+
+
+def test_run_zero_shot_and_report_context_skips(cli, tmp_path, registry):
+    out = tmp_path / "run"
+    rc, stdout, err = cli("run", "--task", "cfbenchmark-zero", "--limit", "1", "--quiet", "--out", out, env=registry)
+    assert rc == 0, err
+    res = json.loads((out / "results.json").read_text())["tasks"]["cfbenchmark-zero"]
+    assert res["n"] == 8
+    # the tiny model's context is 512 tokens: long Chinese inputs are skipped, counted, with a reason
+    assert res["n_skipped"] >= 1 and all("longer than the model context" in k for k in res["skip_reasons"])
+    meta = json.loads((out / "run.json").read_text())
+    assert meta["embedder"]["name"] == "tiny-bert" and len(meta["embedder"]["sha256"]) == 64
+    assert meta["tasks"]["cfbenchmark-zero"]["settings"]["summary_decoding"] == "released"
+    assert meta["options"] == {"cfbenchmark_decoding": "released"}
+    samples = [json.loads(l) for l in (out / "samples.jsonl").read_text().splitlines()]
+    assert len(samples) == 8
+    kept = [s for s in samples if not s.get("skipped")]
+    assert all(("f1" in s) != ("similarity" in s) for s in kept)
