@@ -33,9 +33,35 @@ def cli(debug: bool) -> None:
 
     \b
     Suites: econnli (EconNLI, Table 4), econlogicqa (EconLogicQA, Table 2),
-    cfbenchmark (CFBenchmark-Basic, Table 2). Run `econeval list` for tasks.
+    cfbenchmark (CFBenchmark-Basic, Table 2), steer-me (STEER-ME re-implementation).
+    Run `econeval list` for tasks.
     Quick start:  econeval data build && econeval run --suite all --limit 20
     """
+
+
+def _steer_options(fn):
+    fn = click.option("--questions", type=click.Path(dir_okay=False, exists=True, path_type=Path),
+                      help="STEER-ME: a question set from `econeval steer generate` instead of the bundled one.")(fn)
+    fn = click.option("--car", is_flag=True, help='STEER-ME: calibrated answer replacement ("No other option is correct.").')(fn)
+    fn = click.option("--adaptation", type=click.Choice(["direct", "cot-shown", "cot-hidden", "free-text"]), default="direct",
+                      show_default=True, help="STEER-ME adaptation.")(fn)
+    return fn
+
+
+def _steer(adaptation, car, questions) -> dict:
+    out = {"steer_adaptation": adaptation, "steer_car": car}
+    if questions:
+        out["steer_questions"] = str(Path(questions).resolve())
+    return out
+
+
+def _embedder_factory(name):
+    def make():
+        from .backends.onnx_embed import OnnxEmbedder
+
+        return OnnxEmbedder(config.resolve_embedder(name))
+
+    return make
 
 
 # ---- run ---------------------------------------------------------------------------------
@@ -53,9 +79,11 @@ def cli(debug: bool) -> None:
 @click.option("--embedder", "-e", help="Sentence embedder for CFBenchmark generation scoring: a models.toml name or a folder (default: m3e-small).")
 @click.option("--cfbenchmark-decoding", type=click.Choice(["released", "intended"]), default="released", show_default=True,
               help="CFBenchmark summary decoding: as the released code ran it (64 tokens) or as intended (512).")
+@_steer_options
 @click.option("--json", "as_json", is_flag=True, help="Print results.json on stdout instead of the summary table.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress line.")
-def run(model, suite, tasks, limit, seed, n_gpu_layers, n_ctx, threads, out, embedder, cfbenchmark_decoding, as_json, quiet):
+def run(model, suite, tasks, limit, seed, n_gpu_layers, n_ctx, threads, out, embedder, cfbenchmark_decoding,
+        adaptation, car, questions, as_json, quiet):
     """Evaluate a model and write run.json, samples.jsonl and results.json."""
     from . import runner
     from .backends.llamacpp import LlamaCppBackend, check_gguf
@@ -64,8 +92,12 @@ def run(model, suite, tasks, limit, seed, n_gpu_layers, n_ctx, threads, out, emb
     spec = config.resolve_model(model)
     if spec.path:
         check_gguf(Path(spec.path))
-    ctx = runner.RunContext(seed=seed, limit=limit, embedder_factory=_embedder_factory(embedder),
-                            options={"cfbenchmark_decoding": cfbenchmark_decoding} if any(t.suite == "cfbenchmark" for t in selected) else {})
+    options = {}
+    if any(t.suite == "cfbenchmark" for t in selected):
+        options["cfbenchmark_decoding"] = cfbenchmark_decoding
+    if any(t.suite == "steer-me" for t in selected):
+        options.update(_steer(adaptation, car, questions))
+    ctx = runner.RunContext(seed=seed, limit=limit, embedder_factory=_embedder_factory(embedder), options=options)
     preps = runner.prepare(selected, ctx)  # fails on missing data or embedder before a model loads
     out = out or config.data_home() / "runs" / f"{datetime.now():%Y%m%d-%H%M%S}-{spec.name}"
     backend = LlamaCppBackend(spec, n_ctx=n_ctx, n_gpu_layers=n_gpu_layers, seed=seed, n_threads=threads)
@@ -80,15 +112,6 @@ def run(model, suite, tasks, limit, seed, n_gpu_layers, n_ctx, threads, out, emb
         click.echo(f"  {t.name:<22} n {res['n']:>5}  unparsed {res.get('n_unparsed', 0):>4}  skipped {res['n_skipped']:>3}  {cells}")
 
 
-def _embedder_factory(name):
-    def make():
-        from .backends.onnx_embed import OnnxEmbedder
-
-        return OnnxEmbedder(config.resolve_embedder(name))
-
-    return make
-
-
 # ---- score -------------------------------------------------------------------------------
 @cli.command()
 @click.option("--task", "-t", "task_name", required=True, help="Task whose parser and metrics to use, e.g. econnli-zero.")
@@ -96,12 +119,13 @@ def _embedder_factory(name):
               help='JSON Lines: {"id": "...", "response": "raw model text"} per item, optionally "option_logprobs".')
 @click.option("--seed", type=int, default=1234, show_default=True, help="Seed the predictions were made with (few-shot draws).")
 @click.option("--embedder", "-e", help="Sentence embedder for CFBenchmark generation scoring (default: m3e-small).")
-def score(task_name, predictions, seed, embedder):
+@_steer_options
+def score(task_name, predictions, seed, embedder, adaptation, car, questions):
     """Score predictions made elsewhere; print the results JSON on stdout."""
     from . import runner
 
     task = benchmarks.get_task(task_name)
-    ctx = runner.RunContext(seed=seed, embedder_factory=_embedder_factory(embedder))
+    ctx = runner.RunContext(seed=seed, embedder_factory=_embedder_factory(embedder), options=_steer(adaptation, car, questions))
     prep = task.prepare(ctx)
     by_id = {it["id"]: it for it in prep.items}
     items, outputs, seen = [], [], set()
@@ -184,6 +208,65 @@ def models_list(as_json):
         if e.description:
             click.echo(f"      {e.description}")
     click.echo("registry files: " + (", ".join(map(str, config.registry_paths())) or "none"))
+
+
+# ---- steer ----
+@cli.group()
+def steer():
+    """STEER-ME question generator (econeval's re-implementation of auto-STEER)."""
+
+
+@steer.command("generate")
+@click.option("--elements", default="all", show_default=True, help="Comma-separated element slugs, or all covered ones.")
+@click.option("--per-element", type=click.IntRange(min=1), default=100, show_default=True)
+@click.option("--seed", type=int, default=2025, show_default=True)
+@click.option("--out", "out", required=True, type=click.Path(dir_okay=False, path_type=Path), help="JSONL file to write.")
+def steer_generate(elements, per_element, seed, out):
+    """Write a fresh question set (same seed and version: byte-identical file)."""
+    from .benchmarks.steer_me import BENCHMARK
+    from .steer.generator import covered, generate
+
+    tax = {r["element"]: r for r in data.load(BENCHMARK, "taxonomy.jsonl")}
+    names = covered() if elements == "all" else [e.strip() for e in elements.split(",") if e.strip()]
+    unknown = [e for e in names if e not in tax]
+    if unknown:
+        raise UsageError(f"unknown element(s): {', '.join(unknown)}", hint="`econeval steer elements` lists them")
+    missing = [e for e in names if e not in covered()]
+    if missing:
+        raise UsageError(f"element(s) without templates yet: {', '.join(missing)}", hint="`econeval steer elements` shows coverage")
+    names = [r for r in tax if r in names]  # taxonomy order
+    items = generate(names, per_element, seed, tax)
+    write_atomic(out, data.jsonl_bytes(items))
+    click.echo(f"wrote {len(items)} questions ({len(names)} elements × {per_element}) to {out}", err=True)
+
+
+@steer.command("elements")
+@click.option("--json", "as_json", is_flag=True)
+def steer_elements(as_json):
+    """The taxonomy, with templates, types, domains and perspectives per element, and coverage."""
+    from .benchmarks.steer_me import BENCHMARK
+    from .steer.generator import combos, covered, templates
+
+    rows = []
+    for r in data.load(BENCHMARK, "taxonomy.jsonl"):
+        el = r["element"]
+        cs = combos(el) if el in covered() else []
+        rows.append({**r, "covered": bool(cs), "templates": len(templates().get(el, [])),
+                     "types": sorted({t["type"] for t, _, _ in cs}), "domains": len({d for _, d, _ in cs}),
+                     "perspectives": len({p for _, _, p in cs})})
+    if as_json:
+        _echo_json(rows)
+        return
+    setting = None
+    for r in rows:
+        if r["setting"] != setting:
+            setting = r["setting"]
+            click.echo(setting)
+        mark = f"{r['templates']} templates, types: {', '.join(r['types'])}; {r['domains']} domains × {r['perspectives']} perspectives" \
+            if r["covered"] else "not covered yet"
+        click.echo(f"  {r['element']:<34} {mark}")
+    n = sum(r["covered"] for r in rows)
+    click.echo(f"covered: {n} of {len(rows)} elements")
 
 
 # ---- data --------------------------------------------------------------------------------

@@ -26,3 +26,36 @@ def classification_report(y_true: Sequence[int], y_pred: Sequence[int], labels: 
 
 def mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
+
+
+def brier(p: Sequence[float], gold: int) -> float:
+    """Σ over options of (1[o = gold] − p(o))²."""
+    return sum(((1.0 if i == gold else 0.0) - q) ** 2 for i, q in enumerate(p))
+
+
+def ece(confidences: Sequence[float], correct: Sequence[bool], bins: int = 10) -> float | None:
+    """Expected calibration error: equal-width bins [i/b, (i+1)/b), confidence 1.0 in the top bin;
+    Σ_bins |Σ correct − Σ confidence| / n."""
+    if not confidences:
+        return None
+    sums: dict[int, list[float]] = {}
+    for c, ok in zip(confidences, correct):
+        b = min(int(c * bins), bins - 1)
+        s = sums.setdefault(b, [0.0, 0.0])
+        s[0] += float(ok)
+        s[1] += c
+    return sum(abs(a - c) for a, c in sums.values()) / len(confidences)
+
+
+def normalized_accuracy(correct: Sequence[bool], k: Sequence[int]) -> float | None:
+    """Mean of +1 (correct) and −1/(K−1) (wrong): random guessing scores 0."""
+    return mean([1.0 if ok else -1.0 / (kk - 1) for ok, kk in zip(correct, k)])
+
+
+def spread(values: dict[str, float | None]) -> dict | None:
+    """min / max / max − min of a metric over groups (robustness across domains or types)."""
+    vals = {k: v for k, v in values.items() if v is not None}
+    if not vals:
+        return None
+    lo, hi = min(vals.values()), max(vals.values())
+    return {"min": lo, "max": hi, "spread": hi - lo, "worst": min(vals, key=vals.get), "by_group": vals}

@@ -21,6 +21,9 @@ class Generate:
     chat: bool = False  # the task asks for the chat template (applied when the model allows)
 
 
+TOP_TOKEN = "<top>"  # reserved key of an option-logprobs result: the most likely token's log-probability
+
+
 @dataclass(frozen=True)
 class OptionLogprobs:
     """Log-probability of each option as the next text after `prompt` (one forward pass).

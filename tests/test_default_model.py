@@ -27,6 +27,8 @@ def test_econnli_and_econlogicqa_on_the_default_model(cli, tmp_path):
     zero = [s for s in samples if s["task"] == "econnli-zero"]
     # " Yes" and " No" are single tokens of Gemma's vocabulary: both scored, both real log-probs
     for s in zero:
-        assert set(s["option_logprobs"]) == {"Yes", "No"} and all(-30 < v < 0 for v in s["option_logprobs"].values())
+        lp = s["option_logprobs"]
+        assert set(lp) == {"Yes", "No", "<top>"} and all(-30 < v < 0 for v in lp.values())
+        assert lp["<top>"] >= max(lp["Yes"], lp["No"])
     cot = [s for s in samples if s["task"] == "econnli-cot"]
     assert all(s["generation"]["response"]["n_tokens"] > 0 for s in cot)

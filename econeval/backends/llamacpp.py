@@ -22,7 +22,7 @@ import orjson
 
 from ..config import ModelSpec, cache_home
 from ..errors import ModelError
-from ..types import Completion, Generate, OptionLogprobs
+from ..types import TOP_TOKEN, Completion, Generate, OptionLogprobs
 
 SCHEDULE = ("prefix-then-item/v2: shared prefix once (kept), item tokens but the last in one call (kept), "
             "the last prompt token in one call, generated tokens one per call")
@@ -219,7 +219,7 @@ class LlamaCppBackend:
             logp = self._log_softmax(self._logits())
             base = self.llm.n_tokens
             full_text = self._texts(req.prompt, req.prefix, req.chat)[0]
-            scores = {}
+            scores = {TOP_TOKEN: float(logp.max())}
             for opt in req.options:
                 best = -math.inf
                 for cont in {self._continuation(full_text, tokens, v, req.chat) for v in (opt, " " + opt)}:

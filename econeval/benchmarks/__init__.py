@@ -6,7 +6,7 @@ from types import ModuleType
 
 from ..errors import UsageError
 from ..types import Task
-from . import cfbenchmark, econlogicqa, econnli
+from . import cfbenchmark, econlogicqa, econnli, steer_me
 
 MODULES: dict[str, ModuleType] = {}
 TASKS: dict[str, Task] = {}
@@ -22,7 +22,7 @@ def register(module: ModuleType) -> None:
         TASKS[task.name] = task
 
 
-for _m in (econnli, econlogicqa, cfbenchmark):
+for _m in (econnli, econlogicqa, cfbenchmark, steer_me):
     register(_m)
 
 

@@ -1,0 +1,286 @@
+"""STEER-ME (Raman et al., 2025): microeconomics multiple choice. The released question data is
+not reachable, so econeval generates its own questions (econeval/steer/, a re-implementation of
+auto-STEER, labelled as such) and scores them with the authors' metric definitions.
+
+Adaptations (`--adaptation`): direct (default), cot-shown, cot-hidden (0-CoT: reasoning first,
+then the letter with the options shown), free-text. `--car` replaces one option per question
+with "No other option is correct." in the paper's exact 1/K balance.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import random
+import re
+from pathlib import Path
+
+from .. import data
+from ..errors import UsageError
+from ..metrics import brier, ece, mean, normalized_accuracy, spread
+from ..results import read_jsonl
+from ..steer.generator import GENERATOR_VERSION, covered, generate
+from ..types import TOP_TOKEN as TOP, Generate, OptionLogprobs, Prepared, Task
+
+BENCHMARK = "steer-me"
+LETTERS = "ABCDEFGHIJ"
+NOTA = "No other option is correct."
+BUNDLE_SEED, BUNDLE_PER_ELEMENT = 2025, 100
+ADAPTATIONS = ("direct", "cot-shown", "cot-hidden", "free-text")
+COT_MAX_TOKENS = 256
+
+
+def taxonomy_rows(src: Path) -> list[dict]:
+    tax = json.loads((src / "taxonomy.json").read_text(encoding="utf-8"))
+    return [{"element": e["element"], "name": e["name"], "setting": f"{s['number']} {s['name']}",
+             "module": f"{m['number']} {m['name']}", "appendix": e["appendix"]}
+            for s in tax["settings"] for m in s["modules"] for e in m["elements"]]
+
+
+def build(src: Path) -> dict[str, list[dict]]:
+    rows = taxonomy_rows(src)
+    tax = {r["element"]: r for r in rows}
+    elements = [r["element"] for r in rows if r["element"] in covered()]
+    return {"taxonomy.jsonl": rows, "questions.jsonl": generate(elements, BUNDLE_PER_ELEMENT, BUNDLE_SEED, tax)}
+
+
+# ---- reading answers ----------------------------------------------------------------------
+_LEAD = re.compile(r"^\s*\(?([A-J])\)?(?:[.:)\s]|$)")
+_ANSWER_IS = re.compile(r"(?:answer is|ANSWER:)\s*\(?([A-J])\b", re.IGNORECASE)
+
+
+def letter_from_text(text: str, k: int) -> int | None:
+    """A leading letter (`B`, ` B.`, `(B)`, `B: ...`), else the last `answer is B` / `ANSWER: B`."""
+    m = _LEAD.match(text)
+    hits = [m.group(1)] if m else [h.upper() for h in _ANSWER_IS.findall(text)][-1:]
+    if hits and LETTERS.index(hits[0]) < k:
+        return LETTERS.index(hits[0])
+    return None
+
+
+_NUMBER = r"-?\$?\d[\d,]*(?:\.\d+)?"
+
+
+def number_from_text(text: str) -> float | None:
+    """The number in the last \\boxed{}, else the first after the last `ANSWER:`, else the last number."""
+    boxed = re.findall(r"\\boxed\{([^}]*)\}", text)
+    for source in ([boxed[-1]] if boxed else []) + ([text.rsplit("ANSWER:", 1)[1]] if "ANSWER:" in text else []):
+        m = re.search(_NUMBER, source)
+        if m:
+            return _to_float(m.group(0))
+    nums = re.findall(_NUMBER, text)
+    return _to_float(nums[-1]) if nums else None
+
+
+def _to_float(s: str) -> float | None:
+    try:
+        return float(s.replace("$", "").replace(",", ""))
+    except ValueError:
+        return None
+
+
+def free_text_correct(value: float | None, gold: float, others: list[float]) -> bool:
+    """Within 98% of the gold value (relative error ≤ 2%) and closer to it than to any other option."""
+    if value is None or not math.isfinite(value):
+        return False
+    if abs(value - gold) > 0.02 * abs(gold) + 1e-12:
+        return False
+    return all(abs(value - gold) < abs(value - o) for o in others)
+
+
+def distribution(lp: dict[str, float], k: int) -> tuple[list[float], float]:
+    """Probabilities of the K valid letters (max over duplicates is done by the backend) and
+    alpha, the total mass on them."""
+    raw = [math.exp(lp[L]) if L in lp else 0.0 for L in LETTERS[:k]]
+    return raw, sum(raw)
+
+
+def rpm(raw: list[float], alpha: float, mode: str) -> list[float]:
+    """Reshaped probability mapping: renormalise (uniform if alpha = 0), or mix with uniform."""
+    k = len(raw)
+    cond = [p / alpha for p in raw] if alpha > 0 else [1.0 / k] * k
+    if mode == "renormalized":
+        return cond
+    return [alpha * p + (1 - alpha) / k for p in cond]
+
+
+def argmax(p: list[float]) -> int:
+    return max(range(len(p)), key=lambda i: (p[i], -i))  # ties: the first option
+
+
+# ---- CAR ----------------------------------------------------------------------------------
+def apply_car(items: list[dict], seed: int) -> list[dict]:
+    """In each (element, K) bucket exactly round(N/K) questions, chosen by a seeded hash of
+    their ids, get the correct option replaced; the others get one wrong option replaced."""
+    buckets: dict[tuple, list[dict]] = {}
+    for it in items:
+        buckets.setdefault((it["element"], len(it["options"])), []).append(it)
+    out = {}
+    for (_, k), group in buckets.items():
+        ranked = sorted(group, key=lambda it: hashlib.sha256(f"{seed}/car/{it['id']}".encode()).hexdigest())
+        replace_correct = {it["id"] for it in ranked[: round(len(group) / k)]}
+        for it in group:
+            opts = list(it["options"])
+            if it["id"] in replace_correct:
+                idx = it["correct_index"]
+            else:
+                idx = random.Random(f"{seed}/car/{it['id']}").choice([i for i in range(k) if i != it["correct_index"]])
+            opts[idx] = NOTA
+            out[it["id"]] = {**it, "options": opts, "car_replaced": idx, "nota_is_correct": it["id"] in replace_correct}
+    return [out[it["id"]] for it in items]
+
+
+# ---- prompts ------------------------------------------------------------------------------
+def options_block(item: dict) -> str:
+    return "\n".join(f"{LETTERS[i]}. {o}" for i, o in enumerate(item["options"]))
+
+
+def letters_phrase(k: int) -> str:
+    return f"among A through {LETTERS[k - 1]}"
+
+
+class SteerMe(Task):
+    name = "steer-me"
+    suite = "steer-me"
+    benchmark = BENCHMARK
+    prompt_version = "steer-me/1"
+    description = "STEER-ME re-implementation: generated microeconomics multiple choice (adaptation: --adaptation, --car)"
+    stages = 2
+
+    def prepare(self, ctx) -> Prepared:
+        adaptation = ctx.options.get("steer_adaptation", "direct")
+        if adaptation not in ADAPTATIONS:
+            raise UsageError(f"unknown STEER-ME adaptation '{adaptation}'", hint=f"one of {', '.join(ADAPTATIONS)}")
+        qfile = ctx.options.get("steer_questions")
+        if qfile:
+            items = read_jsonl(Path(qfile), "questions file")
+            need = {"id", "element", "options", "correct_index", "question"}
+            for n, it in enumerate(items, 1):
+                if not need <= set(it):
+                    raise UsageError(f"{qfile}: question {n} lacks {', '.join(sorted(need - set(it)))}")
+            source = {"questions_file": str(qfile), "sha256": data.sha256_file(Path(qfile))}
+        else:
+            items = data.load(BENCHMARK, "questions.jsonl")
+            source = {"questions": "bundled set", "seed": BUNDLE_SEED, "per_element": BUNDLE_PER_ELEMENT}
+        car = bool(ctx.options.get("steer_car"))
+        if car:
+            items = apply_car(items, ctx.seed)
+        label = adaptation + ("+car" if car else "")
+        return Prepared(items=items, settings={
+            "adaptation": label, "source": source, "generator_version": GENERATOR_VERSION,
+            "re_implementation": "questions generated by econeval's own templates and solvers, not the released STEER-ME data",
+            "scoring": ("option log-probabilities of the letters at the answer position (' A' counts as 'A', max over duplicates), "
+                        "reshaped by renormalising and by mixing with uniform (RPM)") if adaptation != "free-text" else
+                       "number from the text (last \\boxed{}, else after the last ANSWER:, else the last number); correct within 2% and closest to gold",
+            "cot_max_tokens": COT_MAX_TOKENS, "car": car,
+        }, state={"adaptation": adaptation, "label": label})
+
+    def requests(self, item, prep, outputs):
+        a, k = prep.state["adaptation"], len(item["options"])
+        q = f"Question: {item['question']}\n"
+        letters = tuple(LETTERS[:k])
+        final = f"\nTherefore, {letters_phrase(k)}, the answer is"
+        if a == "direct":
+            return {} if outputs else {"option_logprobs": OptionLogprobs(prompt=q + options_block(item) + "\nAnswer:", options=letters, chat=True)}
+        if a == "free-text":
+            if outputs:
+                return {}
+            prompt = q + "Give the final answer as a number after 'ANSWER:'.\nAnswer: Let's think step by step."
+            return {"response": Generate(prompt=prompt, max_tokens=COT_MAX_TOKENS, stop=("\nQuestion:",), chat=True)}
+        shown = a == "cot-shown"
+        first = q + (options_block(item) + "\n" if shown else "") + "Answer: Let's think step by step."
+        if "reasoning" not in outputs:
+            return {"reasoning": Generate(prompt=first, max_tokens=COT_MAX_TOKENS, stop=("\nQuestion:",), chat=True)}
+        if "option_logprobs" in outputs:
+            return {}
+        second = first + outputs["reasoning"] + ("" if shown else "\n" + options_block(item)) + final
+        return {"option_logprobs": OptionLogprobs(prompt=second, options=letters, chat=True)}
+
+    def score(self, item, outputs, prep):
+        k = len(item["options"])
+        rec = {"element": item["element"], "setting": item.get("setting"), "module": item.get("module"),
+               "domain": item.get("domain"), "type": item.get("type"), "k": k, "gold": item["correct_index"]}
+        if item.get("car_replaced") is not None:
+            rec["nota_is_correct"] = item["nota_is_correct"]
+        if prep.state["adaptation"] == "free-text":
+            value = number_from_text(outputs.get("response", ""))
+            gold = item["solution"]["value"] if "solution" in item else _to_float(item["options"][item["correct_index"]])
+            others = [v for i, o in enumerate(item["options"]) if i != item["correct_index"] and (v := _to_float(o)) is not None]
+            rec.update(answered=value is not None, parsed=value, correct=free_text_correct(value, gold, others))
+            return rec
+        lp = outputs.get("option_logprobs")
+        if lp and any(L in lp for L in LETTERS[:k]):
+            raw, alpha = distribution(lp, k)
+            p_ren, p_mix = rpm(raw, alpha, "renormalized"), rpm(raw, alpha, "mixed")
+            top = argmax(p_ren)
+            best_valid = max(lp[L] for L in LETTERS[:k] if L in lp)
+            rec.update(answered=True, parsed=top, correct=top == item["correct_index"], alpha=alpha,
+                       p_renormalized=p_ren, p_mixed=p_mix,
+                       top_token_invalid=(lp[TOP] > best_valid + 1e-9) if TOP in lp else None)
+        else:
+            letter = letter_from_text(outputs.get("response", ""), k)
+            rec.update(answered=letter is not None, parsed=letter, correct=letter == item["correct_index"])
+        if rec["answered"] and item.get("car_replaced") is not None:
+            rec["chose_nota"] = rec["parsed"] == item["car_replaced"]
+        return rec
+
+    def aggregate(self, records, prep):
+        groups = {"overall": {"all": records}}
+        for key in ("setting", "module", "element"):
+            g: dict[str, list] = {}
+            for r in records:
+                g.setdefault(r.get(key) or "?", []).append(r)
+            groups[key] = g
+        out = {
+            "table": "STEER-ME (econeval re-implementation)",
+            "adaptation": prep.state["label"],
+            "n_scored": sum(r["answered"] for r in records), "n_unparsed": sum(not r["answered"] for r in records),
+            "paper": {name: {k: metrics(v) for k, v in g.items()} for name, g in groups.items()},
+        }
+        out["paper"]["overall"] = out["paper"]["overall"]["all"]
+        out["heatmap"] = {"rows": "this run's model", "columns": "elements", "metric": "normalized_accuracy",
+                          "values": {el: m["normalized_accuracy"] for el, m in out["paper"]["element"].items()}}
+        return out
+
+    def headline(self, result):
+        o = result["paper"]["overall"]
+        return {"acc": o["accuracy"], "norm acc": o["normalized_accuracy"], "ECE": (o.get("renormalized") or {}).get("ece"),
+                "Brier": (o.get("renormalized") or {}).get("brier")}
+
+
+def metrics(recs: list[dict]) -> dict:
+    answered = [r for r in recs if r["answered"]]
+    out = {
+        "n": len(recs),
+        "accuracy": mean([float(r["correct"]) for r in answered]),
+        "normalized_accuracy": normalized_accuracy([r["correct"] for r in answered], [r["k"] for r in answered]),
+        "no_answer_rate": 1 - len(answered) / len(recs) if recs else None,
+    }
+    probs = [r for r in answered if "p_renormalized" in r]
+    if probs and len(probs) == len(answered):
+        for mode in ("renormalized", "mixed"):
+            p = [r[f"p_{mode}"] for r in probs]
+            out[mode] = {
+                "ece": ece([max(x) for x in p], [r["correct"] for r in probs]),
+                "brier": mean([brier(x, r["gold"]) for x, r in zip(p, probs)]),
+                "epa": mean([x[r["gold"]] for x, r in zip(p, probs)]),
+            }
+        out["invalid_mass"] = mean([1 - r["alpha"] for r in probs])
+        flags = [r["top_token_invalid"] for r in probs if r.get("top_token_invalid") is not None]
+        out["invalid_top_rate"] = mean([float(f) for f in flags]) if flags else None
+    else:
+        out["renormalized"] = out["mixed"] = None  # no log-probabilities: calibration is unavailable
+    for key in ("domain", "type"):
+        by = {}
+        for r in answered:
+            by.setdefault(r.get(key) or "?", []).append(float(r["correct"]))
+        out[f"{key}_robustness"] = spread({k: mean(v) for k, v in by.items()}) if len(by) > 1 else None
+    nota = [r for r in answered if "chose_nota" in r]
+    if nota:
+        out["nota_selection_rate"] = mean([float(r["chose_nota"]) for r in nota])
+        out["nota_correct_rate"] = mean([float(r["nota_is_correct"]) for r in nota])
+    return out
+
+
+TASKS = [SteerMe()]

@@ -1,0 +1,1 @@
+"""STEER-ME re-implementation: econeval's own question generator (templates + solvers)."""

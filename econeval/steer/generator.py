@@ -1,0 +1,135 @@
+"""auto-STEER re-implementation: fill element templates with drawn numbers, compute the answer,
+build distractors from typical mistakes, balance domains, perspectives, types and the position
+of the correct option. Same seed and version → byte-identical output on any machine (string
+seeds hash with SHA-512 in random.Random; no floating-point formatting depends on the platform).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import re
+from functools import lru_cache
+from pathlib import Path
+
+from .solvers import ELEMENTS, Draw
+
+GENERATOR_VERSION = "1"
+HERE = Path(__file__).resolve().parent
+NEAR_MISSES = (1.1, 0.9, 1.25, 0.8, 1.5, 0.5, 2.0)
+LETTERS = "ABCD"
+
+
+@lru_cache(maxsize=None)
+def lexicon() -> dict:
+    return json.loads((HERE / "lexicon.json").read_text(encoding="utf-8"))
+
+
+@lru_cache(maxsize=None)
+def templates() -> dict[str, list[dict]]:
+    out = {}
+    for p in sorted((HERE / "templates").glob("*.json")):
+        doc = json.loads(p.read_text(encoding="utf-8"))
+        out[doc["element"]] = doc["templates"]
+    return out
+
+
+def covered() -> list[str]:
+    """Elements with both a solver and templates."""
+    return sorted(set(ELEMENTS) & set(templates()))
+
+
+def combos(element: str) -> list[tuple[dict, str, str]]:
+    """(template, domain, perspective) combinations that are coherent for an element."""
+    lex = lexicon()
+    out = []
+    for t in templates()[element]:
+        for d in t.get("domains", list(lex["domains"])):
+            for p in t.get("perspectives", list(lex["perspectives"])):
+                out.append((t, d, p))
+    return out
+
+
+_CHOICE = re.compile(r"\{([^{}|]+)\|([^{}|]+)\}")
+_SLOT = re.compile(r"\{([A-Za-z0-9_]+)\}")
+
+
+def fill(text: str, slots: dict[str, str], domain: str, perspective: str, rng: random.Random) -> str:
+    lex = lexicon()
+    dom = lex["domains"][domain]
+    per = dict(lex["perspectives"][perspective])
+    names = {"female": rng.choice(lex["female_names"]), "male": rng.choice(lex["male_names"]), "agent": dom["agent"]}
+    for k in ("Subj", "subj", "poss", "obj", "Poss"):
+        per[k] = _SLOT.sub(lambda m: names[m.group(1)], per[k])
+    per["Subj2"] = per["subj"][0].upper() + per["subj"][1:] if perspective != "first person" else "I"
+    values = {**per, "good": dom["goods"][0], "good2": dom["goods"][1], "product": dom["product"], "seller": dom["seller"],
+              "market": dom["market"], "activity": dom["activity"], "agent": dom["agent"], **slots}
+    text = _CHOICE.sub(lambda m: m.group(1) if per["form"] == 0 else m.group(2), text)
+
+    def slot(m):
+        if m.group(1) not in values:
+            raise KeyError(f"template slot {{{m.group(1)}}} has no value")
+        return str(values[m.group(1)])
+
+    out = _SLOT.sub(slot, text)
+    return out[0].upper() + out[1:]
+
+
+def fmt(value: float, decimals: int) -> str:
+    return f"{value:,.{decimals}f}" if decimals else f"{round(value):,}"
+
+
+def options_for(draw: Draw, decimals: int) -> list[tuple[str, float, str]] | None:
+    """The correct option and three wrong ones (typical mistakes first, then near misses), all
+    distinct after formatting; None if that cannot be done."""
+    right = fmt(draw.answer, decimals)
+    seen = {right}
+    wrong = []
+    for why, v in list(draw.mistakes.items()) + [(f"near miss ×{f:g}", draw.answer * f) for f in NEAR_MISSES]:
+        if v is None or not math.isfinite(v):
+            continue
+        s = fmt(v, decimals)
+        if s not in seen and abs(v - draw.answer) > 1e-9:
+            seen.add(s)
+            wrong.append((s, v, why))
+        if len(wrong) == 3:
+            return [(right, draw.answer, "correct")] + wrong
+    return None
+
+
+def generate(elements: list[str], per_element: int, seed: int, taxonomy: dict[str, dict]) -> list[dict]:
+    items = []
+    for el in elements:
+        spec = ELEMENTS[el]
+        cs = combos(el)
+        order = random.Random(f"{seed}/{el}/combos").sample(range(len(cs)), len(cs))
+        n_types = {t["type"] for t, _, _ in cs}
+        if not n_types <= set(spec.types):
+            raise ValueError(f"{el}: template types {n_types} not solved by its solver")
+        positions: list[int] = []
+        for n in range(per_element):
+            tmpl, domain, perspective = cs[order[n % len(cs)]]
+            if not positions:  # blocks of 4: the correct option visits every position equally often
+                positions = random.Random(f"{seed}/{el}/pos/{n}").sample(range(4), 4)
+            pos = positions.pop()
+            for attempt in range(50):
+                rng = random.Random(f"{seed}/{el}/{n}/{attempt}")
+                draw = spec.solve(rng, tmpl["type"])
+                opts = options_for(draw, spec.decimals) if draw and math.isfinite(draw.answer) else None
+                if opts:
+                    break
+            else:
+                raise RuntimeError(f"{el}: no valid question after 50 draws (n={n})")
+            wrong = opts[1:]
+            ordered = wrong[:pos] + [opts[0]] + wrong[pos:]
+            items.append({
+                "id": f"steer-me/{el}/{n}", "setting": taxonomy[el]["setting"], "module": taxonomy[el]["module"],
+                "element": el, "type": tmpl["type"], "domain": domain, "perspective": perspective, "template_id": tmpl["id"],
+                "question": fill(tmpl["text"], draw.slots, domain, perspective, rng),
+                "options": [o[0] for o in ordered], "correct_index": pos,
+                "distractor_reasons": [o[2] for o in ordered],
+                "params": draw.params, "solution": {"value": draw.answer, "formula": draw.formula},
+                "generator_version": GENERATOR_VERSION,
+            })
+    return items

@@ -1,0 +1,63 @@
+"""`econeval steer` and `econeval run --task steer-me` end to end (tiny model)."""
+
+import json
+
+import pytest
+
+
+@pytest.fixture
+def registry(tmp_path, tiny_model):
+    reg = tmp_path / "models.toml"
+    reg.write_text(f'default = "tiny"\n[models.tiny]\npath = "{tiny_model}"\nn_ctx = 2048\nchat = "off"\n')
+    return {"ECONEVAL_MODELS": str(reg)}
+
+
+def test_generate_is_deterministic_and_usable_by_run(cli, tmp_path, registry):
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    for path in (a, b):
+        rc, _, err = cli("steer", "generate", "--elements", "consumer_surplus,find_eq_price", "--per-element", "8",
+                         "--seed", "11", "--out", path)
+        assert rc == 0, err
+    assert a.read_bytes() == b.read_bytes()
+    rows = [json.loads(l) for l in a.read_text().splitlines()]
+    assert [r["element"] for r in rows[:1]] == ["find_eq_price"]  # taxonomy order
+    out = tmp_path / "run"
+    rc, _, err = cli("run", "--task", "steer-me", "--questions", a, "--adaptation", "cot-shown", "--quiet", "--out", out, env=registry)
+    assert rc == 0, err
+    meta = json.loads((out / "run.json").read_text())
+    s = meta["tasks"]["steer-me"]["settings"]
+    assert s["adaptation"] == "cot-shown" and s["source"]["questions_file"] == str(a) and len(s["source"]["sha256"]) == 64
+    res = json.loads((out / "results.json").read_text())["tasks"]["steer-me"]
+    assert res["n"] == 16 and set(res["paper"]["element"]) == {"consumer_surplus", "find_eq_price"}
+    assert set(res["heatmap"]["values"]) == {"consumer_surplus", "find_eq_price"}
+    samples = [json.loads(l) for l in (out / "samples.jsonl").read_text().splitlines()]
+    assert all(s["reasoning"] is not None and "<top>" in s["option_logprobs"] for s in samples)
+
+
+def test_run_direct_with_car_on_the_bundled_set(cli, tmp_path, registry):
+    out = tmp_path / "run"
+    rc, stdout, err = cli("run", "--task", "steer-me", "--car", "--limit", "12", "--quiet", "--out", out, env=registry)
+    assert rc == 0, err
+    res = json.loads((out / "results.json").read_text())["tasks"]["steer-me"]
+    assert res["adaptation"] == "direct+car"
+    o = res["paper"]["overall"]
+    assert 0 <= o["accuracy"] <= 1 and o["renormalized"]["brier"] is not None and 0 <= o["invalid_mass"] <= 1
+    assert "nota_selection_rate" in o
+    assert "steer-me" in stdout
+
+
+def test_steer_errors(cli, tmp_path):
+    rc, _, err = cli("steer", "generate", "--elements", "nonsense", "--out", tmp_path / "x.jsonl")
+    assert rc == 2 and "unknown element(s): nonsense" in err
+    bad = tmp_path / "q.jsonl"
+    bad.write_text('{"id": "x"}\n')
+    rc, _, err = cli("score", "--task", "steer-me", "--questions", bad, "--predictions", bad)
+    assert rc == 2 and "lacks" in err and "Traceback" not in err
+
+
+def test_elements_listing(cli):
+    rc, out, _ = cli("steer", "elements", "--json")
+    rows = json.loads(out)
+    assert len(rows) == 64
+    cs = next(r for r in rows if r["element"] == "consumer_surplus")
+    assert cs["covered"] and cs["domains"] == 10 and cs["perspectives"] == 5

@@ -1,0 +1,147 @@
+"""STEER-ME scoring: the authors' metric definitions on hand-computed cases."""
+
+import json
+import math
+
+import pytest
+
+from econeval import data
+from econeval.benchmarks.steer_me import (NOTA, SteerMe, apply_car, argmax, distribution, free_text_correct,
+                                          letter_from_text, metrics, number_from_text, rpm)
+from econeval.metrics import brier, ece, normalized_accuracy
+from econeval.runner import RunContext
+
+LN = math.log
+
+
+def test_distribution_and_rpm():
+    raw, alpha = distribution({"A": LN(0.2), " B": LN(0.9), "B": LN(0.3), "C": LN(0.1), "<top>": LN(0.3)}, 3)
+    assert raw == pytest.approx([0.2, 0.3, 0.1]) and alpha == pytest.approx(0.6)
+    assert rpm(raw, alpha, "renormalized") == pytest.approx([1 / 3, 1 / 2, 1 / 6])
+    # mix: alpha·p_cond + (1 − alpha)/K
+    assert rpm(raw, alpha, "mixed") == pytest.approx([0.6 / 3 + 0.4 / 3, 0.6 / 2 + 0.4 / 3, 0.6 / 6 + 0.4 / 3])
+
+
+def test_alpha_zero_gives_uniform_under_both_mappings():
+    raw, alpha = distribution({}, 4)
+    assert alpha == 0
+    assert rpm(raw, alpha, "renormalized") == [0.25] * 4 == rpm(raw, alpha, "mixed")
+
+
+def test_ties_pick_the_first_option_under_both_mappings():
+    assert argmax([0.4, 0.4, 0.2]) == 0
+    raw = [0.1, 0.3, 0.3, 0.1]
+    assert argmax(rpm(raw, 0.8, "renormalized")) == argmax(rpm(raw, 0.8, "mixed")) == 1
+
+
+def test_brier_epa_and_normalized_accuracy_k3_k5():
+    assert brier([0.5, 0.3, 0.2], 0) == pytest.approx(0.25 + 0.09 + 0.04)
+    assert brier([0.2] * 5, 4) == pytest.approx(0.64 + 4 * 0.04)
+    # K=3: wrong costs 1/2; K=5: wrong costs 1/4
+    assert normalized_accuracy([True, False], [3, 3]) == pytest.approx((1 - 0.5) / 2)
+    assert normalized_accuracy([False, False, False, False, True], [5] * 5) == pytest.approx(0.0)
+
+
+def test_ece_bins_with_confidence_one_in_the_top_bin():
+    # bins: [0.9, 1.0] holds 1.0 and 0.95; [0.3, 0.4) holds 0.35
+    conf, ok = [1.0, 0.95, 0.35], [True, False, True]
+    expected = (abs(1 - 1.95) + abs(1 - 0.35)) / 3
+    assert ece(conf, ok) == pytest.approx(expected)
+    assert ece([], []) is None
+
+
+def _rec(p, gold, k, domain="finance", typ="linear", top_invalid=False):
+    raw = p
+    alpha = sum(raw)
+    p_ren, p_mix = rpm(raw, alpha, "renormalized"), rpm(raw, alpha, "mixed")
+    top = argmax(p_ren)
+    return {"answered": True, "parsed": top, "correct": top == gold, "k": k, "gold": gold, "alpha": alpha,
+            "p_renormalized": p_ren, "p_mixed": p_mix, "top_token_invalid": top_invalid, "domain": domain, "type": typ}
+
+
+def test_metrics_bundle_by_hand():
+    recs = [_rec([0.6, 0.2, 0.1], 0, 3), _rec([0.1, 0.1, 0.1, 0.1, 0.5], 1, 5, domain="sports", top_invalid=True)]
+    m = metrics(recs)
+    assert m["accuracy"] == 0.5
+    assert m["normalized_accuracy"] == pytest.approx((1 - 0.25) / 2)
+    assert m["invalid_mass"] == pytest.approx(((1 - 0.9) + (1 - 0.9)) / 2)
+    assert m["invalid_top_rate"] == 0.5
+    p1, p2 = [0.6 / 0.9, 0.2 / 0.9, 0.1 / 0.9], [0.1 / 0.9] * 4 + [0.5 / 0.9]
+    assert m["renormalized"]["epa"] == pytest.approx((p1[0] + p2[1]) / 2)
+    assert m["renormalized"]["brier"] == pytest.approx((brier(p1, 0) + brier(p2, 1)) / 2)
+    assert m["renormalized"]["ece"] == pytest.approx((abs(1 - p1[0]) + abs(0 - p2[4])) / 2)
+    assert m["domain_robustness"]["spread"] == 1.0 and m["domain_robustness"]["worst"] == "sports"
+
+
+def test_text_only_answers_leave_calibration_unavailable():
+    recs = [{"answered": True, "parsed": 1, "correct": True, "k": 4, "gold": 1},
+            {"answered": False, "parsed": None, "correct": False, "k": 4, "gold": 2}]
+    m = metrics(recs)
+    assert m["renormalized"] is None and m["mixed"] is None
+    assert m["accuracy"] == 1.0 and m["no_answer_rate"] == 0.5
+
+
+@pytest.mark.parametrize("text,k,expected", [
+    ("B", 4, 1), (" B. because", 4, 1), ("(C)", 4, 2), ("D: 12.5", 4, 3), ("Thinking... the answer is A.", 4, 0),
+    ("ANSWER: C", 4, 2), ("so the answer is B, no wait, the answer is D", 4, 3), ("E", 4, None), ("none", 4, None),
+])
+def test_letter_from_text(text, k, expected):
+    assert letter_from_text(text, k) == expected
+
+
+def test_number_from_text_and_free_text_rule():
+    assert number_from_text("so x = \\boxed{12.5} and \\boxed{1,250}") == 1250
+    assert number_from_text("ANSWER: $3,300 units, not 22") == 3300
+    assert number_from_text("first 3 then 4.75") == 4.75
+    assert number_from_text("no numbers") is None
+    assert free_text_correct(101.5, 100.0, [90.0, 120.0])        # within 2%, closest to gold
+    assert not free_text_correct(103.0, 100.0, [90.0, 120.0])    # 3% off
+    assert not free_text_correct(100.9, 100.0, [101.0])          # closer to another option
+    assert not free_text_correct(None, 100.0, [])
+
+
+def test_car_replaces_the_correct_option_in_exactly_one_in_k_questions():
+    items = [q for q in data.load("steer-me", "questions.jsonl") if q["element"] == "consumer_surplus"]
+    car = apply_car(items, seed=7)
+    assert sum(q["nota_is_correct"] for q in car) == round(len(items) / 4)
+    for before, after in zip(items, car):
+        assert after["options"].count(NOTA) == 1
+        idx = after["options"].index(NOTA)
+        assert (idx == before["correct_index"]) == after["nota_is_correct"]
+        assert after["correct_index"] == before["correct_index"]
+    assert apply_car(items, seed=7) == car and apply_car(items, seed=8) != car
+
+
+def test_score_command_with_logprobs_and_text(cli, tmp_path):
+    qs = data.load("steer-me", "questions.jsonl")[:4]
+    lines = []
+    for i, q in enumerate(qs):
+        g = "ABCD"[q["correct_index"]]
+        lp = {L: (-0.1 if L == g else -3.0) for L in "ABCD"} if i < 2 else None
+        line = {"id": q["id"], "response": g if i == 2 else "I cannot tell"}
+        if lp:
+            line["option_logprobs"] = lp
+        lines.append(line)
+    p = tmp_path / "p.jsonl"
+    p.write_text("\n".join(json.dumps(x) for x in lines))
+    rc, out, err = cli("score", "--task", "steer-me", "--predictions", p)
+    assert rc == 0, err
+    res = json.loads(out)["tasks"]["steer-me"]
+    o = res["paper"]["overall"]
+    assert o["accuracy"] == 1.0 and o["no_answer_rate"] == 0.25
+    assert o["renormalized"] is None  # mixed: some items have no log-probabilities
+    assert res["adaptation"] == "direct" and res["n_unparsed"] == 1
+
+
+def test_cot_requests_take_two_stages():
+    task = SteerMe()
+    prep = task.prepare(RunContext(options={"steer_adaptation": "cot-hidden"}))
+    item = prep.items[0]
+    first = task.requests(item, prep, {})["reasoning"]
+    assert "A. " not in first.prompt and first.prompt.endswith("Let's think step by step.")
+    second = task.requests(item, prep, {"reasoning": " because"})["option_logprobs"]
+    assert "A. " + item["options"][0] in second.prompt and second.prompt.endswith("the answer is")
+    assert second.options == ("A", "B", "C", "D")
+    assert task.requests(item, prep, {"reasoning": "x", "option_logprobs": {}}) == {}
+    shown = SteerMe().prepare(RunContext(options={"steer_adaptation": "cot-shown"}))
+    assert "A. " in task.requests(item, shown, {})["reasoning"].prompt
