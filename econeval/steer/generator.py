@@ -82,15 +82,17 @@ def fmt(value: float, decimals: int) -> str:
 
 def options_for(draw: Draw, decimals: int) -> list[tuple[str, float, str]] | None:
     """The correct option and three wrong ones (typical mistakes first, then near misses), all
-    distinct after formatting; None if that cannot be done."""
+    distinct after formatting and each clearly apart from the answer (by 1% of it and two units
+    of the last decimal shown); None if that cannot be done."""
     right = fmt(draw.answer, decimals)
     seen = {right}
     wrong = []
+    gap = max(2 * 10.0 ** -decimals, 0.01 * abs(draw.answer))
     for why, v in list(draw.mistakes.items()) + [(f"near miss ×{f:g}", draw.answer * f) for f in NEAR_MISSES]:
         if v is None or not math.isfinite(v):
             continue
         s = fmt(v, decimals)
-        if s not in seen and abs(v - draw.answer) > 1e-9:
+        if s not in seen and abs(v - draw.answer) >= gap:
             seen.add(s)
             wrong.append((s, v, why))
         if len(wrong) == 3:
