@@ -80,18 +80,21 @@ def _embedder_factory(name):
 @click.option("--cfbenchmark-decoding", type=click.Choice(["released", "intended"]), default="released", show_default=True,
               help="CFBenchmark summary decoding: as the released code ran it (64 tokens) or as intended (512).")
 @_steer_options
+@click.option("--judge", help="Judge model for econnli-gen (a .gguf file or a models.toml name; default: the evaluated model).")
 @click.option("--json", "as_json", is_flag=True, help="Print results.json on stdout instead of the summary table.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress line.")
 def run(model, suite, tasks, limit, seed, n_gpu_layers, n_ctx, threads, out, embedder, cfbenchmark_decoding,
-        adaptation, car, questions, as_json, quiet):
+        adaptation, car, questions, judge, as_json, quiet):
     """Evaluate a model and write run.json, samples.jsonl and results.json."""
     from . import runner
     from .backends.llamacpp import LlamaCppBackend, check_gguf
 
     selected = benchmarks.select(suite, tasks)
     spec = config.resolve_model(model)
-    if spec.path:
-        check_gguf(Path(spec.path))
+    judge_spec = config.resolve_model(judge) if judge else None
+    for m in (spec, judge_spec):
+        if m and m.path:
+            check_gguf(Path(m.path))
     options = {}
     if any(t.suite == "cfbenchmark" for t in selected):
         options["cfbenchmark_decoding"] = cfbenchmark_decoding
@@ -101,6 +104,8 @@ def run(model, suite, tasks, limit, seed, n_gpu_layers, n_ctx, threads, out, emb
     preps = runner.prepare(selected, ctx)  # fails on missing data or embedder before a model loads
     out = out or config.data_home() / "runs" / f"{datetime.now():%Y%m%d-%H%M%S}-{spec.name}"
     backend = LlamaCppBackend(spec, n_ctx=n_ctx, n_gpu_layers=n_gpu_layers, seed=seed, n_threads=threads)
+    ctx.judge_factory = (lambda: LlamaCppBackend(judge_spec, n_gpu_layers=n_gpu_layers, seed=seed, n_threads=threads)) \
+        if judge_spec else (lambda: backend)
     doc = runner.run(selected, backend, out, ctx, preps, argv=["econeval", *sys.argv[1:]], show_progress=not quiet)
     if as_json:
         _echo_json(doc)
@@ -119,13 +124,19 @@ def run(model, suite, tasks, limit, seed, n_gpu_layers, n_ctx, threads, out, emb
               help='JSON Lines: {"id": "...", "response": "raw model text"} per item, optionally "option_logprobs".')
 @click.option("--seed", type=int, default=1234, show_default=True, help="Seed the predictions were made with (few-shot draws).")
 @click.option("--embedder", "-e", help="Sentence embedder for CFBenchmark generation scoring (default: m3e-small).")
+@click.option("--judge", help="Judge model for econnli-gen (a .gguf file or a models.toml name).")
 @_steer_options
-def score(task_name, predictions, seed, embedder, adaptation, car, questions):
+def score(task_name, predictions, seed, embedder, judge, adaptation, car, questions):
     """Score predictions made elsewhere; print the results JSON on stdout."""
     from . import runner
 
     task = benchmarks.get_task(task_name)
     ctx = runner.RunContext(seed=seed, embedder_factory=_embedder_factory(embedder), options=_steer(adaptation, car, questions))
+    if judge:
+        from .backends.llamacpp import LlamaCppBackend
+
+        judge_spec = config.resolve_model(judge)
+        ctx.judge_factory = lambda: LlamaCppBackend(judge_spec, seed=seed)
     prep = task.prepare(ctx)
     by_id = {it["id"]: it for it in prep.items}
     items, outputs, seen = [], [], set()

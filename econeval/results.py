@@ -15,7 +15,7 @@ import orjson
 
 from .errors import UsageError
 
-_OPTS = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_SERIALIZE_NUMPY
+_OPTS = orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY  # key order kept: tables keep the papers' column order
 
 
 def dumps(obj: Any, pretty: bool = True) -> bytes:

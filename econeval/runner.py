@@ -29,7 +29,9 @@ class RunContext:
     limit: int | None = None
     options: dict[str, Any] = field(default_factory=dict)  # task options (e.g. STEER-ME adaptation)
     embedder_factory: Callable[[], Any] | None = None
+    judge_factory: Callable[[], Any] | None = None  # a Backend that labels generations (EconNLI Table 6)
     _embedder: Any = None
+    _judge: Any = None
 
     @property
     def embedder(self):
@@ -38,6 +40,14 @@ class RunContext:
                 raise UsageError("this task needs a sentence embedder", hint="pass --embedder NAME")
             self._embedder = self.embedder_factory()
         return self._embedder
+
+    @property
+    def judge(self):
+        if self._judge is None:
+            if self.judge_factory is None:
+                raise UsageError("this task needs a judge model", hint="pass --judge MODEL (a .gguf file or a models.toml name)")
+            self._judge = self.judge_factory()
+        return self._judge
 
 
 def now() -> str:
@@ -111,13 +121,18 @@ def _run_chunk(task: Task, backend, items: list[dict], prep: Prepared) -> list[d
     return outputs
 
 
+def _judge_info(judge) -> dict:
+    d = judge.describe()
+    return {"model": d["model"]["name"], "sha256": d["model"]["sha256"], "chat_template_applied": d["chat_template_applied"]}
+
+
 def run_identity(meta: dict) -> dict:
     """What must match for a folder to be resumed (everything that changes the numbers)."""
     b = meta["backend"]
     return {"model_sha256": b["model"]["sha256"], "n_ctx": b["n_ctx"], "chat": b["chat_template_applied"],
             "schedule": b["schedule"], "seed": meta["seed"], "options": meta["options"],
             "tasks": {k: {kk: v[kk] for kk in ("prompt_version", "settings", "dataset")} for k, v in meta["tasks"].items()},
-            "embedder": (meta.get("embedder") or {}).get("sha256")}
+            "embedder": (meta.get("embedder") or {}).get("sha256"), "judge": (meta.get("judge") or {}).get("sha256")}
 
 
 def prepare(tasks: list[Task], ctx: RunContext) -> dict[str, Prepared]:
@@ -145,6 +160,7 @@ def run(tasks: list[Task], backend, out_dir: Path, ctx: RunContext, preps: dict[
                            "settings": preps[t.name].settings, "dataset": data.fingerprint(t.benchmark)} for t in tasks},
         "backend": backend.describe(),
         "embedder": ctx.embedder.describe() if any(t.needs_embedder for t in tasks) else None,
+        "judge": _judge_info(ctx.judge) if any(t.needs_judge for t in tasks) else None,
         "environment": {"python": sys.version.split()[0], "platform": platform.platform(),
                         "machine": platform.machine(), "cpu_count": os.cpu_count()},
     }

@@ -86,6 +86,7 @@ class Task:
     description: str = ""
     stages: int = 1
     needs_embedder: bool = False
+    needs_judge: bool = False
 
     def prepare(self, ctx: Any) -> Prepared:
         raise NotImplementedError

@@ -145,6 +145,8 @@ def test_run_zero_shot_and_report_context_skips(cli, tmp_path, registry):
     assert rc == 0, err
     res = json.loads((out / "results.json").read_text())["tasks"]["cfbenchmark-zero"]
     assert res["n"] == 8
+    assert list(res["paper"]) == ["Company", "Product", "R.Avg", "Sector", "Event", "Sentiment", "C.Avg",
+                                  "Summary", "Risk", "Suggestion", "G.Avg", "Avg"]  # the paper's column order
     # the tiny model's context is 512 tokens: long Chinese inputs are skipped, counted, with a reason
     assert res["n_skipped"] >= 1 and all("longer than the model context" in k for k in res["skip_reasons"])
     meta = json.loads((out / "run.json").read_text())

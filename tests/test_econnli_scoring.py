@@ -73,3 +73,38 @@ def test_score_uses_option_logprobs_when_given(cli, tmp_path):
     res = json.loads(out)["tasks"]["econnli-zero"]
     assert res["n_unparsed"] == 4
     assert res["extras"]["logprob"]["accuracy"] == 1.0
+
+
+def test_judge_label_parsing():
+    from econeval.benchmarks.econnli import parse_judge
+
+    assert parse_judge(" Entailment") == "entailment"
+    assert parse_judge("contradiction, not entailment") == "contradiction"
+    assert parse_judge("IRRELEVANT.") == "irrelevant"
+    assert parse_judge("unclear") is None
+
+
+def test_generation_task_with_a_judge(cli, tmp_path, tiny_model):
+    reg = tmp_path / "models.toml"
+    reg.write_text(f'default = "tiny"\n[models.tiny]\npath = "{tiny_model}"\nn_ctx = 2048\nchat = "off"\n')
+    env = {"ECONEVAL_MODELS": str(reg)}
+    out = tmp_path / "run"
+    rc, _, err = cli("run", "--task", "econnli-gen", "--limit", "3", "--quiet", "--out", out, env=env)
+    assert rc == 0, err
+    res = json.loads((out / "results.json").read_text())["tasks"]["econnli-gen"]
+    assert list(res["paper"]) == ["Ent.", "Con.", "Irr.", "Con./Ent.(%)"]
+    assert res["n"] == 3 and res["n_scored"] + res["n_unparsed"] == 3
+    assert sum(res["extras"]["judge_logprob"][k] for k in ("Ent.", "Con.", "Irr.")) == 3
+    meta = json.loads((out / "run.json").read_text())
+    assert meta["judge"]["sha256"] == meta["backend"]["model"]["sha256"]  # default judge: the evaluated model
+    samples = [json.loads(l) for l in (out / "samples.jsonl").read_text().splitlines()]
+    assert all(s["id"] in {r["id"] for r in data.load("econnli", "test.jsonl") if r["label"] == 1} for s in samples)
+    assert all("judge_response" in s for s in samples)
+    # scoring external generations needs an explicit judge
+    pred = tmp_path / "gen.jsonl"
+    pred.write_text(json.dumps({"id": samples[0]["id"], "response": "Prices rise."}) + "\n")
+    rc, _, err = cli("score", "--task", "econnli-gen", "--predictions", pred, env=env)
+    assert rc == 2 and "needs a judge model" in err
+    rc, out_json, err = cli("score", "--task", "econnli-gen", "--predictions", pred, "--judge", tiny_model, env=env)
+    assert rc == 0, err
+    assert json.loads(out_json)["tasks"]["econnli-gen"]["n"] == 1

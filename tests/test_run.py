@@ -82,7 +82,7 @@ def test_json_output_and_default_out_folder(cli, tmp_path, registry):
 def test_list_commands(cli, registry):
     rc, out, _ = cli("list", "--json")
     doc = json.loads(out)
-    assert doc["suites"]["econnli"] == ["econnli-zero", "econnli-icl", "econnli-cot"]
+    assert doc["suites"]["econnli"] == ["econnli-zero", "econnli-icl", "econnli-cot", "econnli-gen"]
     assert doc["suites"]["econlogicqa"] == ["econlogicqa-1shot", "econlogicqa-5shot"]
     rc, out, _ = cli("models", "list", env=registry)
     assert rc == 0 and "tiny" in out

@@ -221,4 +221,75 @@ class CoTTask(_EconNLITask):
         return parse_cot(text)
 
 
-TASKS = [ZeroShot(), ICLTask(), CoTTask()]
+GEN_PROMPT = ("If the event {premise} happens, what event will be caused? Answer the possible resulting event "
+              "very briefly in one sentence. answer:")
+JUDGE_PROMPT = (
+    "I will give you two economical events. Determine the connection between these two events, choosing from "
+    "'entailment', 'contradiction', and 'irrelevant'. 'Entailment' means the two events describe similar economic "
+    "phenomena, 'contradiction' means the two events describe the opposite economic phenomena, 'irrelevant' means "
+    "the two events are unrelated or do not belong to one of the above two classes. Only provide the label. "
+    "Event 1: {answer}, event 2:{hypothesis}"
+)
+JUDGE_LABELS = ("entailment", "contradiction", "irrelevant")
+
+
+def parse_judge(text: str) -> str | None:
+    """The first of the three labels the judge's answer names (case-insensitive), else None."""
+    low = text.lower()
+    hits = [(low.find(lab), lab) for lab in JUDGE_LABELS if lab in low]
+    return min(hits)[1] if hits else None
+
+
+class GenTask(Task):
+    """Table 6: generate the consequence of each positive premise; a judge model labels it
+    against the reference hypothesis as entailment / contradiction / irrelevant (Appendix D.5)."""
+
+    name = "econnli-gen"
+    suite = "econnli"
+    benchmark = BENCHMARK
+    prompt_version = "econnli-gen/1"
+    description = "EconNLI generation of consequences, judged entailment/contradiction/irrelevant by --judge (Table 6)"
+    needs_judge = True
+
+    def prepare(self, ctx):
+        items = [r for r in data.load(BENCHMARK, "test.jsonl") if r["label"] == 1]
+        return Prepared(items=items, settings={"items": "the 513 positive test pairs", "max_tokens": 64, "stop": "first newline after the answer starts",
+                                               "judge_prompt": "Appendix D.5", "judge_max_tokens": 8,
+                                               "judge_parse": "first label named in the judge's answer; unparsable otherwise"})
+
+    def requests(self, item, prep, outputs):
+        return {"response": Generate(prompt=GEN_PROMPT.format(premise=item["premise"]), max_tokens=64, stop=("\n",), chat=True)}
+
+    def score(self, item, outputs, prep):
+        return {"answer": outputs["response"].strip(), "reference": item["hypothesis"]}
+
+    def finalize(self, records, ctx):
+        if not records:
+            return
+        prompts = [JUDGE_PROMPT.format(answer=r["answer"], hypothesis=r["reference"]) for r in records]
+        outs = ctx.judge.generate([Generate(prompt=p, max_tokens=8, stop=("\n",), chat=True) for p in prompts])
+        lps = ctx.judge.option_logprobs([OptionLogprobs(prompt=p, options=JUDGE_LABELS, chat=True) for p in prompts])
+        for r, out, lp in zip(records, outs, lps):
+            r["judge_response"] = out.text
+            r["parsed"] = parse_judge(out.text)
+            scored = {k: v for k, v in lp.items() if k in JUDGE_LABELS}
+            r["judge_logprob_label"] = max(scored, key=scored.get) if scored else None
+
+    def aggregate(self, records, prep):
+        def row(labels):
+            ent, con, irr = (sum(1 for x in labels if x == k) for k in JUDGE_LABELS)
+            return {"Ent.": ent, "Con.": con, "Irr.": irr, "Con./Ent.(%)": 100 * con / ent if ent else None}
+
+        parsed = [r.get("parsed") for r in records]
+        return {"table": "EconNLI Table 6 (generation, judged)",
+                "n_scored": sum(p is not None for p in parsed), "n_unparsed": sum(p is None for p in parsed),
+                "paper": row(parsed),
+                "extras": {"judge_logprob": {"description": "the judge's most likely label by log-probability (never unparsable)",
+                                             **row([r.get("judge_logprob_label") for r in records])}}}
+
+    def headline(self, result):
+        p = result["paper"]
+        return {k: p[k] for k in ("Ent.", "Con.", "Irr.", "Con./Ent.(%)")}
+
+
+TASKS = [ZeroShot(), ICLTask(), CoTTask(), GenTask()]
