@@ -87,7 +87,8 @@ def run(model, suite, tasks, limit, seed, n_gpu_layers, n_ctx, threads, out, emb
         adaptation, car, questions, judge, as_json, quiet):
     """Evaluate a model and write run.json, samples.jsonl and results.json."""
     from . import runner
-    from .backends.llamacpp import LlamaCppBackend, check_gguf
+    from .backends import make_backend
+    from .backends.llamacpp import check_gguf
 
     selected = benchmarks.select(suite, tasks)
     spec = config.resolve_model(model)
@@ -95,6 +96,8 @@ def run(model, suite, tasks, limit, seed, n_gpu_layers, n_ctx, threads, out, emb
     for m in (spec, judge_spec):
         if m and m.path:
             check_gguf(Path(m.path))
+    if spec.base_url and n_gpu_layers is not None:
+        raise UsageError("--n-gpu-layers applies to local GGUF models only")
     options = {}
     if any(t.suite == "cfbenchmark" for t in selected):
         options["cfbenchmark_decoding"] = cfbenchmark_decoding
@@ -103,8 +106,8 @@ def run(model, suite, tasks, limit, seed, n_gpu_layers, n_ctx, threads, out, emb
     ctx = runner.RunContext(seed=seed, limit=limit, embedder_factory=_embedder_factory(embedder), options=options)
     preps = runner.prepare(selected, ctx)  # fails on missing data or embedder before a model loads
     out = out or config.data_home() / "runs" / f"{datetime.now():%Y%m%d-%H%M%S}-{spec.name}"
-    backend = LlamaCppBackend(spec, n_ctx=n_ctx, n_gpu_layers=n_gpu_layers, seed=seed, n_threads=threads)
-    ctx.judge_factory = (lambda: LlamaCppBackend(judge_spec, n_gpu_layers=n_gpu_layers, seed=seed, n_threads=threads)) \
+    backend = make_backend(spec, n_ctx=n_ctx, n_gpu_layers=n_gpu_layers, seed=seed, n_threads=threads)
+    ctx.judge_factory = (lambda: make_backend(judge_spec, n_gpu_layers=n_gpu_layers, seed=seed, n_threads=threads)) \
         if judge_spec else (lambda: backend)
     doc = runner.run(selected, backend, out, ctx, preps, argv=["econeval", *sys.argv[1:]], show_progress=not quiet)
     if as_json:
@@ -133,10 +136,10 @@ def score(task_name, predictions, seed, embedder, judge, adaptation, car, questi
     task = benchmarks.get_task(task_name)
     ctx = runner.RunContext(seed=seed, embedder_factory=_embedder_factory(embedder), options=_steer(adaptation, car, questions))
     if judge:
-        from .backends.llamacpp import LlamaCppBackend
+        from .backends import make_backend
 
         judge_spec = config.resolve_model(judge)
-        ctx.judge_factory = lambda: LlamaCppBackend(judge_spec, seed=seed)
+        ctx.judge_factory = lambda: make_backend(judge_spec, seed=seed)
     prep = task.prepare(ctx)
     by_id = {it["id"]: it for it in prep.items}
     items, outputs, seen = [], [], set()
@@ -204,7 +207,7 @@ def models_list(as_json):
     click.echo("models:")
     for name, m in reg.models.items():
         mark = "*" if name == reg.default_model else " "
-        where = m.path or f"package {m.package}"
+        where = m.path or (f"package {m.package}" if m.package else f"API {m.base_url} model {m.api_model}")
         click.echo(f" {mark} {name:<20} {where}  (n_ctx {m.n_ctx}, chat {m.chat}, gpu layers {m.n_gpu_layers})")
         if m.description:
             click.echo(f"      {m.description}")

@@ -53,6 +53,10 @@ class ModelSpec:
     n_gpu_layers: int = -1  # -1: all layers when GPU offload is available
     description: str = ""
     source: str = ""  # the models.toml it came from, or "--model path"
+    # a hosted model behind an OpenAI-compatible HTTP API (instead of path / package)
+    base_url: str | None = None
+    api_model: str | None = None
+    api_key_env: str | None = None  # name of the environment variable that holds the key
 
 
 @dataclass(frozen=True)
@@ -98,9 +102,12 @@ def load_registry(paths: list[Path] | None = None) -> Registry:
         reg.default_model = doc.get("default", reg.default_model)
         reg.default_embedder = doc.get("default_embedder", reg.default_embedder)
         for name, entry in doc.get("models", {}).items():
-            _check_keys("model", name, entry, {"path", "package", "n_ctx", "chat", "n_gpu_layers", "description"}, where)
-            if ("path" in entry) == ("package" in entry):
-                raise UsageError(f"{where}: model '{name}' needs exactly one of 'path' or 'package'")
+            _check_keys("model", name, entry, {"path", "package", "n_ctx", "chat", "n_gpu_layers", "description",
+                                               "base_url", "api_model", "api_key_env"}, where)
+            if sum(k in entry for k in ("path", "package", "base_url")) != 1:
+                raise UsageError(f"{where}: model '{name}' needs exactly one of 'path', 'package' or 'base_url'")
+            if "base_url" in entry and "api_model" not in entry:
+                raise UsageError(f"{where}: model '{name}' has a base_url but no api_model")
             if entry.get("chat", "auto") not in _CHAT_MODES:
                 raise UsageError(f"{where}: model '{name}': chat must be one of {', '.join(_CHAT_MODES)}")
             if "path" in entry:

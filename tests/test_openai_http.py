@@ -1,0 +1,98 @@
+"""The OpenAI-compatible HTTP adapter against a real HTTP server on 127.0.0.1."""
+
+import json
+import math
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+
+class FakeOpenAI(BaseHTTPRequestHandler):
+    """Completions answer 'Yes' for prompts that mention 'increases', else 'No'; one-token
+    log-prob requests return a top list with ' Yes'/'Yes' duplicates and the letters."""
+
+    requests_seen: list = []
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        FakeOpenAI.requests_seen.append((self.path, body, self.headers.get("Authorization")))
+        if self.path == "/v1/completions" and body.get("model") == "overloaded":
+            self.send_response(503)
+            self.end_headers()
+            return
+        if self.path != "/v1/completions":
+            self.send_response(404)
+            self.end_headers()
+            return
+        yes = "increase" in body["prompt"]
+        if body.get("logprobs"):
+            top = {" Yes": math.log(0.6 if yes else 0.2), "Yes": math.log(0.1), " No": math.log(0.3 if yes else 0.7),
+                   " A": math.log(0.05), "B": math.log(0.02)}
+            choice = {"text": " Yes", "logprobs": {"top_logprobs": [top]}, "finish_reason": "length"}
+        else:
+            choice = {"text": " Yes, it does." if yes else " No.", "finish_reason": "stop"}
+        data = json.dumps({"choices": [choice], "usage": {"prompt_tokens": 12, "completion_tokens": 3}}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@pytest.fixture(scope="module")
+def server():
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), FakeOpenAI)
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{srv.server_address[1]}"
+    srv.shutdown()
+
+
+@pytest.fixture
+def registry(tmp_path, server):
+    reg = tmp_path / "models.toml"
+    reg.write_text(f'[models.hosted]\nbase_url = "{server}"\napi_model = "econ-1"\napi_key_env = "FAKE_KEY"\nchat = "off"\n'
+                   f'[models.down]\nbase_url = "http://127.0.0.1:9"\napi_model = "x"\n'
+                   f'[models.busy]\nbase_url = "{server}"\napi_model = "overloaded"\n')
+    return {"ECONEVAL_MODELS": str(reg), "FAKE_KEY": "sk-test"}
+
+
+def test_backend_generation_and_option_scores(server):
+    from econeval.backends.openai_http import OpenAIHTTPBackend
+    from econeval.config import ModelSpec
+    from econeval.types import Generate, OptionLogprobs
+
+    be = OpenAIHTTPBackend(ModelSpec(name="h", base_url=server, api_model="econ-1", chat="off"))
+    g = be.generate([Generate(prompt="demand increases", max_tokens=5, stop=("\n",))])[0]
+    assert g.text == " Yes, it does." and g.n_prompt_tokens == 12
+    lp = be.option_logprobs([OptionLogprobs(prompt="demand increases", options=("Yes", "No", "C"))])[0]
+    assert lp["Yes"] == pytest.approx(math.log(0.6))  # max over ' Yes' and 'Yes'
+    assert lp["No"] == pytest.approx(math.log(0.3))
+    assert "C" not in lp and lp["<top>"] == pytest.approx(math.log(0.6))
+    path, body, _ = FakeOpenAI.requests_seen[-1]
+    assert body["temperature"] == 0 and body["max_tokens"] == 1 and body["logprobs"] == 20
+
+
+def test_run_econnli_through_the_api(cli, tmp_path, registry):
+    out = tmp_path / "run"
+    rc, stdout, err = cli("run", "--model", "hosted", "--task", "econnli-zero", "--limit", "6", "--quiet", "--out", out, env=registry)
+    assert rc == 0, err
+    meta = json.loads((out / "run.json").read_text())
+    assert meta["backend"]["backend"] == "OpenAI-compatible HTTP API" and meta["backend"]["model"]["api_model"] == "econ-1"
+    res = json.loads((out / "results.json").read_text())["tasks"]["econnli-zero"]
+    assert res["n"] == 6 and res["n_unparsed"] == 0
+    assert any(auth == "Bearer sk-test" for _, _, auth in FakeOpenAI.requests_seen)
+
+
+def test_api_errors_are_one_clean_line(cli, tmp_path, registry):
+    rc, _, err = cli("run", "--model", "down", "--task", "econnli-zero", "--limit", "1", "--out", tmp_path / "a", env=registry)
+    assert rc == 1 and "cannot reach http://127.0.0.1:9" in err and "Traceback" not in err
+    rc, _, err = cli("run", "--model", "busy", "--task", "econnli-zero", "--limit", "1", "--out", tmp_path / "b", env=registry)
+    assert rc == 1 and "HTTP 503" in err and "Traceback" not in err
+    rc, _, err = cli("run", "--model", "hosted", "--task", "econnli-zero", "--limit", "1", "--out", tmp_path / "c",
+                     env={**registry, "FAKE_KEY": ""})
+    assert rc == 1 and "FAKE_KEY" in err
