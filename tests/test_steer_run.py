@@ -36,9 +36,11 @@ def test_generate_is_deterministic_and_usable_by_run(cli, tmp_path, registry):
 
 def test_run_direct_with_car_on_the_bundled_set(cli, tmp_path, registry):
     out = tmp_path / "run"
-    rc, stdout, err = cli("run", "--task", "steer-me", "--car", "--limit", "12", "--quiet", "--out", out, env=registry)
+    rc, stdout, err = cli("run", "--task", "steer-me", "--car", "--limit", "1", "--quiet", "--out", out, env=registry)
     assert rc == 0, err
     res = json.loads((out / "results.json").read_text())["tasks"]["steer-me"]
+    assert res["n"] == 64 and len(res["paper"]["element"]) == 64  # --limit counts per element
+    assert len(res["paper"]["setting"]) == 5
     assert res["adaptation"] == "direct+car"
     o = res["paper"]["overall"]
     assert 0 <= o["accuracy"] <= 1 and o["renormalized"]["brier"] is not None and 0 <= o["invalid_mass"] <= 1

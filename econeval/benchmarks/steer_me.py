@@ -176,6 +176,16 @@ class SteerMe(Task):
             "cot_max_tokens": COT_MAX_TOKENS, "car": car,
         }, state={"adaptation": adaptation, "label": label})
 
+    def limit_items(self, items, limit):
+        """--limit N: the first N questions of each element."""
+        seen: dict[str, int] = {}
+        out = []
+        for it in items:
+            seen[it["element"]] = seen.get(it["element"], 0) + 1
+            if seen[it["element"]] <= limit:
+                out.append(it)
+        return out
+
     def requests(self, item, prep, outputs):
         a, k = prep.state["adaptation"], len(item["options"])
         q = f"Question: {item['question']}\n"
