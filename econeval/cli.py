@@ -32,7 +32,7 @@ def cli(debug: bool) -> None:
     """Evaluate language models on economics and finance reasoning, offline.
 
     \b
-    Suites: econnli (EconNLI, Table 4), econlogicqa (EconLogicQA, Table 2),
+    Suites: econnli (EconNLI, Tables 4 and 6), econlogicqa (EconLogicQA, Table 2),
     cfbenchmark (CFBenchmark-Basic, Table 2), steer-me (STEER-ME re-implementation).
     Run `econeval list` for tasks.
     Quick start:  econeval data build && econeval run --suite all --limit 20
@@ -67,9 +67,10 @@ def _embedder_factory(name):
 # ---- run ---------------------------------------------------------------------------------
 @cli.command()
 @click.option("--model", "-m", help="Path to a .gguf file or a name from models.toml (default: the embedded Gemma 3 270M).")
-@click.option("--suite", "-s", default=None, help="Suite to run: econnli, ... or all (default).")
+@click.option("--suite", "-s", default=None, help="Suite to run: econnli, econlogicqa, cfbenchmark, steer-me, or all (default).")
 @click.option("--task", "-t", "tasks", multiple=True, help="Run only this task (repeatable); overrides --suite.")
-@click.option("--limit", "-n", type=click.IntRange(min=1), help="Evaluate only the first N items of each task.")
+@click.option("--limit", "-n", type=click.IntRange(min=1),
+              help="Evaluate only the first N items of each task (CFBenchmark: of each sub-task; STEER-ME: of each element).")
 @click.option("--seed", type=int, default=1234, show_default=True, help="Seed for few-shot draws (recorded in run.json).")
 @click.option("--n-gpu-layers", type=int, help="Layers to offload to the GPU (-1: all). Default: the model's entry, all when offload is available.")
 @click.option("--n-ctx", type=click.IntRange(min=256), help="Context length in tokens (default: the model's entry).")

@@ -86,3 +86,7 @@ def test_list_commands(cli, registry):
     assert doc["suites"]["econlogicqa"] == ["econlogicqa-1shot", "econlogicqa-5shot"]
     rc, out, _ = cli("models", "list", env=registry)
     assert rc == 0 and "tiny" in out
+    rc, out, _ = cli("--help")  # the help text is documentation: every suite is named there
+    assert rc == 0 and all(s in out for s in doc["suites"] if s != "all")
+    rc, out, _ = cli("run", "--help")
+    assert rc == 0 and all(s in out for s in doc["suites"])
