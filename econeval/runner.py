@@ -33,21 +33,20 @@ class RunContext:
     _embedder: Any = None
     _judge: Any = None
 
+    def _lazy(self, attr: str, factory, what: str, hint: str):
+        if getattr(self, attr) is None:
+            if factory is None:
+                raise UsageError(f"this task needs {what}", hint=hint)
+            setattr(self, attr, factory())
+        return getattr(self, attr)
+
     @property
     def embedder(self):
-        if self._embedder is None:
-            if self.embedder_factory is None:
-                raise UsageError("this task needs a sentence embedder", hint="pass --embedder NAME")
-            self._embedder = self.embedder_factory()
-        return self._embedder
+        return self._lazy("_embedder", self.embedder_factory, "a sentence embedder", "pass --embedder NAME")
 
     @property
     def judge(self):
-        if self._judge is None:
-            if self.judge_factory is None:
-                raise UsageError("this task needs a judge model", hint="pass --judge MODEL (a .gguf file or a models.toml name)")
-            self._judge = self.judge_factory()
-        return self._judge
+        return self._lazy("_judge", self.judge_factory, "a judge model", "pass --judge MODEL (a .gguf file or a models.toml name)")
 
 
 def now() -> str:
