@@ -208,6 +208,13 @@ def test_balance_of_positions_domains_and_perspectives(element):
     assert len({it["question"] for it in items}) > 90
 
 
+def test_labour_supply_stays_interior_after_the_tax():
+    items = generate(["labor_supply_distortions"], 300, 8, {"labor_supply_distortions": {"setting": "s", "module": "m"}})
+    for it in items:
+        p = it["params"]
+        assert p["alpha"] * p["T"] - (1 - p["alpha"]) * p["V"] / (p["w"] * (1 - p["tau"])) > 1
+
+
 def test_generation_is_deterministic_and_seed_dependent():
     tax = {e: {"setting": "s", "module": "m"} for e in covered()}
     a = generate(covered(), 5, 1, tax)

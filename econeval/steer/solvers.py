@@ -850,6 +850,8 @@ def efficient_surplus(rng, typ):
 def labor_supply_distortions(rng, typ):
     alpha, t, w, v, tau = rng.choice([0.4, 0.5, 0.6]), rng.choice([24, 60, 80]), rng.choice([10, 15, 20, 25]), rng.choice([50, 100, 150]), rng.choice([0.1, 0.2, 0.3])
     h = lambda wage: alpha * t - (1 - alpha) * v / wage  # noqa: E731
+    if h(w * (1 - tau)) <= 1:
+        return None  # not an interior solution after the tax: draw again
     ans = h(w) - h(w * (1 - tau))
     return Draw({"alpha": alpha, "T": t, "w": w, "V": v, "tau": tau},
                 {"u": f"U(c, l) = c^{alpha:g} l^{r2(1 - alpha):g}", "T": num(t), "w": money(w), "V": money(v), "tau": f"{tau * 100:g}%"}, ans,
