@@ -22,6 +22,7 @@ class Generate:
 
 
 TOP_TOKEN = "<top>"  # reserved key of an option-logprobs result: the most likely token's log-probability
+TEXT_ONLY = "<text>"  # reserved key: the backend had no log-probabilities; this is the text it generated
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,9 @@ class FakeOpenAI(BaseHTTPRequestHandler):
             self.end_headers()
             return
         yes = "increase" in body["prompt"]
-        if body.get("logprobs"):
+        if body.get("model") == "nologprobs":
+            choice = {"text": " B" if body.get("max_tokens") == 1 else " B. Because.", "finish_reason": "length"}
+        elif body.get("logprobs"):
             top = {" Yes": math.log(0.6 if yes else 0.2), "Yes": math.log(0.1), " No": math.log(0.3 if yes else 0.7),
                    " A": math.log(0.05), "B": math.log(0.02)}
             choice = {"text": " Yes", "logprobs": {"top_logprobs": [top]}, "finish_reason": "length"}
@@ -57,7 +59,8 @@ def registry(tmp_path, server):
     reg = tmp_path / "models.toml"
     reg.write_text(f'[models.hosted]\nbase_url = "{server}"\napi_model = "econ-1"\napi_key_env = "FAKE_KEY"\nchat = "off"\n'
                    f'[models.down]\nbase_url = "http://127.0.0.1:9"\napi_model = "x"\n'
-                   f'[models.busy]\nbase_url = "{server}"\napi_model = "overloaded"\n')
+                   f'[models.busy]\nbase_url = "{server}"\napi_model = "overloaded"\n'
+                   f'[models.textonly]\nbase_url = "{server}"\napi_model = "nologprobs"\n')
     return {"ECONEVAL_MODELS": str(reg), "FAKE_KEY": "sk-test"}
 
 
@@ -96,3 +99,14 @@ def test_api_errors_are_one_clean_line(cli, tmp_path, registry):
     rc, _, err = cli("run", "--model", "hosted", "--task", "econnli-zero", "--limit", "1", "--out", tmp_path / "c",
                      env={**registry, "FAKE_KEY": ""})
     assert rc == 1 and "FAKE_KEY" in err
+
+
+def test_steer_me_falls_back_to_text_without_logprobs(cli, tmp_path, registry):
+    out = tmp_path / "run"
+    rc, _, err = cli("run", "--model", "textonly", "--task", "steer-me", "--limit", "1", "--quiet", "--out", out, env=registry)
+    assert rc == 0, err
+    res = json.loads((out / "results.json").read_text())["tasks"]["steer-me"]
+    o = res["paper"]["overall"]
+    assert o["no_answer_rate"] == 0.0 and o["renormalized"] is None and o["mixed"] is None  # calibration unavailable
+    samples = [json.loads(l) for l in (out / "samples.jsonl").read_text().splitlines()]
+    assert all(s["parsed"] == 1 for s in samples)  # " B" read from the text

@@ -4,6 +4,8 @@ Only the standard library is used (urllib). Generation is greedy (temperature 0)
 come from the top log-probabilities of one generated token (at most 20, as OpenAI returns):
 tokens are stripped of non-alphanumerics (" C" counts as "C"), the max over duplicates kept; an
 option outside the top list gets no score (probability 0), as in the STEER-ME authors' scoring.
+A server that returns no log-probabilities gets its generated text passed on instead (TEXT_ONLY),
+so scorers read the answer from the text and report calibration as unavailable.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any, Sequence
 
 from ..config import ModelSpec
 from ..errors import ModelError
-from ..types import TOP_TOKEN, Completion, Generate, OptionLogprobs
+from ..types import TEXT_ONLY, TOP_TOKEN, Completion, Generate, OptionLogprobs
 
 TOP_LOGPROBS = 20
 RETRIES = 3
@@ -96,7 +98,12 @@ class OpenAIHTTPBackend:
                 out.append({})
                 continue
             top = _top_logprobs(resp["choices"][0])
-            scores: dict[str, float] = {TOP_TOKEN: max(top.values())} if top else {}
+            if not top:  # the server returns no log-probabilities: hand back the text instead
+                choice = resp["choices"][0]
+                text = choice.get("text") if "text" in choice else choice["message"]["content"]
+                out.append({TEXT_ONLY: text or ""})
+                continue
+            scores: dict = {TOP_TOKEN: max(top.values())}
             for token, lp in top.items():
                 key = "".join(ch for ch in token if ch.isalnum())
                 for opt in r.options:

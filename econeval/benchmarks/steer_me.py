@@ -21,7 +21,7 @@ from ..errors import UsageError
 from ..metrics import brier, ece, mean, normalized_accuracy, spread
 from ..results import read_jsonl
 from ..steer.generator import GENERATOR_VERSION, covered, generate
-from ..types import TOP_TOKEN as TOP, Generate, OptionLogprobs, Prepared, Task
+from ..types import TEXT_ONLY, TOP_TOKEN as TOP, Generate, OptionLogprobs, Prepared, Task
 
 BENCHMARK = "steer-me"
 LETTERS = "ABCDEFGHIJ"
@@ -228,8 +228,8 @@ class SteerMe(Task):
             rec.update(answered=True, parsed=top, correct=top == item["correct_index"], alpha=alpha,
                        p_renormalized=p_ren, p_mixed=p_mix,
                        top_token_invalid=(lp[TOP] > best_valid + 1e-9) if TOP in lp else None)
-        else:
-            letter = letter_from_text(outputs.get("response", ""), k)
+        else:  # no log-probabilities: read the letter from the text
+            letter = letter_from_text(outputs.get("response") or (lp or {}).get(TEXT_ONLY, ""), k)
             rec.update(answered=letter is not None, parsed=letter, correct=letter == item["correct_index"])
         if rec["answered"] and item.get("car_replaced") is not None:
             rec["chose_nota"] = rec["parsed"] == item["car_replaced"]
