@@ -74,7 +74,7 @@ def _embedder_factory(name):
 @click.option("--seed", type=int, default=1234, show_default=True, help="Seed for few-shot draws (recorded in run.json).")
 @click.option("--n-gpu-layers", type=int, help="Layers to offload to the GPU (-1: all). Default: the model's entry, all when offload is available.")
 @click.option("--n-ctx", type=click.IntRange(min=256), help="Context length in tokens (default: the model's entry).")
-@click.option("--threads", type=click.IntRange(min=1), help="CPU threads for llama.cpp (default: llama.cpp's choice).")
+@click.option("--threads", type=click.IntRange(min=1), help="CPU threads for llama.cpp (default: all CPUs available to the process).")
 @click.option("--out", "-o", type=click.Path(file_okay=False, path_type=Path),
               help="Run folder (default: a new timestamped folder under the data dir). An existing folder of the same run is resumed.")
 @click.option("--embedder", "-e", help="Sentence embedder for CFBenchmark generation scoring: a models.toml name or a folder (default: m3e-small).")

@@ -114,8 +114,11 @@ class LlamaCppBackend:
         wanted = spec.n_gpu_layers if n_gpu_layers is None else n_gpu_layers
         self.n_gpu_layers = wanted if self.gpu_offload else 0
         try:
+            # llama-cpp-python's default is half the CPUs; all of them measured 1.76x the generation
+            # speed on a 2-core machine (19.4 → 34.2 tokens/s, Gemma 3 270M)
+            threads = n_threads or len(os.sched_getaffinity(0))
             self.llm = llama_cpp.Llama(model_path=str(self.path), n_ctx=n_ctx or spec.n_ctx, n_gpu_layers=self.n_gpu_layers,
-                                       seed=seed, logits_all=False, verbose=False, n_threads=n_threads)
+                                       seed=seed, logits_all=False, verbose=False, n_threads=threads, n_threads_batch=threads)
         except (ValueError, RuntimeError, OSError) as exc:
             raise ModelError(f"llama.cpp could not load {self.path}: {exc}",
                              hint="the file may be truncated or use an architecture this llama.cpp build does not know") from None
