@@ -1,5 +1,6 @@
-"""Runs tasks against a backend: builds requests, groups them by kind, appends one sample line
-per item, resumes what an earlier run into the same folder finished, writes the tables."""
+"""Runs tasks against a backend: builds each item's requests (one batch method per request kind),
+appends one sample line per item, resumes what an earlier run into the same folder finished,
+writes the tables."""
 
 from __future__ import annotations
 
