@@ -113,6 +113,9 @@ def test_describe_records_what_reproduces_a_run(backend, tiny_model):
     d = backend.describe()
     assert d["model"]["sha256"] and d["model"]["bytes"] == tiny_model.stat().st_size
     assert d["device"] in ("cpu", "gpu") and d["n_ctx"] == 512
+    import os
+
+    assert d["n_threads"] == len(os.sched_getaffinity(0))  # all CPUs by default, not half
     assert d["model"]["gguf_metadata"]["general.architecture"] == "llama"
     assert "prefix" in d["schedule"]
 

@@ -68,6 +68,13 @@ def test_a_different_run_into_the_same_folder_is_refused(cli, tmp_path, registry
     assert (out / "samples.jsonl").read_bytes() == before  # nothing lost
 
 
+def test_progress_line_on_stderr(cli, tmp_path, registry):
+    rc, _, err = cli("run", "--task", "econnli-zero", "--limit", "3", "--out", tmp_path / "r", env=registry)
+    assert rc == 0
+    line = [l for l in err.splitlines() if l.startswith("econnli-zero: 3/3")]
+    assert line and "items/s" in line[0] and "ETA" in line[0]
+
+
 def test_json_output_and_default_out_folder(cli, tmp_path, registry):
     rc, stdout, err = cli("run", "--task", "econnli-icl", "--limit", "2", "--json", "--quiet", env=registry)
     assert rc == 0, err
