@@ -35,7 +35,7 @@ def cli(debug: bool) -> None:
     Suites: econnli (EconNLI, Tables 4 and 6), econlogicqa (EconLogicQA, Table 2),
     cfbenchmark (CFBenchmark-Basic, Table 2), steer-me (STEER-ME re-implementation).
     Run `econeval list` for tasks.
-    Quick start:  econeval data build && econeval run --suite all --limit 20
+    Quick start:  econeval data build && econeval run --suite all --limit 2
     """
 
 

@@ -17,6 +17,7 @@ import orjson
 
 from .config import REPO_ROOT
 from .errors import DataError
+from .results import write_atomic, write_json
 
 
 def data_dir() -> Path:
@@ -96,14 +97,10 @@ def build(benchmark: str, source: Path, update_manifest: bool = False) -> dict[s
         if not update_manifest and digest != expected:
             raise DataError(f"{benchmark}: built {name} does not match the manifest (sha256 {digest[:12]}…, expected {str(expected)[:12]}…)",
                             hint="the converter or the source changed; bump the dataset version and refresh the manifest")
-        from .results import write_atomic
-
         write_atomic(out_dir / name, data)
         counts[name] = len(rows)
         new_files[name] = {"sha256": digest, "rows": len(rows)}
     if update_manifest:
-        from .results import write_json
-
         write_json(out_dir / "manifest.json", {**m, "files": new_files})
     return counts
 

@@ -24,6 +24,13 @@ class FakeOpenAI(BaseHTTPRequestHandler):
             self.send_response(503)
             self.end_headers()
             return
+        if self.path == "/v1/chat/completions":  # chat format: message content, logprobs.content[0].top_logprobs
+            yes = "increase" in body["messages"][0]["content"]
+            choice = {"message": {"role": "assistant", "content": "Yes" if yes else "No"}, "finish_reason": "stop"}
+            if body.get("logprobs"):
+                choice["logprobs"] = {"content": [{"token": "Yes", "top_logprobs": [
+                    {"token": "Yes", "logprob": math.log(0.7 if yes else 0.1)}, {"token": "No", "logprob": math.log(0.2 if yes else 0.8)}]}]}
+            return self._send({"choices": [choice]})
         if self.path != "/v1/completions":
             self.send_response(404)
             self.end_headers()
@@ -37,7 +44,10 @@ class FakeOpenAI(BaseHTTPRequestHandler):
             choice = {"text": " Yes", "logprobs": {"top_logprobs": [top]}, "finish_reason": "length"}
         else:
             choice = {"text": " Yes, it does." if yes else " No.", "finish_reason": "stop"}
-        data = json.dumps({"choices": [choice], "usage": {"prompt_tokens": 12, "completion_tokens": 3}}).encode()
+        self._send({"choices": [choice], "usage": {"prompt_tokens": 12, "completion_tokens": 3}})
+
+    def _send(self, doc):
+        data = json.dumps(doc).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
@@ -78,6 +88,22 @@ def test_backend_generation_and_option_scores(server):
     assert "C" not in lp and lp["<top>"] == pytest.approx(math.log(0.6))
     path, body, _ = FakeOpenAI.requests_seen[-1]
     assert body["temperature"] == 0 and body["max_tokens"] == 1 and body["logprobs"] == 20
+
+
+def test_chat_endpoint(server):
+    from econeval.backends.openai_http import OpenAIHTTPBackend
+    from econeval.config import ModelSpec
+    from econeval.types import Generate, OptionLogprobs
+
+    be = OpenAIHTTPBackend(ModelSpec(name="h", base_url=server, api_model="econ-1", chat="on"))
+    assert be.generate([Generate(prompt="demand increases", max_tokens=5, chat=True)])[0].text == "Yes"
+    lp = be.option_logprobs([OptionLogprobs(prompt="demand falls", options=("Yes", "No"), chat=True)])[0]
+    assert lp["No"] == pytest.approx(math.log(0.8)) and lp["Yes"] == pytest.approx(math.log(0.1))
+    path, body, _ = FakeOpenAI.requests_seen[-1]
+    assert path == "/v1/chat/completions" and body["logprobs"] is True and body["top_logprobs"] == 20
+    # a task that does not ask for chat still uses the completions endpoint
+    be.generate([Generate(prompt="demand increases", max_tokens=5)])
+    assert FakeOpenAI.requests_seen[-1][0] == "/v1/completions"
 
 
 def test_run_econnli_through_the_api(cli, tmp_path, registry):

@@ -48,6 +48,19 @@ def test_run_direct_with_car_on_the_bundled_set(cli, tmp_path, registry):
     assert "steer-me" in stdout
 
 
+def test_free_text_adaptation_end_to_end(cli, tmp_path, registry):
+    out = tmp_path / "run"
+    rc, _, err = cli("run", "--task", "steer-me", "--adaptation", "free-text", "--limit", "1", "--quiet", "--out", out, env=registry)
+    assert rc == 0, err
+    res = json.loads((out / "results.json").read_text())["tasks"]["steer-me"]
+    assert res["adaptation"] == "free-text" and res["n"] == 64
+    assert res["paper"]["overall"]["renormalized"] is None  # no option probabilities in free text
+    samples = [json.loads(l) for l in (out / "samples.jsonl").read_text().splitlines()]
+    assert all("option_logprobs" not in s for s in samples)  # one generation per question, no letter scoring
+    assert all(isinstance(s["response"], str) and "correct" in s for s in samples)
+    assert all(s["answered"] == (s["parsed"] is not None) for s in samples)
+
+
 def test_steer_errors(cli, tmp_path):
     rc, _, err = cli("steer", "generate", "--elements", "nonsense", "--out", tmp_path / "x.jsonl")
     assert rc == 2 and "unknown element(s): nonsense" in err

@@ -35,7 +35,7 @@ def main() -> None:
             elapsed = time.perf_counter() - t0
         prep = task.prepare(ctx)
         item = prep.items[0]
-        prompt_tokens = len(backend._tokens(task.requests(item, prep, {})["response"].prompt, "", False)[0])
+        prompt_tokens = len(backend._tokens(task.requests(item, prep, {})["response"].prompt, "", False)[1])
         per_item[name] = elapsed / args.limit
         print(f"{name}: {per_item[name]:.3f} s/item over {args.limit} items, prompt ~{prompt_tokens} tokens, "
               f"{(backend.n_evaluated - tok0) / args.limit:.0f} tokens evaluated per item, "

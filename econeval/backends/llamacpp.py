@@ -154,18 +154,19 @@ class LlamaCppBackend:
             return full, (pre if full.startswith(pre) else ""), True
         return prompt, prefix, False
 
-    def _tokens(self, prompt: str, prefix: str, chat: bool) -> tuple[list[int], int]:
-        """Prompt tokens and how many of them form the reusable prefix (0: none)."""
+    def _tokens(self, prompt: str, prefix: str, chat: bool) -> tuple[str, list[int], int]:
+        """The prompt text as evaluated (chat template applied), its tokens, and how many of them
+        form the reusable prefix (0: none)."""
         full, pre, special = self._texts(prompt, prefix, chat)
         tokens = self.llm.tokenize(full.encode("utf-8"), add_bos=True, special=special)
         if not pre:
-            return tokens, 0
+            return full, tokens, 0
         # Tokens can merge across the boundary: keep the prefix's tokens but its last one,
         # and reuse only when the full prompt really starts with them.
         ptoks = self.llm.tokenize(pre.encode("utf-8"), add_bos=True, special=special)[:-1]
         if len(ptoks) < len(tokens) and tokens[: len(ptoks)] == ptoks:
-            return tokens, len(ptoks)
-        return tokens, 0
+            return full, tokens, len(ptoks)
+        return full, tokens, 0
 
     def _eval_prompt(self, tokens: list[int], n_prefix: int) -> None:
         """Leave the KV cache holding `tokens` and the logits of their last position, always by
@@ -214,14 +215,13 @@ class LlamaCppBackend:
     def option_logprobs(self, requests: Sequence[OptionLogprobs]) -> list[dict[str, float]]:
         out = []
         for req in requests:
-            tokens, n_prefix = self._tokens(req.prompt, req.prefix, req.chat)
+            full_text, tokens, n_prefix = self._tokens(req.prompt, req.prefix, req.chat)
             if not self._fits(len(tokens) + 4):
                 out.append({})
                 continue
             self._eval_prompt(tokens, n_prefix)
             logp = self._log_softmax(self._logits())
             base = self.llm.n_tokens
-            full_text = self._texts(req.prompt, req.prefix, req.chat)[0]
             scores = {TOP_TOKEN: float(logp.max())}
             for opt in req.options:
                 best = -math.inf
@@ -254,7 +254,7 @@ class LlamaCppBackend:
         return [self._generate_one(r) for r in requests]
 
     def _generate_one(self, req: Generate) -> Completion:
-        tokens, n_prefix = self._tokens(req.prompt, req.prefix, req.chat)
+        _, tokens, n_prefix = self._tokens(req.prompt, req.prefix, req.chat)
         if not self._fits(len(tokens) + 1):
             return Completion(text="", n_prompt_tokens=len(tokens), finish="context")
         self._eval_prompt(tokens, n_prefix)
