@@ -3,16 +3,17 @@ unless --debug); exit codes: 0 success, 1 runtime failure, 2 usage error."""
 
 from __future__ import annotations
 
+import math
 import os
 import sys
-from datetime import datetime
 from pathlib import Path
 
 import click
 
-from . import __version__, benchmarks, config, data
-from .errors import EconevalError, UsageError
+from . import __version__, config, data, registry
+from .errors import EconevalError, Interrupted, UsageError
 from .results import dumps, read_jsonl, write_atomic
+from .types import EMBEDDER, JUDGE
 
 
 def _echo_json(obj) -> None:
@@ -25,166 +26,212 @@ def _fmt(v) -> str:
     return f"{v:.3f}" if isinstance(v, float) else str(v)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def _help() -> str:
+    suites = registry.suites()
+    lines = [f"{name} ({', '.join(tasks)})" for name, tasks in suites.items() if name != "all"]
+    return ("Evaluate language models on economics and finance reasoning, offline.\n\n\b\nSuites: "
+            + "; ".join(lines) + ".\nRun `econeval list --verbose` for tasks and their options.\n"
+            "Quick start:  econeval data build && econeval run --suite all --limit 2")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]}, help=_help())
 @click.version_option(__version__, prog_name="econeval")
 @click.option("--debug", is_flag=True, help="Show full tracebacks on errors.")
 def cli(debug: bool) -> None:
-    """Evaluate language models on economics and finance reasoning, offline.
-
-    \b
-    Suites: econnli (EconNLI, Tables 4 and 6), econlogicqa (EconLogicQA, Table 2),
-    cfbenchmark (CFBenchmark-Basic, Table 2), steer-me (STEER-ME re-implementation).
-    Run `econeval list` for tasks.
-    Quick start:  econeval data build && econeval run --suite all --limit 2
-    """
+    pass
 
 
-def _steer_options(fn):
+# Documented shortcuts for task options: each sets the option of that name on every selected task
+# that declares it (the CLI does not know which task owns an option).
+SHORTCUTS = {"adaptation": "adaptation", "car": "car", "questions": "questions", "cfbenchmark_decoding": "summary_decoding"}
+
+
+def _task_options(fn):
+    fn = click.option("--task-option", "-T", "task_option", multiple=True, metavar="NAME=VALUE",
+                      help="Set a task option on every selected task that declares it (repeatable); "
+                           "`econeval list --verbose` shows each task's options.")(fn)
+    fn = click.option("--cfbenchmark-decoding", type=click.Choice(["released", "intended"]), default=None,
+                      help="Shortcut for -T summary_decoding=... (CFBenchmark summary: released code's 64 tokens, or 512).")(fn)
     fn = click.option("--questions", type=click.Path(dir_okay=False, exists=True, path_type=Path),
-                      help="STEER-ME: a question set from `econeval steer generate` instead of the bundled one.")(fn)
-    fn = click.option("--car", is_flag=True, help='STEER-ME: calibrated answer replacement ("No other option is correct.").')(fn)
-    fn = click.option("--adaptation", type=click.Choice(["direct", "cot-shown", "cot-hidden", "free-text"]), default="direct",
-                      show_default=True, help="STEER-ME adaptation.")(fn)
+                      help="Shortcut for -T questions=FILE (STEER-ME: a set from `econeval steer generate`).")(fn)
+    fn = click.option("--car", is_flag=True, default=None, help="Shortcut for -T car=true (STEER-ME calibrated answer replacement).")(fn)
+    fn = click.option("--adaptation", type=click.Choice(["direct", "cot-shown", "cot-hidden", "free-text"]), default=None,
+                      help="Shortcut for -T adaptation=... (STEER-ME adaptation; default direct).")(fn)
     return fn
 
 
-def _steer(adaptation, car, questions) -> dict:
-    out = {"steer_adaptation": adaptation, "steer_car": car}
-    if questions:
-        out["steer_questions"] = str(Path(questions).resolve())
+def _collect_options(task_option, **shortcuts) -> dict:
+    out = {}
+    for flag, name in SHORTCUTS.items():
+        value = shortcuts.get(flag)
+        if value is not None and value is not False:
+            out[name] = str(value) if isinstance(value, Path) else value
+    for pair in task_option:
+        if "=" not in pair:
+            raise UsageError(f"-T {pair}: expected NAME=VALUE")
+        name, value = pair.split("=", 1)
+        out[name.strip()] = value
     return out
-
-
-def _embedder_factory(name):
-    def make():
-        from .backends.onnx_embed import OnnxEmbedder
-
-        return OnnxEmbedder(config.resolve_embedder(name))
-
-    return make
 
 
 # ---- run ---------------------------------------------------------------------------------
 @cli.command()
 @click.option("--model", "-m", help="Path to a .gguf file or a name from models.toml (default: the embedded Gemma 3 270M).")
-@click.option("--suite", "-s", default=None, help="Suite to run: econnli, econlogicqa, cfbenchmark, steer-me, or all (default).")
-@click.option("--task", "-t", "tasks", multiple=True, help="Run only this task (repeatable); overrides --suite.")
-@click.option("--limit", "-n", type=click.IntRange(min=1),
+@click.option("--suite", "-s", default=None, help="Suite to run: " + ", ".join(registry.suites()) + " (default: all).")
+@click.option("--task", "-t", "tasks", multiple=True, help="Run only this task (repeatable); instead of --suite.")
+@click.option("--limit", "-n", type=click.IntRange(min=1, max=10**9),
               help="Evaluate only the first N items of each task (CFBenchmark: of each sub-task; STEER-ME: of each element).")
-@click.option("--seed", type=int, default=1234, show_default=True, help="Seed for few-shot draws (recorded in run.json).")
-@click.option("--n-gpu-layers", type=int, help="Layers to offload to the GPU (-1: all). Default: the model's entry, all when offload is available.")
-@click.option("--n-ctx", type=click.IntRange(min=256), help="Context length in tokens (default: the model's entry).")
+@click.option("--seed", type=click.IntRange(min=0, max=2**63 - 1), default=1234, show_default=True,
+              help="Seed for few-shot draws (recorded in run.json).")
+@click.option("--n-gpu-layers", type=click.IntRange(min=-1), help="Layers to offload to the GPU (-1: all). Default: the model's entry, all when offload is available.")
+@click.option("--n-ctx", type=click.IntRange(min=256, max=2**20), help="Context length in tokens (default: the model's entry).")
 @click.option("--threads", type=click.IntRange(min=1), help="CPU threads for llama.cpp (default: all CPUs available to the process).")
 @click.option("--out", "-o", type=click.Path(file_okay=False, path_type=Path),
               help="Run folder (default: a new timestamped folder under the data dir). An existing folder of the same run is resumed.")
 @click.option("--embedder", "-e", help="Sentence embedder for CFBenchmark generation scoring: a models.toml name or a folder (default: m3e-small).")
-@click.option("--cfbenchmark-decoding", type=click.Choice(["released", "intended"]), default="released", show_default=True,
-              help="CFBenchmark summary decoding: as the released code ran it (64 tokens) or as intended (512).")
-@_steer_options
+@_task_options
 @click.option("--judge", help="Judge model for econnli-gen (a .gguf file or a models.toml name; default: the evaluated model).")
 @click.option("--json", "as_json", is_flag=True, help="Print results.json on stdout instead of the summary table.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress line.")
-def run(model, suite, tasks, limit, seed, n_gpu_layers, n_ctx, threads, out, embedder, cfbenchmark_decoding,
-        adaptation, car, questions, judge, as_json, quiet):
+def run(model, suite, tasks, limit, seed, n_gpu_layers, n_ctx, threads, out, embedder, task_option, adaptation, car,
+        questions, cfbenchmark_decoding, judge, as_json, quiet):
     """Evaluate a model and write run.json, samples.jsonl and results.json."""
-    from . import runner
-    from .backends import make_backend
-    from .backends.llamacpp import check_gguf
+    from .api import evaluate
 
-    selected = benchmarks.select(suite, tasks)
-    spec = config.resolve_model(model)
-    judge_spec = config.resolve_model(judge) if judge else None
-    for m in (spec, judge_spec):
-        if m and m.path:
-            check_gguf(Path(m.path))
-    if spec.base_url and n_gpu_layers is not None:
-        raise UsageError("--n-gpu-layers applies to local GGUF models only")
-    options = {}
-    if any(t.suite == "cfbenchmark" for t in selected):
-        options["cfbenchmark_decoding"] = cfbenchmark_decoding
-    if any(t.suite == "steer-me" for t in selected):
-        options.update(_steer(adaptation, car, questions))
-    ctx = runner.RunContext(seed=seed, limit=limit, embedder_factory=_embedder_factory(embedder), options=options)
-    preps = runner.prepare(selected, ctx)  # fails on missing data or embedder before a model loads
-    out = out or config.data_home() / "runs" / f"{datetime.now():%Y%m%d-%H%M%S}-{spec.name}"
-    backend = make_backend(spec, n_ctx=n_ctx, n_gpu_layers=n_gpu_layers, seed=seed, n_threads=threads)
-    ctx.judge_factory = (lambda: make_backend(judge_spec, n_gpu_layers=n_gpu_layers, seed=seed, n_threads=threads)) \
-        if judge_spec else (lambda: backend)
-    doc = runner.run(selected, backend, out, ctx, preps, argv=["econeval", *sys.argv[1:]], show_progress=not quiet)
+    options = _collect_options(task_option, adaptation=adaptation, car=car, questions=questions,
+                               cfbenchmark_decoding=cfbenchmark_decoding)
+    argv = ["econeval", *sys.argv[1:]]
+    doc = evaluate(model=model, tasks=tasks, suite=suite, limit=limit, out=out, seed=seed, task_options=options, judge=judge,
+                   embedder=embedder, n_ctx=n_ctx, n_gpu_layers=n_gpu_layers, threads=threads, progress=not quiet, argv=argv)
+    folder = doc.pop("run_folder")
     if as_json:
         _echo_json(doc)
-        return
-    click.echo(f"model: {spec.name}   run folder: {out}")
-    for t in selected:
-        res = doc["tasks"][t.name]
-        cells = "  ".join(f"{k} {_fmt(v)}" for k, v in t.headline(res).items())
-        click.echo(f"  {t.name:<22} n {res['n']:>5}  unparsed {res.get('n_unparsed', 0):>4}  skipped {res['n_skipped']:>3}  {cells}")
+    else:
+        click.echo(f"model: {doc['model']}   run folder: {folder}")
+        for name, res in doc["tasks"].items():
+            cells = "  ".join(f"{k} {_fmt(v)}" for k, v in registry.get_task(name).headline(res).items())
+            click.echo(f"  {name:<22} n {res['n']:>5}  unparsed {res.get('n_unparsed', 0):>4}  skipped {res['n_skipped']:>3}  "
+                       f"errors {res['n_errors']:>3}  {cells}")
+    _check_outcome(doc)
+
+
+def _check_outcome(doc: dict) -> None:
+    """Items with errors, or a task with nothing scored, make the exit code non-zero."""
+    problems = []
+    for name, res in doc["tasks"].items():
+        if res.get("n_errors"):
+            problems.append(f"{name}: {res['n_errors']} item(s) with errors ({', '.join(res['error_reasons'])})")
+        elif res["n"] and res["n_skipped"] == res["n"]:
+            problems.append(f"{name}: all {res['n']} items skipped ({', '.join(res.get('skip_reasons', {}))}); no metric computed")
+    if problems:
+        raise EconevalError("; ".join(problems), hint="see samples.jsonl; the results are written")
 
 
 # ---- score -------------------------------------------------------------------------------
+MAX_RESPONSE = 1 << 20  # characters: a longer "response" is not a model answer
+
+
+def _prediction_outputs(row: dict, n: int, where: Path, task, item, prep) -> dict:
+    """A prediction line (or a line of a run's samples.jsonl) as the outputs a task scores."""
+    if isinstance(row.get("calls"), dict):  # a run's own sample line: its outputs are the request results
+        return {k: row[k] for k in row["calls"] if k in row} | {"calls": row["calls"]}
+    resp = row.get("response")
+    if not isinstance(resp, str):
+        raise UsageError(f"{where}: prediction {n} needs a string field 'response'")
+    if len(resp) > MAX_RESPONSE:
+        raise UsageError(f"{where}: prediction {n}: response is longer than {MAX_RESPONSE} characters")
+    out: dict = {"response": resp}
+    if "option_logprobs" in row:
+        lp = row["option_logprobs"]
+        if not isinstance(lp, dict) or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in lp.values()):
+            raise UsageError(f"{where}: prediction {n}: option_logprobs must map options to numbers")
+        allowed = set(task.answer_options(item, prep) or ()) | {"<top>"}
+        unknown = sorted(set(lp) - allowed)
+        if unknown:
+            raise UsageError(f"{where}: prediction {n}: option_logprobs has option(s) {', '.join(unknown)} that "
+                             f"{task.name} does not ask for", hint=f"its options: {', '.join(sorted(allowed - {'<top>'}))}")
+        if not all(math.isfinite(v) and v <= 1e-6 for v in lp.values()):
+            raise UsageError(f"{where}: prediction {n}: log-probabilities must be finite and at most 0")
+        if sum(math.exp(v) for k, v in lp.items() if k != "<top>") > 1 + 1e-3:
+            raise UsageError(f"{where}: prediction {n}: the options' probabilities add up to more than 1")
+        out["option_logprobs"] = {k: float(v) for k, v in lp.items() if k != "<top>"}
+        out["calls"] = {"option_logprobs": {"kind": "option_logprobs", "top_logprob": lp.get("<top>")}}
+    return out
+
+
 @cli.command()
 @click.option("--task", "-t", "task_name", required=True, help="Task whose parser and metrics to use, e.g. econnli-zero.")
 @click.option("--predictions", "-p", required=True, type=click.Path(dir_okay=False, path_type=Path),
-              help='JSON Lines: {"id": "...", "response": "raw model text"} per item, optionally "option_logprobs".')
+              help='JSON Lines: {"id": "...", "response": "raw model text"} per item, optionally "option_logprobs"; '
+                   "or a run's samples.jsonl (its lines of this task).")
 @click.option("--seed", type=int, default=1234, show_default=True, help="Seed the predictions were made with (few-shot draws).")
 @click.option("--embedder", "-e", help="Sentence embedder for CFBenchmark generation scoring (default: m3e-small).")
 @click.option("--judge", help="Judge model for econnli-gen (a .gguf file or a models.toml name).")
-@_steer_options
-def score(task_name, predictions, seed, embedder, judge, adaptation, car, questions):
+@_task_options
+def score(task_name, predictions, seed, embedder, judge, task_option, adaptation, car, questions, cfbenchmark_decoding):
     """Score predictions made elsewhere; print the results JSON on stdout."""
     from . import runner
+    from .api import _embedder_factory
+    from .backends import LoadOptions, check_model, make_backend
 
-    task = benchmarks.get_task(task_name)
-    ctx = runner.RunContext(seed=seed, embedder_factory=_embedder_factory(embedder), options=_steer(adaptation, car, questions))
+    task = registry.get_task(task_name)
+    options = _collect_options(task_option, adaptation=adaptation, car=car, questions=questions,
+                               cfbenchmark_decoding=cfbenchmark_decoding)
+    ctx = runner.RunContext(seed=seed, task_options=options)
+    ctx.factories[EMBEDDER] = _embedder_factory(embedder)
     if judge:
-        from .backends import make_backend
-
         judge_spec = config.resolve_model(judge)
-        ctx.judge_factory = lambda: make_backend(judge_spec, seed=seed)
-    prep = task.prepare(ctx)
+        check_model(judge_spec)
+        ctx.factories[JUDGE] = lambda: make_backend(judge_spec, LoadOptions(seed=seed))
+    prep = runner.prepare([task], ctx)[task.name]
     by_id = {it["id"]: it for it in prep.items}
     items, outputs, seen = [], [], set()
     for n, row in enumerate(read_jsonl(predictions, "predictions file"), 1):
-        pid, resp = row.get("id"), row.get("response")
-        if not isinstance(pid, str) or not isinstance(resp, str):
-            raise UsageError(f"{predictions}: prediction {n} needs string fields 'id' and 'response'")
+        if row.get("task", task.name) != task.name:
+            continue  # a run's samples.jsonl holds other tasks too
+        pid = row.get("id")
+        if not isinstance(pid, str):
+            raise UsageError(f"{predictions}: prediction {n} needs a string field 'id'")
         if pid not in by_id:
             raise UsageError(f"{predictions}: prediction {n} has unknown id '{pid}' for task {task_name}",
                              hint=f"ids look like {prep.items[0]['id']}; `econeval data export` lists them")
         if pid in seen:
             raise UsageError(f"{predictions}: id '{pid}' appears twice")
         seen.add(pid)
-        out = {"response": resp}
-        if "option_logprobs" in row:
-            lp = row["option_logprobs"]
-            if not isinstance(lp, dict) or not all(isinstance(v, (int, float)) for v in lp.values()):
-                raise UsageError(f"{predictions}: prediction {n}: option_logprobs must map options to numbers")
-            out["option_logprobs"] = {k: float(v) for k, v in lp.items()}
         items.append(by_id[pid])
-        outputs.append(out)
+        outputs.append(_prediction_outputs(row, n, predictions, task, by_id[pid], prep))
     if not items:
-        raise UsageError(f"{predictions} holds no predictions")
-    records = runner.score_records(task, items, outputs, prep, ctx)
+        raise UsageError(f"{predictions} holds no predictions for {task_name}")
+    for start in range(0, len(items), runner.CHUNK):  # the judge / embedder stages the task still needs
+        runner.complete_outputs(task, items[start:start + runner.CHUNK], outputs[start:start + runner.CHUNK], prep, ctx)
+    records = runner.score_records(task, items, outputs, prep)
     _echo_json({"econeval_version": __version__, "model": None, "predictions": str(predictions),
                 "tasks": {task.name: runner.aggregate(task, records, prep)}})
 
 
 # ---- list / models -----------------------------------------------------------------------
 @cli.command("list")
+@click.option("--verbose", "-v", is_flag=True, help="Also show each task's options (set with -T NAME=VALUE).")
 @click.option("--json", "as_json", is_flag=True)
-def list_cmd(as_json):
-    """Show suites and their tasks."""
-    s = benchmarks.suites()
+def list_cmd(verbose, as_json):
+    """Show suites, their tasks and the tasks' options."""
+    s = registry.suites()
+    tasks = registry.tasks()
     if as_json:
-        _echo_json({"suites": s, "tasks": {n: {"suite": t.suite, "prompt_version": t.prompt_version, "description": t.description}
-                                           for n, t in benchmarks.TASKS.items()}})
+        _echo_json({"suites": s, "tasks": {n: {"suite": t.suite, "prompt_version": t.prompt_version, "description": t.description,
+                                               "options": [{"name": o.name, "default": o.default, "choices": o.choices,
+                                                            "kind": o.kind, "help": o.help} for o in t.options]}
+                                           for n, t in tasks.items()}})
         return
     for suite, names in s.items():
         if suite == "all":
             continue
         click.echo(f"{suite}")
         for n in names:
-            click.echo(f"  {n:<22} {benchmarks.TASKS[n].description}")
+            click.echo(f"  {n:<22} {tasks[n].description}")
+            for o in tasks[n].options if verbose else ():
+                choices = f" [{'|'.join(o.choices)}]" if o.choices else ""
+                click.echo(f"      -T {o.name}=...{choices} (default {o.default}): {o.help}")
     click.echo("all: every task above")
 
 
@@ -209,7 +256,7 @@ def models_list(as_json):
     for name, m in reg.models.items():
         mark = "*" if name == reg.default_model else " "
         where = m.path or (f"package {m.package}" if m.package else f"API {m.base_url} model {m.api_model}")
-        click.echo(f" {mark} {name:<20} {where}  (n_ctx {m.n_ctx}, chat {m.chat}, gpu layers {m.n_gpu_layers})")
+        click.echo(f" {mark} {name:<20} {where}  ({m.kind}; n_ctx {m.n_ctx}, chat {m.chat}, gpu layers {m.n_gpu_layers})")
         if m.description:
             click.echo(f"      {m.description}")
     if reg.embedders:
@@ -239,7 +286,7 @@ def steer():
 def steer_generate(elements, per_element, seed, out):
     """Write a fresh question set (same seed and version: byte-identical file)."""
     from .benchmarks.steer_me import BENCHMARK
-    from .steer.generator import covered, generate
+    from .benchmarks.steer_me.generator import covered, generate
 
     tax = {r["element"]: r for r in data.load(BENCHMARK, "taxonomy.jsonl")}
     names = covered() if elements == "all" else [e.strip() for e in elements.split(",") if e.strip()]
@@ -260,7 +307,7 @@ def steer_generate(elements, per_element, seed, out):
 def steer_elements(as_json):
     """The taxonomy, with templates, types, domains and perspectives per element, and coverage."""
     from .benchmarks.steer_me import BENCHMARK
-    from .steer.generator import combos, covered, templates
+    from .benchmarks.steer_me.generator import combos, covered, templates
 
     rows = []
     for r in data.load(BENCHMARK, "taxonomy.jsonl"):
@@ -300,7 +347,7 @@ def data_build(names, source):
     if not source.is_dir():
         raise UsageError(f"source folder not found: {source}", hint="pass --source DIR")
     for name in names or data.benchmarks():
-        counts = data.build(name, source)
+        counts = data.build(name, source, registry.builder(name))
         click.echo(f"{name}: " + ", ".join(f"{f} {n} rows" for f, n in counts.items()))
 
 
@@ -343,16 +390,38 @@ def data_verify():
 
 
 @data_group.command("export")
-@click.argument("benchmark")
+@click.argument("name")
 @click.option("--out", "out", required=True, type=click.Path(dir_okay=False, path_type=Path), help="JSONL file to write.")
 @click.option("--file", "file_name", help="Which file of the benchmark (default: its evaluation items).")
-def data_export(benchmark, out, file_name):
-    """Write a benchmark's normalised items (ids included) as JSON Lines."""
-    m = data.manifest(benchmark)
-    names = [file_name] if file_name else m.get("export", next(iter(m["files"])))
-    rows = [row for name in ([names] if isinstance(names, str) else names) for row in data.load(benchmark, name)]
+@click.option("--prompts", is_flag=True, help="NAME is a task: write each item's prompt(s) as econeval sends them "
+              "(seeded few-shot demonstrations included; a model's chat template is applied by the backend on top).")
+@click.option("--seed", type=int, default=1234, show_default=True, help="With --prompts: the seed of the few-shot draws.")
+@click.option("--limit", "-n", type=click.IntRange(min=1, max=10**9), help="With --prompts: the items `run --limit N` would run.")
+@_task_options
+def data_export(name, out, file_name, prompts, seed, limit, task_option, adaptation, car, questions, cfbenchmark_decoding):
+    """Write a benchmark's normalised items (ids included), or with --prompts a task's prompts, as JSON Lines."""
+    if prompts:
+        from . import runner
+
+        task = registry.get_task(name)
+        ctx = runner.RunContext(seed=seed, limit=limit, task_options=_collect_options(
+            task_option, adaptation=adaptation, car=car, questions=questions, cfbenchmark_decoding=cfbenchmark_decoding))
+        runner.check_task_options([task], ctx.task_options)
+        prep = task.prepare(ctx)
+        rows = []
+        for item in runner.select_items(task, prep, limit):
+            reqs = task.requests(item, prep, {})
+            rows.append({"id": item["id"], "task": task.name, "prompts": {k: r.prompt for k, r in reqs.items()},
+                         "requests": {k: {"kind": type(r).__name__, **{f: getattr(r, f) for f in ("options", "max_tokens", "stop")
+                                                                       if hasattr(r, f)}} for k, r in reqs.items()}})
+        if task.stages > 1:
+            click.echo(f"note: {task.name} has {task.stages} stages; later stages' prompts depend on the answers", err=True)
+    else:
+        m = data.manifest(name)
+        names = [file_name] if file_name else m.get("export", next(iter(m["files"])))
+        rows = [row for f in ([names] if isinstance(names, str) else names) for row in data.load(name, f)]
     write_atomic(out, data.jsonl_bytes(rows))
-    click.echo(f"wrote {len(rows)} items to {out}", err=True)
+    click.echo(f"wrote {len(rows)} {'prompts' if prompts else 'items'} to {out}", err=True)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -373,6 +442,9 @@ def main(argv: list[str] | None = None) -> None:
             msg += f" (see: {exc.ctx.command_path} --help)"
         click.echo(f"econeval: error: {msg}", err=True)
         sys.exit(2 if isinstance(exc, click.UsageError) else exc.exit_code)
+    except Interrupted as exc:
+        click.echo(f"\neconeval: {exc}; run.json is marked interrupted" + (f"; {exc.hint}" if exc.hint else ""), err=True)
+        sys.exit(exc.exit_code)
     except EconevalError as exc:
         if debug:
             raise

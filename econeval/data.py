@@ -69,14 +69,13 @@ def status(benchmark: str) -> dict[str, str]:
     return out
 
 
-def build(benchmark: str, source: Path, update_manifest: bool = False) -> dict[str, int]:
-    """Build one benchmark's JSONL files from `source/<source_dir>`; returns rows per file.
+def build(benchmark: str, source: Path, builder, update_manifest: bool = False) -> dict[str, int]:
+    """Build one benchmark's JSONL files from `source/<source_dir>` with its `builder` (the
+    benchmark module's `build`, from the registry); returns rows per file.
 
     Upstream files must match the manifest's hashes; the output must match too, unless
     `update_manifest` (a maintainer step, tools/refresh_manifests.py) records new hashes.
     """
-    from .benchmarks import builder_for
-
     m = manifest(benchmark)
     src = source / m["source_dir"]
     for rel, digest in m.get("upstream", {}).items():
@@ -86,7 +85,7 @@ def build(benchmark: str, source: Path, update_manifest: bool = False) -> dict[s
         if sha256_file(p) != digest:
             raise DataError(f"{benchmark}: upstream file {p} does not match the manifest's sha256",
                             hint="the build only accepts the upstream release recorded in the manifest")
-    files = builder_for(benchmark)(src)
+    files = builder(src)
     out_dir = data_dir() / benchmark
     counts = {}
     new_files = {}

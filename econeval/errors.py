@@ -29,3 +29,14 @@ class DataError(EconevalError):
 
 class ModelError(EconevalError):
     """A model file is missing, not GGUF, truncated, or failed to load."""
+
+
+class Interrupted(EconevalError):
+    """SIGINT / SIGTERM during a run: exit 128 + the signal number (130, 143)."""
+
+    def __init__(self, signum: int):
+        import signal
+
+        self.signum = signum
+        self.exit_code = 128 + signum
+        super().__init__(f"interrupted by {signal.Signals(signum).name}")

@@ -11,8 +11,15 @@ def _ratio(a: float, b: float) -> float:
 
 def classification_report(y_true: Sequence[int], y_pred: Sequence[int], labels: Sequence[int] = (0, 1)) -> dict:
     """Per-class precision / recall / F1 / support and their macro average, as sklearn's
-    classification_report computes them (zero_division=0)."""
+    classification_report computes them (zero_division=0). Over zero items nothing is computed:
+    every metric is None (the supports say 0)."""
     out: dict = {}
+    if not y_true:
+        for c in labels:
+            out[c] = {"precision": None, "recall": None, "f1": None, "support": 0}
+        out["macro"] = {"precision": None, "recall": None, "f1": None}
+        out["accuracy"] = None
+        return out
     for c in labels:
         tp = sum(1 for t, p in zip(y_true, y_pred) if t == c and p == c)
         n_pred = sum(1 for p in y_pred if p == c)

@@ -1,4 +1,4 @@
-"""The run folder: run.json, samples.jsonl, results.json. Writes are atomic; samples append.
+"""JSON files: atomic writes, strict reading of user-supplied JSON Lines.
 
 NaN policy: a metric that cannot be computed is None, written as JSON null (orjson also
 writes float NaN as null, so nothing non-standard reaches a file).
@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import orjson
 
@@ -64,36 +64,3 @@ def read_jsonl(path: Path, what: str = "file") -> list[dict]:
             raise UsageError(f"{path}:{n}: each line must be a JSON object")
         rows.append(obj)
     return rows
-
-
-class SampleLog:
-    """samples.jsonl: one line per (task, item). Reopening keeps every complete line, drops a
-    torn last line left by a crash, and reports which items are done (for resuming)."""
-
-    def __init__(self, path: Path):
-        self.path = path
-        self.done: dict[tuple[str, str], dict] = {}
-        if path.exists():
-            good = []
-            for line in path.read_bytes().splitlines():
-                try:
-                    rec = orjson.loads(line)
-                except orjson.JSONDecodeError:
-                    continue  # a line torn by a crash: its item is simply run again
-                self.done[(rec["task"], rec["id"])] = rec
-                good.append(line)
-            write_atomic(path, b"".join(l + b"\n" for l in good))
-        self._fh = open(path, "ab")
-
-    def append(self, records: Iterable[dict]) -> None:
-        for rec in records:
-            self._fh.write(orjson.dumps(rec, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n")
-            self.done[(rec["task"], rec["id"])] = rec
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
-
-    def records(self, task: str) -> list[dict]:
-        return [r for (t, _), r in self.done.items() if t == task]
-
-    def close(self) -> None:
-        self._fh.close()

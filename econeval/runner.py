@@ -1,13 +1,20 @@
-"""Runs tasks against a backend: builds each item's requests (one batch method per request kind),
-appends one sample line per item, resumes what an earlier run into the same folder finished,
-writes the tables."""
+"""Runs tasks: builds each item's requests, sends them to the role that serves them (the
+evaluated model, the judge, the embedder) a chunk of items at a time, appends one sample line
+per item, resumes what an earlier run into the same folder finished, writes the tables.
+
+The run folder (`folder.py`) is locked for the whole run and its identity checked before
+anything is written; SIGINT / SIGTERM finish the current write, mark run.json `interrupted`
+and leave the folder resumable.
+"""
 
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import platform
 import resource
+import signal
 import sys
 import time
 from dataclasses import dataclass, field
@@ -16,193 +23,325 @@ from pathlib import Path
 from typing import Any, Callable
 
 from . import __version__, data
-from .errors import UsageError
+from .errors import Interrupted, UsageError
+from .folder import RunFolder
 from .progress import Progress
-from .results import SampleLog, read_json, write_json
-from .types import Generate, OptionLogprobs, Prepared, Task
+from .types import EMBEDDER, JUDGE, MODEL, Completion, OptionScores, Prepared, Similarity, Task, \
+    evaluate_in_order
 
-CHUNK = 16  # items scored and appended to samples.jsonl together
+CHUNK = 16  # items whose requests go to the backend together and are appended to samples.jsonl together
+RUN_FORMAT = 2  # run.json / samples.jsonl layout; folders of another format are refused, never mixed
 
 
 @dataclass
 class RunContext:
+    """Run-level settings shared by the tasks: the seed, --limit, task options and the roles'
+    factories (made on first use)."""
+
     seed: int = 1234
     limit: int | None = None
-    options: dict[str, Any] = field(default_factory=dict)  # task options (e.g. STEER-ME adaptation)
-    embedder_factory: Callable[[], Any] | None = None
-    judge_factory: Callable[[], Any] | None = None  # a Backend that labels generations (EconNLI Table 6)
-    _embedder: Any = None
-    _judge: Any = None
+    task_options: dict[str, Any] = field(default_factory=dict)  # option name → value, for every task declaring it
+    factories: dict[str, Callable[[], Any]] = field(default_factory=dict)  # role → factory
+    _made: dict[str, Any] = field(default_factory=dict)
 
-    def _lazy(self, attr: str, factory, what: str, hint: str):
-        if getattr(self, attr) is None:
-            if factory is None:
-                raise UsageError(f"this task needs {what}", hint=hint)
-            setattr(self, attr, factory())
-        return getattr(self, attr)
+    def options_for(self, task: Task) -> dict[str, Any]:
+        """The task's option values: the ones given (parsed by the option), defaults for the rest."""
+        out = {}
+        for opt in task.options:
+            if opt.name in self.task_options:
+                try:
+                    out[opt.name] = opt.parse(self.task_options[opt.name])
+                except ValueError as exc:
+                    raise UsageError(f"task option {opt.name} of {task.name}: {exc}") from None
+            else:
+                out[opt.name] = opt.default
+        return out
 
-    @property
-    def embedder(self):
-        return self._lazy("_embedder", self.embedder_factory, "a sentence embedder", "pass --embedder NAME")
+    def role(self, name: str):
+        if name not in self._made:
+            if name not in self.factories:
+                what = {JUDGE: ("a judge model", "pass --judge MODEL"), EMBEDDER: ("a sentence embedder", "pass --embedder NAME")}
+                need, hint = what.get(name, (f"the role '{name}'", ""))
+                raise UsageError(f"this task needs {need}", hint=hint or None)
+            self._made[name] = self.factories[name]()
+        return self._made[name]
 
-    @property
-    def judge(self):
-        return self._lazy("_judge", self.judge_factory, "a judge model", "pass --judge MODEL (a .gguf file or a models.toml name)")
+
+def check_task_options(tasks: list[Task], given: dict[str, Any]) -> None:
+    """Every option given must be declared by at least one selected task, and parse there."""
+    declared = {o.name for t in tasks for o in t.options}
+    for name in given:
+        if name not in declared:
+            owners = sorted({f"{o.name} ({t.name})" for t in tasks for o in t.options}) or ["none"]
+            raise UsageError(f"no selected task has the option '{name}'", hint=f"options of the selected tasks: {', '.join(owners)}")
 
 
 def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def _prompt_hash(reqs: dict) -> str:
-    first = next(iter(reqs.values()))
-    return hashlib.sha256(first.prompt.encode("utf-8")).hexdigest()[:16]
+def prompt_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 def select_items(task: Task, prep: Prepared, limit: int | None) -> list[dict]:
     return prep.items if limit is None else task.limit_items(prep.items, limit)
 
 
-def score_records(task: Task, items: list[dict], outputs: list[dict], prep: Prepared, ctx: RunContext) -> list[dict]:
-    """Per-item records from raw outputs (shared by `run` and `score`)."""
+def dataset_fingerprint(task: Task, prep: Prepared) -> dict:
+    if prep.dataset is not None:
+        return prep.dataset
+    if task.benchmark in data.benchmarks():
+        return data.fingerprint(task.benchmark)
+    digest = hashlib.sha256(data.jsonl_bytes(prep.items)).hexdigest()
+    return {"version": None, "items_sha256": digest}
+
+
+# ---- one chunk -------------------------------------------------------------------------------
+def _store(out: dict, name: str, req, res) -> None:
+    """Put one request's result into an item's outputs (and its metadata under `calls`)."""
+    calls = out.setdefault("calls", {})
+    out.setdefault("prompts", {})[name] = req.prompt
+    rendered = getattr(res, "rendered", None)
+    if rendered:
+        out.setdefault("rendered", {})[name] = rendered
+    if isinstance(res, Completion):
+        out[name] = res.text
+        calls[name] = {"kind": "generate", "finish": res.finish, "n_prompt_tokens": res.n_prompt_tokens, "n_tokens": res.n_tokens}
+        if res.error:
+            out.setdefault("error", res.error)
+        elif res.finish == "context":
+            out.setdefault("skipped", "prompt longer than the model context" if not res.n_tokens else
+                           "generation cut off by the model context")
+    elif isinstance(res, OptionScores):
+        out[name] = dict(res.scores)
+        calls[name] = {"kind": "option_logprobs", "top_logprob": res.top, "n_prompt_tokens": res.n_prompt_tokens}
+        if res.text is not None:
+            calls[name]["text"] = res.text
+        if res.error:
+            out.setdefault("error", res.error)
+        elif not res.fits:
+            out.setdefault("skipped", "prompt longer than the model context")
+    else:  # a similarity
+        out[name] = res
+        calls[name] = {"kind": "similarity"}
+        if not (isinstance(res, float) and math.isfinite(res)):
+            out[name] = None
+            out.setdefault("error", "the embedder produced a non-finite similarity")
+
+
+def _similarities(embedder, reqs: list[Similarity]) -> list[float]:
+    vecs = embedder.embed([r.a for r in reqs] + [r.b for r in reqs])
+    n = len(reqs)
+    return [float(vecs[i] @ vecs[n + i]) for i in range(n)]
+
+
+def run_chunk(task: Task, items: list[dict], prep: Prepared, ctx: RunContext, outputs: list[dict] | None = None,
+              skip_roles: tuple[str, ...] = ()) -> list[dict]:
+    """Outputs of a chunk of items: each stage's requests of all the chunk's items go to their
+    role together, in item order. Requests whose result is already in `outputs`, or whose role
+    is in `skip_roles`, are not sent."""
+    outputs = outputs if outputs is not None else [{} for _ in items]
+    for _stage in range(task.stages):
+        pending: dict[str, list[tuple[int, str, Any]]] = {}
+        for i, (item, out) in enumerate(zip(items, outputs)):
+            if out.get("skipped") or out.get("error"):
+                continue
+            for name, req in task.requests(item, prep, out).items():
+                if name not in out and req.role not in skip_roles:
+                    pending.setdefault(req.role, []).append((i, name, req))
+        for role, group in pending.items():
+            server = ctx.role(role)
+            reqs = [r for _, _, r in group]
+            results = _similarities(server, reqs) if role == EMBEDDER else evaluate_in_order(server, reqs)
+            for (i, name, req), res in zip(group, results):
+                _store(outputs[i], name, req, res)
+    return outputs
+
+
+def complete_outputs(task: Task, items: list[dict], outputs: list[dict], prep: Prepared, ctx: RunContext) -> list[dict]:
+    """For answers produced elsewhere: run the stages that do not need the evaluated model (the
+    judge, the embedder)."""
+    return run_chunk(task, items, prep, ctx, outputs, skip_roles=(MODEL,))
+
+
+def score_records(task: Task, items: list[dict], outputs: list[dict], prep: Prepared) -> list[dict]:
+    """Sample records from outputs (shared by `run` and `score`): skipped and errored items are
+    recorded as such and never scored."""
     records = []
     for item, out in zip(items, outputs):
         rec = {"id": item["id"], "task": task.name, **out}
-        if out.get("skipped"):
-            records.append(rec)
-            continue
-        rec.update(task.score(item, out, prep))
+        if out.get("prompts"):
+            rec["prompt_hash"] = prompt_hash(next(iter(out["prompts"].values())))
+        if not out.get("skipped") and not out.get("error"):
+            rec.update(task.score(item, out, prep))
         records.append(rec)
-    task.finalize([r for r in records if not r.get("skipped")], ctx)
     return records
 
 
 def aggregate(task: Task, records: list[dict], prep: Prepared) -> dict:
-    kept = [r for r in records if not r.get("skipped")]
+    kept = [r for r in records if not r.get("skipped") and not r.get("error")]
     out = task.aggregate(kept, prep)
-    skipped = [r for r in records if r.get("skipped")]
     out["n"] = len(records)
-    out["n_skipped"] = len(skipped)
-    if skipped:
-        reasons: dict[str, int] = {}
-        for r in skipped:
-            reasons[r["skipped"]] = reasons.get(r["skipped"], 0) + 1
-        out["skip_reasons"] = reasons
+    for key, label in (("skipped", "n_skipped"), ("error", "n_errors")):
+        bad = [r[key] for r in records if r.get(key)]
+        out[label] = len(bad)
+        if bad:
+            reasons: dict[str, int] = {}
+            for why in bad:
+                reasons[why] = reasons.get(why, 0) + 1
+            out["skip_reasons" if key == "skipped" else "error_reasons"] = reasons
+    out.setdefault("n_scored", len(kept))
     return out
 
 
-def _run_chunk(task: Task, backend, items: list[dict], prep: Prepared) -> list[dict]:
-    """Each item's requests go to the backend together, option scores before generation, so a
-    backend can reuse the item's evaluated prompt for both."""
-    outputs: list[dict] = [{} for _ in items]
-    for _stage in range(task.stages):
-        for item, out in zip(items, outputs):
-            if out.get("skipped"):
-                continue
-            reqs = task.requests(item, prep, out)
-            if not reqs:
-                continue
-            out.setdefault("prompt_hash", _prompt_hash(reqs))
-            lps = [(k, r) for k, r in reqs.items() if isinstance(r, OptionLogprobs)]
-            gen = [(k, r) for k, r in reqs.items() if isinstance(r, Generate)]
-            if lps:
-                for (k, _), lp in zip(lps, backend.option_logprobs([r for _, r in lps])):
-                    if lp:
-                        out[k] = lp
-                    else:
-                        out["skipped"] = "prompt longer than the model context"
-            if gen and not out.get("skipped"):
-                for (k, _), c in zip(gen, backend.generate([r for _, r in gen])):
-                    out[k] = c.text
-                    out.setdefault("generation", {})[k] = {"finish": c.finish, "n_prompt_tokens": c.n_prompt_tokens,
-                                                           "n_tokens": c.n_tokens}
-                    if c.finish == "context" and not c.text:
-                        out["skipped"] = f"prompt longer than the model context ({c.n_prompt_tokens} tokens)"
-    return outputs
-
-
-def _judge_info(judge) -> dict:
-    d = judge.describe()
-    return {"model": d["model"]["name"], "sha256": d["model"]["sha256"], "chat_template_applied": d["chat_template_applied"]}
-
-
-def run_identity(meta: dict) -> dict:
-    """What must match for a folder to be resumed (everything that changes the numbers)."""
-    b = meta["backend"]
-    return {"model_sha256": b["model"]["sha256"], "n_ctx": b["n_ctx"], "chat": b["chat_template_applied"],
-            "schedule": b["schedule"], "seed": meta["seed"], "options": meta["options"],
-            "tasks": {k: {kk: v[kk] for kk in ("prompt_version", "settings", "dataset")} for k, v in meta["tasks"].items()},
-            "embedder": (meta.get("embedder") or {}).get("sha256"), "judge": (meta.get("judge") or {}).get("sha256")}
-
-
+# ---- a run -----------------------------------------------------------------------------------
 def prepare(tasks: list[Task], ctx: RunContext) -> dict[str, Prepared]:
-    """Load each task's data (and the embedder, if one is needed): every input problem shows
-    before a model is loaded."""
-    preps = {t.name: t.prepare(ctx) for t in tasks}
-    if any(t.needs_embedder for t in tasks):
-        ctx.embedder
+    """Load each task's data and settle its options (and make the embedder, if one is needed):
+    every input problem shows before a model is loaded."""
+    check_task_options(tasks, ctx.task_options)
+    preps = {}
+    for t in tasks:
+        prep = t.prepare(ctx)
+        prep.options = ctx.options_for(t)
+        preps[t.name] = prep
+    if any(EMBEDDER in t.roles for t in tasks):
+        ctx.role(EMBEDDER)
     return preps
 
 
+def task_identity(tasks: list[Task], preps: dict[str, Prepared], ctx: RunContext) -> dict:
+    return {t.name: {"prompt_version": t.prompt_version, "settings": preps[t.name].settings,
+                     "options": preps[t.name].options, "dataset": dataset_fingerprint(t, preps[t.name])} for t in tasks}
+
+
+def _role_info(tasks: list[Task], ctx: RunContext, role: str) -> dict | None:
+    if not any(role in t.roles for t in tasks):
+        return None
+    obj = ctx.role(role)
+    if role == EMBEDDER:
+        return obj.describe()
+    info = obj.info()
+    return {"model": info.model.get("name"), "identity": info.identity(), "chat_template_applied": info.chat_template_applied}
+
+
+class _Signals:
+    """SIGINT / SIGTERM raise Interrupted, except inside a write (deferred until it is done)."""
+
+    def __init__(self):
+        self.critical = False
+        self.pending: int | None = None
+        self.old: dict[int, Any] = {}
+
+    def _handler(self, signum, _frame):
+        if self.critical:
+            self.pending = signum
+        else:
+            raise Interrupted(signum)
+
+    def __enter__(self):
+        for s in (signal.SIGINT, signal.SIGTERM):
+            try:
+                self.old[s] = signal.signal(s, self._handler)
+            except ValueError:  # not the main thread: no handlers
+                pass
+        return self
+
+    def __exit__(self, *exc):
+        for s, h in self.old.items():
+            signal.signal(s, h)
+
+    def write(self, fn, *args):
+        self.critical = True
+        try:
+            fn(*args)
+        finally:
+            self.critical = False
+        if self.pending is not None:
+            raise Interrupted(self.pending)
+
+
 def run(tasks: list[Task], backend, out_dir: Path, ctx: RunContext, preps: dict[str, Prepared] | None = None,
-        argv: list[str] | None = None, show_progress: bool = True) -> dict:
+        argv: list[str] | None = None, show_progress: bool = True, folder: RunFolder | None = None) -> dict:
+    """Run `tasks` with `backend` as the evaluated model into `out_dir`. `folder` may be a
+    RunFolder opened (locked and checked) before the model was loaded."""
     preps = preps or prepare(tasks, ctx)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    ctx.factories.setdefault(MODEL, lambda: backend)
+    ctx._made[MODEL] = backend
+    info = backend.info()
+    identity = {"run_format": RUN_FORMAT, "model": info.identity(), "seed": ctx.seed,
+                "tasks": task_identity(tasks, preps, ctx)}
     meta = {
+        "run_format": RUN_FORMAT,
         "econeval_version": __version__,
         "command": argv or sys.argv,
         "started": now(),
         "status": "running",
         "seed": ctx.seed,
         "limit": ctx.limit,
-        "options": ctx.options,
-        "tasks": {t.name: {"prompt_version": t.prompt_version, "description": t.description,
-                           "settings": preps[t.name].settings, "dataset": data.fingerprint(t.benchmark)} for t in tasks},
-        "backend": backend.describe(),
-        "embedder": ctx.embedder.describe() if any(t.needs_embedder for t in tasks) else None,
-        "judge": _judge_info(ctx.judge) if any(t.needs_judge for t in tasks) else None,
+        "options": {t.name: preps[t.name].options for t in tasks if preps[t.name].options},
+        "tasks": {t.name: {"prompt_version": t.prompt_version, "description": t.description, "settings": preps[t.name].settings,
+                           "options": preps[t.name].options, "dataset": dataset_fingerprint(t, preps[t.name])} for t in tasks},
+        "backend": info.to_json(),
+        "embedder": _role_info(tasks, ctx, EMBEDDER),
+        "judge": _role_info(tasks, ctx, JUDGE),
         "environment": {"python": sys.version.split()[0], "platform": platform.platform(),
                         "machine": platform.machine(), "cpu_count": os.cpu_count()},
     }
-    run_json = out_dir / "run.json"
-    if run_json.exists():
-        old = read_json(run_json)
-        try:
-            same = run_identity(old) == run_identity(meta)
-        except KeyError:
-            same = False
-        if not same:
-            raise UsageError(f"{out_dir} holds a different run (model, data, prompts, seed or settings differ)",
-                             hint="choose a new --out folder, or rerun with the same settings to resume")
+    identity["embedder"] = (meta["embedder"] or {}).get("sha256")
+    identity["judge"] = (meta["judge"] or {}).get("identity")
+    meta["identity"] = identity
+    own = folder is None
+    folder = folder or RunFolder.open(out_dir)
+    try:
+        return _run_locked(tasks, backend, folder, ctx, preps, meta, show_progress)
+    finally:
+        if own:
+            folder.close()
+
+
+def _run_locked(tasks, backend, folder: RunFolder, ctx, preps, meta, show_progress) -> dict:
+    folder.check_identity(meta["identity"])
+    old = folder.meta or {}
+    if old:
         meta["started"] = old.get("started", meta["started"])
         meta["resumed"] = old.get("resumed", 0) + 1
-    write_json(run_json, meta)
-
-    log = SampleLog(out_dir / "samples.jsonl")
+    results_name = folder.results_name(ctx.limit)
+    if results_name != "results.json":
+        meta["limit"] = old.get("limit")
+        meta["partial_results"] = {**old.get("partial_results", {}), results_name: ctx.limit}
     results: dict[str, Any] = {}
     timing: dict[str, Any] = {}
-    try:
-        for task in tasks:
-            prep = preps[task.name]
-            items = select_items(task, prep, ctx.limit)
-            todo = [it for it in items if (task.name, it["id"]) not in log.done]
-            prog = Progress(task.name, len(todo), enabled=show_progress)
-            t0, evaluated0 = time.monotonic(), getattr(backend, "n_evaluated", 0)
-            for start in range(0, len(todo), CHUNK):
-                chunk = todo[start:start + CHUNK]
-                outputs = _run_chunk(task, backend, chunk, prep)
-                log.append(score_records(task, chunk, outputs, prep, ctx))
-                prog.update(len(chunk))
-            elapsed = time.monotonic() - t0
-            timing[task.name] = {"items_run": len(todo), "seconds": round(elapsed, 3),
-                                 "items_per_s": round(len(todo) / elapsed, 3) if todo and elapsed else None,
-                                 "tokens_evaluated": getattr(backend, "n_evaluated", 0) - evaluated0}
-            results[task.name] = aggregate(task, [log.done[(task.name, it["id"])] for it in items], prep)
-    finally:
-        log.close()
-    doc = {"econeval_version": __version__, "model": meta["backend"]["model"]["name"], "tasks": results}
-    write_json(out_dir / "results.json", doc)
-    meta.update(status="complete", finished=now(), timing=timing,
-                peak_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1))
-    write_json(run_json, meta)
+    with _Signals() as sig:
+        sig.write(folder.write_meta, meta)
+        log = folder.samples()
+        try:
+            for task in tasks:
+                prep = preps[task.name]
+                items = select_items(task, prep, ctx.limit)
+                todo = [it for it in items if (task.name, it["id"]) not in log.done]
+                prog = Progress(task.name, len(todo), enabled=show_progress)
+                t0, c0 = time.monotonic(), backend.counters()
+                for start in range(0, len(todo), CHUNK):
+                    chunk = todo[start:start + CHUNK]
+                    outputs = run_chunk(task, chunk, prep, ctx)
+                    sig.write(log.append, score_records(task, chunk, outputs, prep))
+                    prog.update(len(chunk))
+                elapsed = time.monotonic() - t0
+                c1 = backend.counters()
+                timing[task.name] = {"items_run": len(todo), "seconds": round(elapsed, 3),
+                                     "items_per_s": round(len(todo) / elapsed, 3) if todo and elapsed else None,
+                                     **{k: c1[k] - c0.get(k, 0) for k in c1}}
+                results[task.name] = aggregate(task, [log.done[(task.name, it["id"])] for it in items], prep)
+        except Interrupted:
+            meta.update(status="interrupted", interrupted=now(), timing=timing)
+            folder.write_meta(meta)
+            raise
+        finally:
+            log.close()
+        doc = {"econeval_version": __version__, "model": meta["backend"]["model"]["name"], "limit": ctx.limit, "tasks": results}
+        sig.write(folder.write_results, results_name, doc)
+        meta.update(status="complete", finished=now(), timing=timing,
+                    peak_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1))
+        sig.write(folder.write_meta, meta)
     return doc

@@ -1,9 +1,18 @@
-"""Core types shared by benchmarks, backends and the runner. No heavy imports here."""
+"""The contracts between tasks, the runner and backends. No heavy imports here.
+
+A task turns each item into named *requests* (Generate, OptionLogprobs, Similarity); the runner
+sends them to the *role* that serves them (the evaluated model, the judge model, the sentence
+embedder), stores each result in the item's outputs under the request's name, and hands the
+outputs back to the task to score. Backends answer with Completion and OptionScores.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Sequence
+from typing import Any, Callable, Protocol, Sequence, TypedDict, Union
+
+# ---- requests --------------------------------------------------------------------------------
+MODEL, JUDGE, EMBEDDER = "model", "judge", "embedder"  # the roles a request can be sent to
 
 
 @dataclass(frozen=True)
@@ -19,10 +28,7 @@ class Generate:
     repeat_penalty: float = 1.0  # HF-style, over the whole context
     stop_after_text: bool = True  # stop strings apply only once non-blank text was generated
     chat: bool = False  # the task asks for the chat template (applied when the model allows)
-
-
-TOP_TOKEN = "<top>"  # reserved key of an option-logprobs result: the most likely token's log-probability
-TEXT_ONLY = "<text>"  # reserved key: the backend had no log-probabilities; this is the text it generated
+    role: str = MODEL
 
 
 @dataclass(frozen=True)
@@ -34,30 +40,180 @@ class OptionLogprobs:
     options: tuple[str, ...]
     prefix: str = ""
     chat: bool = False
+    role: str = MODEL
 
 
+@dataclass(frozen=True)
+class Similarity:
+    """Cosine similarity of the sentence embeddings of `a` and `b` (served by the embedder)."""
+
+    a: str
+    b: str
+    role: str = EMBEDDER
+
+    @property
+    def prompt(self) -> str:  # what the sample records as "asked"
+        return self.a
+
+
+Request = Union[Generate, OptionLogprobs, Similarity]
+
+
+# ---- results ---------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Completion:
     text: str
     n_prompt_tokens: int = 0
     n_tokens: int = 0
-    finish: str = "stop"  # stop | length | context
+    finish: str = "stop"  # stop | length | context (the context filled up) | error
+    rendered: str | None = None  # the prompt as sent, when a chat template was applied
+    error: str | None = None  # why this request has no usable result (the item is an error)
+
+
+@dataclass(frozen=True)
+class OptionScores:
+    """Scores of one OptionLogprobs request.
+
+    `scores` maps options to log-probabilities; an option the backend could not score (outside a
+    server's top-k list) is absent, i.e. probability 0. `top` is the most likely token's
+    log-probability when known. A backend without log-probabilities returns the text it generated
+    in `text` (scorers then read the answer from it). `fits` is False when the prompt did not fit
+    the model's context; `error` says why a result is unusable (a non-finite value, ...)."""
+
+    scores: dict[str, float] = field(default_factory=dict)
+    top: float | None = None
+    text: str | None = None
+    fits: bool = True
+    n_prompt_tokens: int = 0
+    rendered: str | None = None
+    error: str | None = None
+
+
+# ---- backends --------------------------------------------------------------------------------
+@dataclass
+class BackendInfo:
+    """What run.json records about a backend; `identity()` is what a resumed run must match."""
+
+    kind: str  # the registry kind: llamacpp, openai, ...
+    model: dict[str, Any]  # name, and what identifies the weights (sha256, or a served model's URL and name)
+    n_ctx: int | None
+    device: str
+    schedule: str  # how prompts are evaluated (scores depend on it)
+    chat_template_applied: bool
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def identity(self) -> dict[str, Any]:
+        ident = self.model.get("identity") or {k: self.model.get(k) for k in ("sha256",)}
+        return {"kind": self.kind, "model": ident, "n_ctx": self.n_ctx, "schedule": self.schedule,
+                "chat_template_applied": self.chat_template_applied}
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "model": self.model, "n_ctx": self.n_ctx, "device": self.device,
+                "schedule": self.schedule, "chat_template_applied": self.chat_template_applied, **self.details}
 
 
 class Backend(Protocol):
-    """One batch method per request kind; the runner groups requests by kind."""
+    """A model backend: one batch method per request kind, metadata, counters."""
+
+    kind: str
 
     def generate(self, requests: Sequence[Generate]) -> list[Completion]: ...
 
-    def option_logprobs(self, requests: Sequence[OptionLogprobs]) -> list[dict[str, float]]: ...
+    def option_logprobs(self, requests: Sequence[OptionLogprobs]) -> list[OptionScores]: ...
 
-    def describe(self) -> dict[str, Any]: ...
+    def info(self) -> BackendInfo: ...
+
+    def counters(self) -> dict[str, int]: ...  # e.g. tokens_evaluated, requests
 
 
 class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> Any: ...  # (n, d) float32, rows L2-normalised
 
     def describe(self) -> dict[str, Any]: ...
+
+
+def evaluate_in_order(backend: Backend, requests: Sequence[Generate | OptionLogprobs]) -> list[Completion | OptionScores]:
+    """Send requests to a backend in the given order, consecutive requests of one kind together
+    (so a backend can reuse an evaluated prompt between an item's option scores and its
+    generation)."""
+    out: list = []
+    i = 0
+    while i < len(requests):
+        j = i
+        while j < len(requests) and type(requests[j]) is type(requests[i]):
+            j += 1
+        group = list(requests[i:j])
+        out.extend(backend.option_logprobs(group) if isinstance(requests[i], OptionLogprobs) else backend.generate(group))
+        i = j
+    return out
+
+
+# ---- samples ---------------------------------------------------------------------------------
+class Sample(TypedDict, total=False):
+    """One line of samples.jsonl (one per task and item). Fields:
+
+    id, task          the item id (public interface) and task name
+    prompts           {request name: prompt text sent} (Similarity: the first text)
+    rendered          {request name: prompt after the chat template}, only where one was applied
+    prompt_hash       sha256 (16 hex digits) of the first request's prompt
+    <request name>    each request's result: generated text, {option: log-probability}, or a similarity
+    calls             {request name: {"kind", "finish", "n_prompt_tokens", "n_tokens", "top_logprob", ...}}
+    skipped           why the item was not scored (a prompt longer than the context); counted as n_skipped
+    error             why the item has no valid score (a non-finite log-probability); counted as n_errors
+    parsed, gold, correct, ...   what the task's `score` adds
+    """
+
+    id: str
+    task: str
+    prompts: dict[str, str]
+    rendered: dict[str, str]
+    prompt_hash: str
+    calls: dict[str, dict]
+    skipped: str
+    error: str
+
+
+def call_info(outputs: dict, name: str) -> dict:
+    """The metadata the runner recorded for request `name` (finish reason, token counts, the
+    top log-probability, a text-only fallback)."""
+    return (outputs.get("calls") or {}).get(name) or {}
+
+
+# ---- tasks -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class TaskOption:
+    """An option a task declares (`-T name=value` on the command line, `task_options` in the API)."""
+
+    name: str
+    default: Any
+    help: str
+    choices: tuple[str, ...] | None = None
+    kind: str = "str"  # str | bool | path | choice
+
+    def parse(self, value: Any) -> Any:
+        """A value from the command line (a string) or from Python; raises ValueError."""
+        if self.kind == "bool":
+            if isinstance(value, bool):
+                return value
+            low = str(value).strip().lower()
+            if low in ("1", "true", "yes", "on"):
+                return True
+            if low in ("0", "false", "no", "off"):
+                return False
+            raise ValueError(f"'{value}' is not true or false")
+        if value is None:
+            return None
+        value = str(value)
+        if self.choices and value not in self.choices:
+            raise ValueError(f"'{value}' is not one of {', '.join(self.choices)}")
+        if self.kind == "path":
+            from pathlib import Path
+
+            p = Path(value).expanduser()
+            if not p.is_file():
+                raise ValueError(f"file not found: {value}")
+            return str(p.resolve())
+        return value
 
 
 @dataclass
@@ -68,16 +224,21 @@ class Prepared:
     items: list[dict]
     settings: dict[str, Any] = field(default_factory=dict)
     state: dict[str, Any] = field(default_factory=dict)  # not recorded (prompt prefixes, ...)
+    options: dict[str, Any] = field(default_factory=dict)  # the task's option values
+    dataset: dict[str, Any] | None = None  # the data fingerprint (version, hashes); default: the benchmark's manifest
 
 
 class Task:
     """One task name of the public interface (e.g. `econnli-zero`).
 
-    The runner calls `requests(item, prep, outputs)` once per stage (`stages` > 1 for
-    multi-call prompting); each named request's output is stored under its name ("response":
-    the generated text, "option_logprobs": {option: logprob}). `score(item, outputs, prep)`
-    turns outputs into a sample record; `finalize(records, ctx)` may add batch-computed
-    scores (embeddings); `aggregate(records, prep)` builds the paper's table.
+    The runner calls `requests(item, prep, outputs)` once per stage (`stages` > 1 for multi-call
+    prompting: CoT reasoning then the answer, a generation then its judge); each named request's
+    result is stored in `outputs` under its name. `score(item, outputs, prep)` turns outputs into
+    the sample's scored fields; `aggregate(records, prep)` builds the paper's table from the
+    scored records (never skipped or errored ones).
+
+    Register a task with `@econeval.registry.task` in any module of `econeval/benchmarks/` (or a
+    plugin module, see the README): the registry, `econeval list` and the CLI pick it up.
     """
 
     name: str = ""
@@ -86,8 +247,8 @@ class Task:
     prompt_version: str = ""
     description: str = ""
     stages: int = 1
-    needs_embedder: bool = False
-    needs_judge: bool = False
+    roles: tuple[str, ...] = (MODEL,)  # the roles its requests use (model, judge, embedder)
+    options: tuple[TaskOption, ...] = ()
 
     def prepare(self, ctx: Any) -> Prepared:
         raise NotImplementedError
@@ -96,14 +257,11 @@ class Task:
         """What `--limit N` keeps: the first N items."""
         return items[:limit]
 
-    def requests(self, item: dict, prep: Prepared, outputs: dict) -> dict[str, Generate | OptionLogprobs]:
+    def requests(self, item: dict, prep: Prepared, outputs: dict) -> dict[str, Request]:
         raise NotImplementedError
 
     def score(self, item: dict, outputs: dict, prep: Prepared) -> dict:
         raise NotImplementedError
-
-    def finalize(self, records: list[dict], ctx: Any) -> None:
-        return None
 
     def aggregate(self, records: list[dict], prep: Prepared) -> dict:
         raise NotImplementedError
@@ -111,3 +269,15 @@ class Task:
     def headline(self, result: dict) -> dict[str, float | None]:
         """A few numbers of `result` for the summary table printed after a run."""
         return {}
+
+    def answer_options(self, item: dict, prep: Prepared) -> tuple[str, ...] | None:
+        """The options whose log-probabilities a prediction may give for `item` (`econeval
+        score` validates against them): those of the first stage's `option_logprobs` request."""
+        req = self.requests(item, prep, {}).get("option_logprobs")
+        return req.options if isinstance(req, OptionLogprobs) else None
+
+    def option(self, name: str) -> TaskOption | None:
+        return next((o for o in self.options if o.name == name), None)
+
+
+Factory = Callable[[], Any]

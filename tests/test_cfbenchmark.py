@@ -152,7 +152,7 @@ def test_run_zero_shot_and_report_context_skips(cli, tmp_path, registry):
     meta = json.loads((out / "run.json").read_text())
     assert meta["embedder"]["name"] == "tiny-bert" and len(meta["embedder"]["sha256"]) == 64
     assert meta["tasks"]["cfbenchmark-zero"]["settings"]["summary_decoding"] == "released"
-    assert meta["options"] == {"cfbenchmark_decoding": "released"}
+    assert meta["options"] == {"cfbenchmark-zero": {"summary_decoding": "released"}}
     samples = [json.loads(l) for l in (out / "samples.jsonl").read_text().splitlines()]
     assert len(samples) == 8
     kept = [s for s in samples if not s.get("skipped")]

@@ -1,6 +1,5 @@
 """Bad input: one clear line on stderr, a non-zero exit code, never a traceback."""
 
-import json
 import shutil
 
 import pytest
@@ -68,7 +67,7 @@ def test_dataset_failing_its_hash(cli, tmp_path, tiny_model):
 @pytest.mark.parametrize("content,needle", [
     ('{"id": "econnli/test/0", "response": "Yes"}\n{not json\n', "pred.jsonl:2: not valid JSON"),
     ('{"id": "econnli/test/999999", "response": "Yes"}\n', "unknown id 'econnli/test/999999'"),
-    ('{"id": "econnli/test/0"}\n', "needs string fields 'id' and 'response'"),
+    ('{"id": "econnli/test/0"}\n', "needs a string field 'response'"),
     ('[1, 2]\n', "each line must be a JSON object"),
     ('{"id": "econnli/test/0", "response": "Yes"}\n{"id": "econnli/test/0", "response": "No"}\n', "appears twice"),
     ('', "holds no predictions"),

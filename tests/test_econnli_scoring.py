@@ -66,7 +66,7 @@ def test_score_command_reproduces_chatgpt_zero_shot_with_dropped_items(cli, tmp_
 def test_score_uses_option_logprobs_when_given(cli, tmp_path):
     test = data.load("econnli", "test.jsonl")[:4]
     path = tmp_path / "p.jsonl"
-    lines = [{"id": r["id"], "response": "??", "option_logprobs": {"Yes": -0.1 if r["label"] else -3.0, "No": -1.0}} for r in test]
+    lines = [{"id": r["id"], "response": "??", "option_logprobs": {"Yes": -0.1 if r["label"] else -3.0, "No": -2.5}} for r in test]
     path.write_text("\n".join(json.dumps(x) for x in lines))
     rc, out, err = cli("score", "--task", "econnli-zero", "--predictions", path)
     assert rc == 0, err
@@ -96,7 +96,7 @@ def test_generation_task_with_a_judge(cli, tmp_path, tiny_model):
     assert res["n"] == 3 and res["n_scored"] + res["n_unparsed"] == 3
     assert sum(res["extras"]["judge_logprob"][k] for k in ("Ent.", "Con.", "Irr.")) == 3
     meta = json.loads((out / "run.json").read_text())
-    assert meta["judge"]["sha256"] == meta["backend"]["model"]["sha256"]  # default judge: the evaluated model
+    assert meta["judge"]["identity"]["model"]["sha256"] == meta["backend"]["model"]["sha256"]  # default judge: the evaluated model
     samples = [json.loads(l) for l in (out / "samples.jsonl").read_text().splitlines()]
     assert all(s["id"] in {r["id"] for r in data.load("econnli", "test.jsonl") if r["label"] == 1} for s in samples)
     assert all("judge_response" in s for s in samples)

@@ -28,7 +28,7 @@ def reference_logprobs(model_path, text):
 
 def test_option_logprobs_match_a_fresh_full_vocabulary_softmax(backend, tiny_model):
     prompt = "premise: the order, hypothesis: the event, answer:"
-    got = backend.option_logprobs([OptionLogprobs(prompt=prompt, options=("Yes", "No"))])[0]
+    got = backend.option_logprobs([OptionLogprobs(prompt=prompt, options=("Yes", "No"))])[0].scores
     llm, logp = reference_logprobs(tiny_model, prompt)
     for opt in ("Yes", "No"):
         ids = [llm.tokenize(v.encode(), add_bos=False)[0] for v in (opt, " " + opt)]
@@ -44,7 +44,7 @@ def _last_logprobs(llm):
 
 def test_multi_token_option_is_scored_as_a_sequence(backend, tiny_model):
     prompt = "Question: the answer is"
-    got = backend.option_logprobs([OptionLogprobs(prompt=prompt, options=("xq",))])[0]["xq"]
+    got = backend.option_logprobs([OptionLogprobs(prompt=prompt, options=("xq",))])[0].scores["xq"]
     llm = llama_cpp.Llama(model_path=str(tiny_model), n_ctx=512, verbose=False, n_gpu_layers=0)
     base = llm.tokenize(prompt.encode(), add_bos=True)
     best = -math.inf
@@ -70,8 +70,8 @@ def test_prefix_reuse_is_order_independent_and_matches_a_fresh_prefix(backend):
     assert forward == backward  # bit-identical whatever ran before
     no_prefix = backend.option_logprobs([OptionLogprobs(prompt=r.prompt, options=r.options) for r in reqs])
     for a, b in zip(forward, no_prefix):
-        for k in a:
-            assert a[k] == pytest.approx(b[k], abs=1e-4)
+        for k in a.scores:
+            assert a.scores[k] == pytest.approx(b.scores[k], abs=1e-4)
 
 
 def test_generation_is_greedy_deterministic_and_bounded(backend):
@@ -98,19 +98,21 @@ def test_prompt_longer_than_context_is_reported_not_truncated(tiny_model):
     small = LlamaCppBackend(ModelSpec(name="tiny", path=str(tiny_model), n_ctx=256, chat="off"))
     c = small.generate([Generate(prompt="the order " * 200, max_tokens=4)])[0]
     assert c.finish == "context" and c.text == "" and c.n_prompt_tokens > 256
-    assert small.option_logprobs([OptionLogprobs(prompt="the order " * 200, options=("Yes",))]) == [{}]
+    lp = small.option_logprobs([OptionLogprobs(prompt="the order " * 200, options=("Yes",))])[0]
+    assert lp.fits is False and lp.scores == {}
 
 
 def test_chat_template_applied_when_the_model_has_one(tiny_chat_model):
     be = LlamaCppBackend(ModelSpec(name="tiny-chat", path=str(tiny_chat_model), n_ctx=512, chat="auto"))
-    assert be.describe()["chat_template_applied"] is True
+    assert be.info().chat_template_applied is True
     chat = be.generate([Generate(prompt="the order", max_tokens=2, chat=True)])[0]
     plain = be.generate([Generate(prompt="the order", max_tokens=2, chat=False)])[0]
     assert chat.n_prompt_tokens == plain.n_prompt_tokens + 3  # <|user|> <|end|> <|assistant|>
+    assert chat.rendered and chat.rendered.startswith("<|user|>") and plain.rendered is None
 
 
-def test_describe_records_what_reproduces_a_run(backend, tiny_model):
-    d = backend.describe()
+def test_info_records_what_reproduces_a_run(backend, tiny_model):
+    d = backend.info().to_json()
     assert d["model"]["sha256"] and d["model"]["bytes"] == tiny_model.stat().st_size
     assert d["device"] in ("cpu", "gpu") and d["n_ctx"] == 512
     import os

@@ -82,10 +82,11 @@ def test_backend_generation_and_option_scores(server):
     be = OpenAIHTTPBackend(ModelSpec(name="h", base_url=server, api_model="econ-1", chat="off"))
     g = be.generate([Generate(prompt="demand increases", max_tokens=5, stop=("\n",))])[0]
     assert g.text == " Yes, it does." and g.n_prompt_tokens == 12
-    lp = be.option_logprobs([OptionLogprobs(prompt="demand increases", options=("Yes", "No", "C"))])[0]
+    res = be.option_logprobs([OptionLogprobs(prompt="demand increases", options=("Yes", "No", "C"))])[0]
+    lp = res.scores
     assert lp["Yes"] == pytest.approx(math.log(0.6))  # max over ' Yes' and 'Yes'
     assert lp["No"] == pytest.approx(math.log(0.3))
-    assert "C" not in lp and lp["<top>"] == pytest.approx(math.log(0.6))
+    assert "C" not in lp and res.top == pytest.approx(math.log(0.6))
     path, body, _ = FakeOpenAI.requests_seen[-1]
     assert body["temperature"] == 0 and body["max_tokens"] == 1 and body["logprobs"] == 20
 
@@ -97,7 +98,7 @@ def test_chat_endpoint(server):
 
     be = OpenAIHTTPBackend(ModelSpec(name="h", base_url=server, api_model="econ-1", chat="on"))
     assert be.generate([Generate(prompt="demand increases", max_tokens=5, chat=True)])[0].text == "Yes"
-    lp = be.option_logprobs([OptionLogprobs(prompt="demand falls", options=("Yes", "No"), chat=True)])[0]
+    lp = be.option_logprobs([OptionLogprobs(prompt="demand falls", options=("Yes", "No"), chat=True)])[0].scores
     assert lp["No"] == pytest.approx(math.log(0.8)) and lp["Yes"] == pytest.approx(math.log(0.1))
     path, body, _ = FakeOpenAI.requests_seen[-1]
     assert path == "/v1/chat/completions" and body["logprobs"] is True and body["top_logprobs"] == 20

@@ -4,7 +4,9 @@ import json
 
 import pytest
 
-from econeval.benchmarks import TASKS
+from econeval.registry import tasks
+
+TASKS = tasks()
 
 
 @pytest.fixture

@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from econeval.steer.generator import combos, covered, generate
-from econeval.steer.solvers import ELEMENTS
+from econeval.benchmarks.steer_me.generator import combos, covered, generate
+from econeval.benchmarks.steer_me.solvers import ELEMENTS
 
 N_DRAWS = 40
 

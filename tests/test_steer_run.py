@@ -31,7 +31,7 @@ def test_generate_is_deterministic_and_usable_by_run(cli, tmp_path, registry):
     assert res["n"] == 16 and set(res["paper"]["element"]) == {"consumer_surplus", "find_eq_price"}
     assert set(res["heatmap"]["values"]) == {"consumer_surplus", "find_eq_price"}
     samples = [json.loads(l) for l in (out / "samples.jsonl").read_text().splitlines()]
-    assert all(s["reasoning"] is not None and "<top>" in s["option_logprobs"] for s in samples)
+    assert all(s["reasoning"] is not None and s["calls"]["option_logprobs"]["top_logprob"] is not None for s in samples)
 
 
 def test_run_direct_with_car_on_the_bundled_set(cli, tmp_path, registry):

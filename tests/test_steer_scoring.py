@@ -117,7 +117,7 @@ def test_score_command_with_logprobs_and_text(cli, tmp_path):
     lines = []
     for i, q in enumerate(qs):
         g = "ABCD"[q["correct_index"]]
-        lp = {L: (-0.1 if L == g else -3.0) for L in "ABCD"} if i < 2 else None
+        lp = {L: (-0.1 if L == g else -4.0) for L in "ABCD"} if i < 2 else None
         line = {"id": q["id"], "response": g if i == 2 else "I cannot tell"}
         if lp:
             line["option_logprobs"] = lp
@@ -135,7 +135,7 @@ def test_score_command_with_logprobs_and_text(cli, tmp_path):
 
 def test_cot_requests_take_two_stages():
     task = SteerMe()
-    prep = task.prepare(RunContext(options={"steer_adaptation": "cot-hidden"}))
+    prep = task.prepare(RunContext(task_options={"adaptation": "cot-hidden"}))
     item = prep.items[0]
     first = task.requests(item, prep, {})["reasoning"]
     assert "A. " not in first.prompt and first.prompt.endswith("Let's think step by step.")
@@ -143,5 +143,5 @@ def test_cot_requests_take_two_stages():
     assert "A. " + item["options"][0] in second.prompt and second.prompt.endswith("the answer is")
     assert second.options == ("A", "B", "C", "D")
     assert task.requests(item, prep, {"reasoning": "x", "option_logprobs": {}}) == {}
-    shown = SteerMe().prepare(RunContext(options={"steer_adaptation": "cot-shown"}))
+    shown = SteerMe().prepare(RunContext(task_options={"adaptation": "cot-shown"}))
     assert "A. " in task.requests(item, shown, {})["reasoning"].prompt

@@ -1,17 +1,33 @@
-"""Model backends. Each heavy library is imported only inside its own module."""
+"""Model backends, one module each, registered by kind (`@registry.backend("llamacpp")`).
+
+A backend module imports its heavy library (llama_cpp, an HTTP client, onnxruntime) only when a
+backend is made, so listing or validating models stays cheap.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from .. import registry
 from ..config import ModelSpec
+from ..types import Backend
 
 
-def make_backend(spec: ModelSpec, n_ctx: int | None = None, n_gpu_layers: int | None = None, seed: int = 0,
-                 n_threads: int | None = None):
-    """The backend a model spec names: an OpenAI-compatible HTTP API or in-process llama.cpp."""
-    if spec.base_url:
-        from .openai_http import OpenAIHTTPBackend
+@dataclass(frozen=True)
+class LoadOptions:
+    """Run-level settings a backend may use (each backend refuses what it cannot honour)."""
 
-        return OpenAIHTTPBackend(spec, seed=seed)
-    from .llamacpp import LlamaCppBackend
+    n_ctx: int | None = None
+    n_gpu_layers: int | None = None
+    n_threads: int | None = None
+    seed: int = 0
 
-    return LlamaCppBackend(spec, n_ctx=n_ctx, n_gpu_layers=n_gpu_layers, seed=seed, n_threads=n_threads)
+
+def check_model(spec: ModelSpec, load: LoadOptions | None = None) -> None:
+    """Validate a model spec with its backend's own rules, before anything is loaded."""
+    registry.backend_class(spec.kind).validate(spec, load or LoadOptions())
+
+
+def make_backend(spec: ModelSpec, load: LoadOptions | None = None) -> Backend:
+    """The backend a model spec names (its `kind`), loaded."""
+    return registry.backend_class(spec.kind)(spec, load or LoadOptions())

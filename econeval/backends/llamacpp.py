@@ -15,14 +15,15 @@ import math
 import os
 import struct
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 import orjson
 
+from .. import registry
 from ..config import ModelSpec, cache_home
-from ..errors import ModelError
-from ..types import TOP_TOKEN, Completion, Generate, OptionLogprobs
+from ..errors import ModelError, UsageError
+from ..types import BackendInfo, Completion, Generate, OptionLogprobs, OptionScores
 
 SCHEDULE = ("prefix-then-item/v2: shared prefix once (kept), item tokens but the last in one call (kept), "
             "the last prompt token in one call, generated tokens one per call")
@@ -48,9 +49,11 @@ def check_gguf(path: Path) -> None:
 
 
 def sha256_cached(path: Path) -> str:
-    """sha256 of a model file, cached by (path, size, mtime) so reruns do not re-hash gigabytes."""
+    """sha256 of a model file, cached by (path, device, inode, size, mtime and ctime) so reruns do
+    not re-hash gigabytes. The ctime cannot be set back by a user (unlike the mtime), so a file
+    replaced by another of the same size is hashed again."""
     st = path.stat()
-    key = f"{path.resolve()}:{st.st_size}:{st.st_mtime_ns}"
+    key = f"{path.resolve()}:{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
     store = cache_home() / "sha256.json"
     try:
         known = orjson.loads(store.read_bytes())
@@ -80,8 +83,12 @@ def model_path(spec: ModelSpec) -> Path:
     target = cache_home() / "models" / mod.MODEL_NAME
     try:
         return Path(mod.assemble(target))
-    except (OSError, ValueError) as exc:
-        raise ModelError(f"cannot assemble model '{spec.name}': {exc}") from None
+    except (OSError, ValueError):
+        try:  # a corrupted or partial cached copy: assemble it afresh
+            return Path(mod.assemble(target, overwrite=True))
+        except (OSError, ValueError, TypeError) as exc:
+            raise ModelError(f"cannot assemble model '{spec.name}' into {target}: {exc}",
+                             hint=f"delete {target} and rerun") from None
 
 
 class _QuietLogs:
@@ -99,11 +106,32 @@ class _QuietLogs:
             llama_cpp.llama_log_set(cls._cb, ctypes.c_void_p(0))
 
 
+def _max_threads() -> int:
+    return max(64, 4 * (os.cpu_count() or 1))
+
+
+@registry.backend("llamacpp")
 class LlamaCppBackend:
-    def __init__(self, spec: ModelSpec, n_ctx: int | None = None, n_gpu_layers: int | None = None,
-                 seed: int = 0, n_threads: int | None = None):
+    @staticmethod
+    def validate(spec: ModelSpec, load) -> None:
+        """Everything that can be checked before llama.cpp loads the model."""
+        if not (spec.path or spec.package):
+            raise UsageError(f"model '{spec.name}' (kind llamacpp) needs a path to a .gguf file or a package")
+        if spec.path:
+            check_gguf(Path(spec.path))
+        if load.n_threads is not None and not 1 <= load.n_threads <= _max_threads():
+            raise UsageError(f"--threads {load.n_threads} is out of range (1 to {_max_threads()})")
+        if load.n_gpu_layers is not None and load.n_gpu_layers < -1:
+            raise UsageError("--n-gpu-layers must be -1 (all) or a number of layers")
+
+    def __init__(self, spec: ModelSpec, load=None):
         import llama_cpp
 
+        from . import LoadOptions
+
+        load = load or LoadOptions()
+        self.validate(spec, load)
+        n_ctx, n_gpu_layers, seed, n_threads = load.n_ctx, load.n_gpu_layers, load.seed, load.n_threads
         self.spec = spec
         self.path = model_path(spec)
         if not self.path.is_file():
@@ -134,6 +162,7 @@ class LlamaCppBackend:
         self._cached_prefix: tuple[int, ...] | None = None
         self._cached_body: tuple[int, ...] | None = None
         self.n_evaluated = 0  # tokens sent through llama_decode (for throughput reports)
+        self.n_generated = 0
 
     # ---- prompts -------------------------------------------------------------------------
     def _render_chat(self, text: str) -> str:
@@ -200,35 +229,41 @@ class LlamaCppBackend:
         self.n_evaluated += len(tokens)
 
     def _logits(self) -> np.ndarray:
+        """The last position's logits (a view into llama.cpp's buffer: copy before changing it)."""
         ptr = self._llama_cpp.llama_get_logits_ith(self.llm.ctx, -1)
-        return np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).astype(np.float64)
+        return np.ctypeslib.as_array(ptr, shape=(self.n_vocab,))
 
     @staticmethod
     def _log_softmax(logits: np.ndarray) -> np.ndarray:
-        m = logits.max()
-        return logits - (m + math.log(np.exp(logits - m).sum()))
+        x = logits.astype(np.float64)
+        m = x.max()
+        return x - (m + math.log(np.exp(x - m).sum()))
 
     def _fits(self, n_prompt: int) -> bool:
         return n_prompt < self.n_ctx
 
     # ---- request kinds -------------------------------------------------------------------
-    def option_logprobs(self, requests: Sequence[OptionLogprobs]) -> list[dict[str, float]]:
+    def option_logprobs(self, requests: Sequence[OptionLogprobs]) -> list[OptionScores]:
         out = []
         for req in requests:
             full_text, tokens, n_prefix = self._tokens(req.prompt, req.prefix, req.chat)
+            rendered = full_text if req.chat and self.use_chat else None
             if not self._fits(len(tokens) + 4):
-                out.append({})
+                out.append(OptionScores(fits=False, n_prompt_tokens=len(tokens), rendered=rendered))
                 continue
             self._eval_prompt(tokens, n_prefix)
             logp = self._log_softmax(self._logits())
             base = self.llm.n_tokens
-            scores = {TOP_TOKEN: float(logp.max())}
+            scores = {}
             for opt in req.options:
                 best = -math.inf
                 for cont in {self._continuation(full_text, tokens, v, req.chat) for v in (opt, " " + opt)}:
                     best = max(best, self._sequence_logprob(logp, base, cont))
                 scores[opt] = best
-            out.append(scores)
+            top = float(logp.max())
+            bad = not math.isfinite(top) or any(math.isnan(v) or v == math.inf for v in scores.values())
+            out.append(OptionScores(scores=scores, top=top, n_prompt_tokens=len(tokens), rendered=rendered,
+                                    error="the model produced non-finite logits" if bad else None))
         return out
 
     def _continuation(self, full_text: str, tokens: list[int], option: str, chat: bool) -> tuple[int, ...]:
@@ -254,9 +289,10 @@ class LlamaCppBackend:
         return [self._generate_one(r) for r in requests]
 
     def _generate_one(self, req: Generate) -> Completion:
-        _, tokens, n_prefix = self._tokens(req.prompt, req.prefix, req.chat)
+        full_text, tokens, n_prefix = self._tokens(req.prompt, req.prefix, req.chat)
+        rendered = full_text if req.chat and self.use_chat else None
         if not self._fits(len(tokens) + 1):
-            return Completion(text="", n_prompt_tokens=len(tokens), finish="context")
+            return Completion(text="", n_prompt_tokens=len(tokens), finish="context", rendered=rendered)
         self._eval_prompt(tokens, n_prefix)
         seen = np.zeros(self.n_vocab, dtype=bool)
         if req.repeat_penalty != 1.0:
@@ -267,13 +303,18 @@ class LlamaCppBackend:
             logits = self._logits()
             if req.repeat_penalty != 1.0:
                 # Hugging Face's RepetitionPenaltyLogitsProcessor over the whole context.
+                logits = logits.copy()
                 pen = logits[seen]
                 logits[seen] = np.where(pen > 0, pen / req.repeat_penalty, pen * req.repeat_penalty)
+            if math.isnan(float(logits.max())):
+                return Completion(text=text, n_prompt_tokens=len(tokens), n_tokens=len(generated), finish="error",
+                                  rendered=rendered, error="the model produced non-finite logits")
             tok = int(np.argmax(logits))
             if self._llama_cpp.llama_vocab_is_eog(self._vocab, tok):
                 finish = "stop"
                 break
             generated.append(tok)
+            self.n_generated += 1
             seen[tok] = True
             text = self.llm.detokenize(generated).decode("utf-8", "ignore")
             cut = _stop_at(text, req.stop, req.stop_after_text)
@@ -286,33 +327,40 @@ class LlamaCppBackend:
                 finish = "context"
                 break
             self._decode([tok])
-        return Completion(text=text, n_prompt_tokens=len(tokens), n_tokens=len(generated), finish=finish)
+        return Completion(text=text, n_prompt_tokens=len(tokens), n_tokens=len(generated), finish=finish, rendered=rendered)
 
     # ---- metadata ------------------------------------------------------------------------
-    def describe(self) -> dict[str, Any]:
+    def info(self) -> BackendInfo:
         meta = self.llm.metadata
-        return {
-            "backend": "llama.cpp (llama-cpp-python, in-process)",
-            "llama_cpp_python": self._llama_cpp.__version__,
-            "model": {
+        sha = sha256_cached(self.path)
+        return BackendInfo(
+            kind=self.kind,
+            model={
                 "name": self.spec.name, "source": self.spec.source, "path": str(self.path),
-                "bytes": self.path.stat().st_size, "sha256": sha256_cached(self.path),
+                "bytes": self.path.stat().st_size, "sha256": sha, "identity": {"sha256": sha},
                 "gguf_metadata": {k: meta[k] for k in _META_KEYS if k in meta}
                 | {k: v for k, v in meta.items() if k.endswith((".context_length", ".block_count", ".embedding_length"))},
                 "has_chat_template": bool(self.template),
             },
-            "n_ctx": self.n_ctx,
-            "n_vocab": self.n_vocab,
-            "gpu_offload_supported": self.gpu_offload,
-            "n_gpu_layers": self.n_gpu_layers,
-            "device": "gpu" if self.gpu_offload and self.n_gpu_layers != 0 else "cpu",
-            "n_threads": self.llm.context_params.n_threads,
-            "chat_mode": self.spec.chat,
-            "chat_template_applied": self.use_chat,
-            "decoding": "greedy (argmax over the full vocabulary); stop strings apply once non-blank text exists; "
-                        "repetition penalty HF-style over the whole context when a task sets one",
-            "schedule": SCHEDULE,
-        }
+            n_ctx=self.n_ctx,
+            device="gpu" if self.gpu_offload and self.n_gpu_layers != 0 else "cpu",
+            schedule=SCHEDULE,
+            chat_template_applied=self.use_chat,
+            details={
+                "backend": "llama.cpp (llama-cpp-python, in-process)",
+                "llama_cpp_python": self._llama_cpp.__version__,
+                "n_vocab": self.n_vocab,
+                "gpu_offload_supported": self.gpu_offload,
+                "n_gpu_layers": self.n_gpu_layers,
+                "n_threads": self.llm.context_params.n_threads,
+                "chat_mode": self.spec.chat,
+                "decoding": "greedy (argmax over the full vocabulary); stop strings apply once non-blank text exists; "
+                            "repetition penalty HF-style over the whole context when a task sets one",
+            },
+        )
+
+    def counters(self) -> dict[str, int]:
+        return {"tokens_evaluated": self.n_evaluated, "tokens_generated": self.n_generated}
 
 
 def _stop_at(text: str, stops: Sequence[str], after_text: bool = True) -> str | None:

@@ -11,27 +11,41 @@ so scorers read the answer from the text and report calibration as unavailable.
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 import urllib.error
 import urllib.request
-from typing import Any, Sequence
+from typing import Sequence
 
+from .. import registry
 from ..config import ModelSpec
-from ..errors import ModelError
-from ..types import TEXT_ONLY, TOP_TOKEN, Completion, Generate, OptionLogprobs
+from ..errors import ModelError, UsageError
+from ..types import BackendInfo, Completion, Generate, OptionLogprobs, OptionScores
 
 TOP_LOGPROBS = 20
 RETRIES = 3
 
 
+@registry.backend("openai")
 class OpenAIHTTPBackend:
-    def __init__(self, spec: ModelSpec, timeout: float = 120.0, seed: int = 0):
-        self.spec, self.timeout, self.seed = spec, timeout, seed
+    @staticmethod
+    def validate(spec: ModelSpec, load) -> None:
+        if not spec.base_url or not spec.api_model:
+            raise UsageError(f"model '{spec.name}' (kind openai) needs base_url and api_model")
+        if load.n_gpu_layers is not None:
+            raise UsageError("--n-gpu-layers applies to local GGUF models only")
+        if spec.api_key_env and not os.environ.get(spec.api_key_env):
+            raise ModelError(f"model '{spec.name}' needs an API key in the environment variable {spec.api_key_env}")
+
+    def __init__(self, spec: ModelSpec, load=None, timeout: float = 120.0):
+        from . import LoadOptions
+
+        load = load or LoadOptions()
+        self.validate(spec, load)
+        self.spec, self.timeout, self.seed = spec, timeout, load.seed
         self.base = spec.base_url.rstrip("/")
         self.key = os.environ.get(spec.api_key_env, "") if spec.api_key_env else ""
-        if spec.api_key_env and not self.key:
-            raise ModelError(f"model '{spec.name}' needs an API key in the environment variable {spec.api_key_env}")
         self.use_chat = spec.chat == "on"
         self.n_requests = 0
 
@@ -90,36 +104,45 @@ class OpenAIHTTPBackend:
                                   finish="stop" if choice.get("finish_reason") == "stop" else "length"))
         return out
 
-    def option_logprobs(self, requests: Sequence[OptionLogprobs]) -> list[dict[str, float]]:
+    def option_logprobs(self, requests: Sequence[OptionLogprobs]) -> list[OptionScores]:
         out = []
         for r in requests:
             resp = self._complete(r.prompt, r.chat, max_tokens=1, logprobs=TOP_LOGPROBS)
             if resp.get("context_overflow"):
-                out.append({})
+                out.append(OptionScores(fits=False))
                 continue
             top = _top_logprobs(resp["choices"][0])
             if not top:  # the server returns no log-probabilities: hand back the text instead
                 choice = resp["choices"][0]
                 text = choice.get("text") if "text" in choice else choice["message"]["content"]
-                out.append({TEXT_ONLY: text or ""})
+                out.append(OptionScores(text=text or ""))
                 continue
-            scores: dict = {TOP_TOKEN: max(top.values())}
+            if not all(isinstance(v, (int, float)) and math.isfinite(v) for v in top.values()):
+                out.append(OptionScores(error=f"the server returned non-finite log-probabilities ({self.base})"))
+                continue
+            scores: dict = {}
             for token, lp in top.items():
                 key = "".join(ch for ch in token if ch.isalnum())
                 for opt in r.options:
                     if key and key == "".join(ch for ch in opt if ch.isalnum()):
                         scores[opt] = max(scores.get(opt, float("-inf")), lp)
-            out.append(scores)
+            out.append(OptionScores(scores=scores, top=max(top.values())))
         return out
 
-    def describe(self) -> dict[str, Any]:
-        return {
-            "backend": "OpenAI-compatible HTTP API", "base_url": self.base,
-            "model": {"name": self.spec.name, "api_model": self.spec.api_model, "source": self.spec.source, "sha256": None},
-            "n_ctx": None, "device": "remote", "chat_template_applied": self.use_chat,
-            "decoding": "temperature 0 on the server; option scores from the top-20 log-probabilities of one token",
-            "schedule": "server-side (not controlled by econeval)",
-        }
+    def info(self) -> BackendInfo:
+        return BackendInfo(
+            kind=self.kind,
+            model={"name": self.spec.name, "api_model": self.spec.api_model, "base_url": self.base,
+                   "source": self.spec.source, "sha256": None,
+                   "identity": {"base_url": self.base, "api_model": self.spec.api_model}},
+            n_ctx=None, device="remote", schedule="server-side (not controlled by econeval)",
+            chat_template_applied=self.use_chat,
+            details={"backend": "OpenAI-compatible HTTP API",
+                     "decoding": "temperature 0 on the server; option scores from the top-20 log-probabilities of one token"},
+        )
+
+    def counters(self) -> dict[str, int]:
+        return {"requests": self.n_requests}
 
 
 def _top_logprobs(choice: dict) -> dict[str, float]:

@@ -15,9 +15,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .. import data
+from .. import data, registry
 from ..metrics import mean
-from ..types import Generate, Prepared, Task
+from ..types import EMBEDDER, MODEL, Generate, Prepared, Similarity, Task, TaskOption
 
 BENCHMARK = "cfbenchmark"
 RECOGNITION = ("company", "product")
@@ -40,6 +40,9 @@ def build(src: Path) -> dict[str, list[dict]]:
     labels = json.loads((src / "raw" / "labels.json").read_text(encoding="utf-8"))
     files["labels.jsonl"] = [{"task": t, "labels": labels[t]} for t in CLASSIFICATION]
     return files
+
+
+registry.benchmark(BENCHMARK, build)
 
 
 def decoding(task: str, few: bool, summary_mode: str) -> tuple[int, float]:
@@ -108,11 +111,14 @@ def table2(scores: dict[str, float | None]) -> dict[str, float | None]:
 class _CFB(Task):
     suite = "cfbenchmark"
     benchmark = BENCHMARK
-    needs_embedder = True
+    roles = (MODEL, EMBEDDER)
+    stages = 2  # the model's answer, then (generation sub-tasks) the embedding similarity to the reference
     few = False
+    options = (TaskOption("summary_decoding", "released", "summary decoding: as the released code ran it (64 tokens, "
+                          "classification penalty) or as intended (512 tokens)", ("released", "intended"), "choice"),)
 
     def prepare(self, ctx) -> Prepared:
-        mode = ctx.options.get("cfbenchmark_decoding", "released")
+        mode = ctx.options_for(self)["summary_decoding"]
         items = [it for t in SUBTASKS for it in data.load(BENCHMARK, f"{t}.jsonl")]
         fewshot = {r["task"]: r["text"] for r in data.load(BENCHMARK, "fewshot.jsonl")}
         labels = {r["task"]: r["labels"] for r in data.load(BENCHMARK, "labels.jsonl")}
@@ -130,37 +136,34 @@ class _CFB(Task):
     def limit_items(self, items, limit):
         return [it for t in SUBTASKS for it in [x for x in items if x["task"] == t][:limit]]
 
-    def requests(self, item, prep, outputs):
-        few = prep.state["fewshot"]
-        prefix, prompt = build_prompt(item, few[item["task"]] if few else None)
-        max_tokens, penalty = decoding(item["task"], self.few, prep.state["mode"])
-        return {"response": Generate(prompt=prompt, prefix=prefix, max_tokens=max_tokens, stop=("\n",),
-                                     stop_after_text=False, repeat_penalty=penalty, chat=True)}
-
-    def score(self, item, outputs, prep):
+    def _answer(self, item, prep, response: str) -> str:
         few = prep.state["fewshot"]
         _, prompt = build_prompt(item, few[item["task"]] if few else None)
-        answer = extract(prompt, outputs["response"], self.few)
+        return extract(prompt, response, self.few)
+
+    def requests(self, item, prep, outputs):
+        if "response" not in outputs:
+            few = prep.state["fewshot"]
+            prefix, prompt = build_prompt(item, few[item["task"]] if few else None)
+            max_tokens, penalty = decoding(item["task"], self.few, prep.state["mode"])
+            return {"response": Generate(prompt=prompt, prefix=prefix, max_tokens=max_tokens, stop=("\n",),
+                                         stop_after_text=False, repeat_penalty=penalty, chat=True)}
+        if item["task"] in GENERATION and item["response"] is not None and "similarity" not in outputs:
+            return {"similarity": Similarity(self._answer(item, prep, outputs["response"]), item["response"])}
+        return {}
+
+    def score(self, item, outputs, prep):
+        answer = self._answer(item, prep, outputs["response"])
         rec = {"subtask": item["task"], "answer": answer, "gold": item["response"]}
         t = item["task"]
         if t in RECOGNITION:
             rec["f1"] = row_f1(item["response"], answer, item["response"].split("，"))
         elif t in CLASSIFICATION:
             rec["f1"] = row_f1(item["response"], answer, prep.state["labels"][t])
+        elif item["response"] is None:
+            rec["similarity"] = 0.0  # the released code scores a failed embedding 0
+            rec["note"] = "reference missing upstream"
         return rec
-
-    def finalize(self, records, ctx):
-        gen = [r for r in records if r["subtask"] in GENERATION]
-        with_ref = [r for r in gen if r["gold"] is not None]
-        for r in gen:
-            if r["gold"] is None:
-                r["similarity"] = 0.0  # the released code scores a failed embedding 0
-                r["note"] = "reference missing upstream"
-        if with_ref:
-            vecs = ctx.embedder.embed([r["answer"] for r in with_ref] + [r["gold"] for r in with_ref])
-            n = len(with_ref)
-            for i, r in enumerate(with_ref):
-                r["similarity"] = float(vecs[i] @ vecs[n + i])
 
     def aggregate(self, records, prep):
         per: dict[str, list[float]] = {}
@@ -179,17 +182,17 @@ class _CFB(Task):
         return {k: p[k] for k in ("R.Avg", "C.Avg", "G.Avg", "Avg")}
 
 
+@registry.task
 class ZeroShot(_CFB):
     name = "cfbenchmark-zero"
     prompt_version = "cfbenchmark-zero/1"
     description = "CFBenchmark-Basic, 8 tasks zero-shot (Table 2)"
 
 
+@registry.task
 class FewShot(_CFB):
     name = "cfbenchmark-few"
     prompt_version = "cfbenchmark-few/1"
     description = "CFBenchmark-Basic, 8 tasks few-shot with the upstream 3-case prompts (Table 2)"
     few = True
 
-
-TASKS = [ZeroShot(), FewShot()]

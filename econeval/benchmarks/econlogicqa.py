@@ -14,7 +14,7 @@ import re
 from itertools import combinations
 from pathlib import Path
 
-from .. import data
+from .. import data, registry
 from ..types import Generate, Prepared, Task
 
 BENCHMARK = "econlogicqa"
@@ -44,6 +44,9 @@ def build(src: Path) -> dict[str, list[dict]]:
             {"id": f"econlogicqa/test/{i}", "response": r["llm_complete_responses"], "first_line": r["llm_responses"]}
             for i, r in enumerate(csv.DictReader(fh))]
     return files
+
+
+registry.benchmark(BENCHMARK, build)
 
 
 # ---- the answer reader ------------------------------------------------------------------
@@ -161,6 +164,7 @@ class _FewShot(Task):
         return {"accuracy": result["paper"]["accuracy"], "pairwise": result["extras"]["pairwise_accuracy"]["value"]}
 
 
+@registry.task
 class OneShot(_FewShot):
     name = "econlogicqa-1shot"
     prompt_version = "econlogicqa-1shot/1"
@@ -168,11 +172,10 @@ class OneShot(_FewShot):
     k = 1
 
 
+@registry.task
 class FiveShot(_FewShot):
     name = "econlogicqa-5shot"
     prompt_version = "econlogicqa-5shot/1"
     description = "EconLogicQA event ordering, 5-shot (Table 2)"
     k = 5
 
-
-TASKS = [OneShot(), FiveShot()]

@@ -12,9 +12,9 @@ import csv
 import random
 from pathlib import Path
 
-from .. import data
+from .. import data, registry
 from ..metrics import classification_report
-from ..types import Generate, OptionLogprobs, Prepared, Task
+from ..types import JUDGE, MODEL, Generate, OptionLogprobs, Prepared, Task
 
 BENCHMARK = "econnli"
 
@@ -68,6 +68,9 @@ def build(src: Path) -> dict[str, list[dict]]:
             for i, r in enumerate(csv.DictReader(fh))
         ]
     return {"test.jsonl": test, "train.jsonl": train}
+
+
+registry.benchmark(BENCHMARK, build)
 
 
 def parse_answer(text: str) -> int | None:
@@ -165,6 +168,7 @@ class _EconNLITask(Task):
         return out
 
 
+@registry.task
 class ZeroShot(_EconNLITask):
     name = "econnli-zero"
     prompt_version = "econnli-zero/1"
@@ -174,6 +178,7 @@ class ZeroShot(_EconNLITask):
         return "", ZERO.format(premise=item["premise"], hypothesis=item["hypothesis"])
 
 
+@registry.task
 class ICLTask(_EconNLITask):
     name = "econnli-icl"
     prompt_version = "econnli-icl/1"
@@ -205,6 +210,7 @@ class ICLTask(_EconNLITask):
         return rec
 
 
+@registry.task
 class CoTTask(_EconNLITask):
     name = "econnli-cot"
     prompt_version = "econnli-cot/1"
@@ -240,6 +246,7 @@ def parse_judge(text: str) -> str | None:
     return min(hits)[1] if hits else None
 
 
+@registry.task
 class GenTask(Task):
     """Table 6: generate the consequence of each positive premise; a judge model labels it
     against the reference hypothesis as entailment / contradiction / irrelevant (Appendix D.5)."""
@@ -249,7 +256,8 @@ class GenTask(Task):
     benchmark = BENCHMARK
     prompt_version = "econnli-gen/1"
     description = "EconNLI generation of consequences, judged entailment/contradiction/irrelevant by --judge (Table 6)"
-    needs_judge = True
+    roles = (MODEL, JUDGE)
+    stages = 2  # the evaluated model's answer, then the judge's label
 
     def prepare(self, ctx):
         items = [r for r in data.load(BENCHMARK, "test.jsonl") if r["label"] == 1]
@@ -258,22 +266,18 @@ class GenTask(Task):
                                                "judge_parse": "first label named in the judge's answer; unparsable otherwise"})
 
     def requests(self, item, prep, outputs):
-        return {"response": Generate(prompt=GEN_PROMPT.format(premise=item["premise"]), max_tokens=64, stop=("\n",), chat=True)}
+        if "response" not in outputs:
+            return {"response": Generate(prompt=GEN_PROMPT.format(premise=item["premise"]), max_tokens=64, stop=("\n",),
+                                         chat=True)}
+        judge = JUDGE_PROMPT.format(answer=outputs["response"].strip(), hypothesis=item["hypothesis"])
+        return {"judge_option_logprobs": OptionLogprobs(prompt=judge, options=JUDGE_LABELS, chat=True, role=JUDGE),
+                "judge_response": Generate(prompt=judge, max_tokens=8, stop=("\n",), chat=True, role=JUDGE)}
 
     def score(self, item, outputs, prep):
-        return {"answer": outputs["response"].strip(), "reference": item["hypothesis"]}
-
-    def finalize(self, records, ctx):
-        if not records:
-            return
-        prompts = [JUDGE_PROMPT.format(answer=r["answer"], hypothesis=r["reference"]) for r in records]
-        outs = ctx.judge.generate([Generate(prompt=p, max_tokens=8, stop=("\n",), chat=True) for p in prompts])
-        lps = ctx.judge.option_logprobs([OptionLogprobs(prompt=p, options=JUDGE_LABELS, chat=True) for p in prompts])
-        for r, out, lp in zip(records, outs, lps):
-            r["judge_response"] = out.text
-            r["parsed"] = parse_judge(out.text)
-            scored = {k: v for k, v in lp.items() if k in JUDGE_LABELS}
-            r["judge_logprob_label"] = max(scored, key=scored.get) if scored else None
+        scored = outputs.get("judge_option_logprobs") or {}
+        return {"answer": outputs["response"].strip(), "reference": item["hypothesis"],
+                "parsed": parse_judge(outputs["judge_response"]),
+                "judge_logprob_label": max(scored, key=scored.get) if scored else None}
 
     def aggregate(self, records, prep):
         def row(labels):
@@ -291,5 +295,3 @@ class GenTask(Task):
         p = result["paper"]
         return {k: p[k] for k in ("Ent.", "Con.", "Irr.", "Con./Ent.(%)")}
 
-
-TASKS = [ZeroShot(), ICLTask(), CoTTask(), GenTask()]

@@ -16,12 +16,12 @@ import random
 import re
 from pathlib import Path
 
-from .. import data
-from ..errors import UsageError
-from ..metrics import brier, ece, mean, normalized_accuracy, spread
-from ..results import read_jsonl
-from ..steer.generator import GENERATOR_VERSION, covered, generate
-from ..types import TEXT_ONLY, TOP_TOKEN as TOP, Generate, OptionLogprobs, Prepared, Task
+from ... import data, registry
+from ...errors import UsageError
+from ...metrics import brier, ece, mean, normalized_accuracy, spread
+from ...results import read_jsonl
+from ...types import Generate, OptionLogprobs, Prepared, Task, TaskOption, call_info
+from .generator import GENERATOR_VERSION, covered, generate
 
 BENCHMARK = "steer-me"
 LETTERS = "ABCDEFGHIJ"
@@ -43,6 +43,9 @@ def build(src: Path) -> dict[str, list[dict]]:
     tax = {r["element"]: r for r in rows}
     elements = [r["element"] for r in rows if r["element"] in covered()]
     return {"taxonomy.jsonl": rows, "questions.jsonl": generate(elements, BUNDLE_PER_ELEMENT, BUNDLE_SEED, tax)}
+
+
+registry.benchmark(BENCHMARK, build)
 
 
 # ---- reading answers ----------------------------------------------------------------------
@@ -140,19 +143,26 @@ def letters_phrase(k: int) -> str:
     return f"among A through {LETTERS[k - 1]}"
 
 
+@registry.task
 class SteerMe(Task):
     name = "steer-me"
     suite = "steer-me"
     benchmark = BENCHMARK
     prompt_version = "steer-me/1"
-    description = "STEER-ME re-implementation: generated microeconomics multiple choice (adaptation: --adaptation, --car)"
+    description = "STEER-ME re-implementation: generated microeconomics multiple choice (options: adaptation, car, questions)"
     stages = 2
+    options = (
+        TaskOption("adaptation", "direct", "direct | cot-shown | cot-hidden (0-CoT, options shown or hidden while "
+                   "reasoning) | free-text (no options; the final number is read)", ADAPTATIONS, "choice"),
+        TaskOption("car", False, 'calibrated answer replacement: one option per question becomes "No other option is correct."',
+                   kind="bool"),
+        TaskOption("questions", None, "a question set from `econeval steer generate` instead of the bundled one", kind="path"),
+    )
 
     def prepare(self, ctx) -> Prepared:
-        adaptation = ctx.options.get("steer_adaptation", "direct")
-        if adaptation not in ADAPTATIONS:
-            raise UsageError(f"unknown STEER-ME adaptation '{adaptation}'", hint=f"one of {', '.join(ADAPTATIONS)}")
-        qfile = ctx.options.get("steer_questions")
+        opts = ctx.options_for(self)
+        adaptation = opts["adaptation"]
+        qfile = opts["questions"]
         if qfile:
             items = read_jsonl(Path(qfile), "questions file")
             need = {"id", "element", "options", "correct_index", "question"}
@@ -163,7 +173,7 @@ class SteerMe(Task):
         else:
             items = data.load(BENCHMARK, "questions.jsonl")
             source = {"questions": "bundled set", "seed": BUNDLE_SEED, "per_element": BUNDLE_PER_ELEMENT}
-        car = bool(ctx.options.get("steer_car"))
+        car = bool(opts["car"])
         if car:
             items = apply_car(items, ctx.seed)
         label = adaptation + ("+car" if car else "")
@@ -185,6 +195,9 @@ class SteerMe(Task):
             if seen[it["element"]] <= limit:
                 out.append(it)
         return out
+
+    def answer_options(self, item, prep):
+        return tuple(LETTERS[:len(item["options"])])
 
     def requests(self, item, prep, outputs):
         a, k = prep.state["adaptation"], len(item["options"])
@@ -225,11 +238,12 @@ class SteerMe(Task):
             p_ren, p_mix = rpm(raw, alpha, "renormalized"), rpm(raw, alpha, "mixed")
             top = argmax(p_ren)
             best_valid = max(lp[L] for L in LETTERS[:k] if L in lp)
+            top_lp = call_info(outputs, "option_logprobs").get("top_logprob")
             rec.update(answered=True, parsed=top, correct=top == item["correct_index"], alpha=alpha,
                        p_renormalized=p_ren, p_mixed=p_mix,
-                       top_token_invalid=(lp[TOP] > best_valid + 1e-9) if TOP in lp else None)
+                       top_token_invalid=(top_lp > best_valid + 1e-9) if top_lp is not None else None)
         else:  # no log-probabilities: read the letter from the text
-            letter = letter_from_text(outputs.get("response") or (lp or {}).get(TEXT_ONLY, ""), k)
+            letter = letter_from_text(outputs.get("response") or call_info(outputs, "option_logprobs").get("text") or "", k)
             rec.update(answered=letter is not None, parsed=letter, correct=letter == item["correct_index"])
         if rec["answered"] and item.get("car_replaced") is not None:
             rec["chose_nota"] = rec["parsed"] == item["car_replaced"]
@@ -292,5 +306,3 @@ def metrics(recs: list[dict]) -> dict:
         out["nota_correct_rate"] = mean([float(r["nota_is_correct"]) for r in nota])
     return out
 
-
-TASKS = [SteerMe()]

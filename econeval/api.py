@@ -1,0 +1,65 @@
+"""The Python API: `econeval.evaluate(...)` runs tasks on a model and returns the results
+document (the content of results.json), as `econeval run` does — the CLI calls it."""
+
+from __future__ import annotations
+
+import shlex
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Sequence
+
+from . import config, registry, runner
+from .backends import LoadOptions, check_model, make_backend
+from .errors import Interrupted
+from .folder import RunFolder
+from .types import EMBEDDER, JUDGE, MODEL
+
+
+def _embedder_factory(name: str | None):
+    def make():
+        from .backends.onnx_embed import OnnxEmbedder
+
+        return OnnxEmbedder(config.resolve_embedder(name))
+
+    return make
+
+
+def evaluate(model: str | config.ModelSpec | None = None, tasks: Sequence[str] = (), suite: str | None = None,
+             limit: int | None = None, out: str | Path | None = None, seed: int = 1234,
+             task_options: dict[str, Any] | None = None, judge: str | None = None, embedder: str | None = None,
+             n_ctx: int | None = None, n_gpu_layers: int | None = None, threads: int | None = None,
+             progress: bool = False, argv: list[str] | None = None) -> dict:
+    """Evaluate `model` (a .gguf path, a models.toml name, a ModelSpec, or None for the default)
+    on `tasks` (names) or a `suite` (default: all), write the run folder `out` (default: a new
+    timestamped folder under the data dir; an existing folder of the same run is resumed) and
+    return the results document. `task_options` maps option names to values for every selected
+    task that declares them (e.g. {"adaptation": "cot-hidden", "car": True}).
+
+    Returns the results document with one key added: `run_folder`, the folder written."""
+    selected = registry.select(suite, list(tasks))
+    spec = model if isinstance(model, config.ModelSpec) else config.resolve_model(model)
+    load = LoadOptions(n_ctx=n_ctx, n_gpu_layers=n_gpu_layers, n_threads=threads, seed=seed)
+    check_model(spec, load)
+    judge_spec = config.resolve_model(judge) if judge else None
+    if judge_spec:
+        check_model(judge_spec, LoadOptions(n_threads=threads, seed=seed))
+    ctx = runner.RunContext(seed=seed, limit=limit, task_options=dict(task_options or {}))
+    ctx.factories[EMBEDDER] = _embedder_factory(embedder)
+    ctx.factories[JUDGE] = (lambda: make_backend(judge_spec, LoadOptions(n_gpu_layers=n_gpu_layers, n_threads=threads, seed=seed))) \
+        if judge_spec else (lambda: ctx.role(MODEL))
+    preps = runner.prepare(selected, ctx)  # data, options and embedder problems show before a model loads
+    out = Path(out) if out else config.data_home() / "runs" / f"{datetime.now():%Y%m%d-%H%M%S}-{spec.name}"
+    folder = RunFolder.open(out)  # locked; refused now if it holds another run
+    try:
+        folder.check_identity({"run_format": runner.RUN_FORMAT, "seed": seed,
+                               "tasks": runner.task_identity(selected, preps, ctx)}, partial=True)
+        backend = make_backend(spec, load)
+        doc = runner.run(selected, backend, out, ctx, preps, argv=argv, show_progress=progress, folder=folder)
+    except Interrupted as exc:
+        if argv:
+            cmd = argv if ("--out" in argv or "-o" in argv) else [*argv, "--out", str(out)]
+            exc.hint = "resume with: " + shlex.join(cmd)
+        raise
+    finally:
+        folder.close()
+    return {**doc, "run_folder": str(out)}

@@ -1,0 +1,185 @@
+"""The run folder: an exclusive lock, the identity check, and the files in it.
+
+- `.lock` is held (flock) for the whole run and names its holder (pid, start time, host); the
+  kernel releases it when the process dies, so a stale lock from a dead process is taken over.
+- Nothing is written or removed before the folder's identity is checked. A folder is refused,
+  with what differs, when run.json names another run (model, tasks, settings, data, seed) or
+  another run format, when run.json cannot be read, when samples.jsonl exists without run.json,
+  and when a line of samples.jsonl other than a torn last line does not parse.
+- results.json holds the table of the largest `--limit` run into the folder; a smaller one
+  writes `results-limit-N.json` beside it, never over it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import socket
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable
+
+import orjson
+
+from .errors import UsageError
+from .results import read_json, write_json
+
+LOCK = ".lock"
+
+
+class RunFolder:
+    def __init__(self, path: Path, lock_fd: int, meta: dict | None):
+        self.path, self._lock_fd, self.meta = path, lock_fd, meta
+
+    @classmethod
+    def open(cls, path: Path) -> "RunFolder":
+        """Create (if needed) and lock the folder, and read what is in it; writes nothing else."""
+        path = Path(path)
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise UsageError(f"cannot use {path} as a run folder: {exc.strerror}", hint="choose another --out") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = os.pread(fd, 512, 0).decode("utf-8", "replace").strip() or "another process"
+            os.close(fd)
+            raise UsageError(f"{path} is in use by {holder}",
+                             hint="wait for that run to finish, or choose another --out") from None
+        stamp = f"pid {os.getpid()} on {socket.gethostname()} since {datetime.now(timezone.utc).isoformat(timespec='seconds')}"
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, stamp.encode(), 0)
+        try:
+            meta = cls._read_meta(path)
+            if meta is None and (path / "samples.jsonl").is_file() and (path / "samples.jsonl").stat().st_size:
+                raise UsageError(f"{path} holds samples.jsonl but no run.json: it cannot be told which run the samples belong to",
+                                 hint="choose a new --out folder")
+        except BaseException:
+            os.close(fd)
+            raise
+        return cls(path, fd, meta)
+
+    @staticmethod
+    def _read_meta(path: Path) -> dict | None:
+        p = path / "run.json"
+        if not p.exists():
+            return None
+        try:
+            meta = read_json(p)
+        except (OSError, orjson.JSONDecodeError) as exc:
+            raise UsageError(f"{p} cannot be read ({exc}); the folder is left as it is", hint="choose a new --out folder") from None
+        if not isinstance(meta, dict):
+            raise UsageError(f"{p} is not a run.json written by econeval", hint="choose a new --out folder")
+        return meta
+
+    def check_identity(self, identity: dict, partial: bool = False) -> None:
+        """Refuse a folder holding another run, saying what differs (`partial`: compare only the
+        keys `identity` has, e.g. before the model is loaded)."""
+        if self.meta is None:
+            return
+        old = self.meta.get("identity")
+        if self.meta.get("run_format") != identity["run_format"] or not isinstance(old, dict):
+            raise UsageError(f"{self.path} was written by another version of econeval (run format "
+                             f"{self.meta.get('run_format', 1)}, this one writes {identity['run_format']}) and cannot be resumed",
+                             hint="choose a new --out folder")
+        if partial:
+            old = {k: old.get(k) for k in identity}
+        diffs = differences(old, identity)
+        if diffs:
+            raise UsageError(f"{self.path} holds a different run ({'; '.join(diffs[:4])}{'; …' if len(diffs) > 4 else ''})",
+                             hint="choose a new --out folder, or rerun with the same settings to resume")
+
+    def results_name(self, limit: int | None) -> str:
+        """results.json, unless the folder already holds a run over more items."""
+        if not self.meta or not (self.path / "results.json").exists():
+            return "results.json"
+        old = self.meta.get("limit")
+        smaller = limit is not None and (old is None or limit < old)
+        return f"results-limit-{limit}.json" if smaller else "results.json"
+
+    def write_meta(self, meta: dict) -> None:
+        write_json(self.path / "run.json", meta)
+        self.meta = meta
+
+    def write_results(self, name: str, doc: dict) -> None:
+        write_json(self.path / name, doc)
+
+    def samples(self) -> "SampleLog":
+        return SampleLog(self.path / "samples.jsonl")
+
+    def close(self) -> None:
+        if self._lock_fd >= 0:
+            os.close(self._lock_fd)  # releases the flock
+            self._lock_fd = -1
+
+
+def differences(old: Any, new: Any, where: str = "") -> list[str]:
+    """Readable paths where two identity documents differ."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        out = []
+        for k in sorted(set(old) | set(new), key=str):
+            path = f"{where}.{k}" if where else str(k)
+            if k not in old:
+                out.append(f"{path}: not in the folder's run")
+            elif k not in new:
+                out.append(f"{path}: only in the folder's run")
+            else:
+                out.extend(differences(old[k], new[k], path))
+        return out
+    if old != new:
+        def short(v):
+            s = orjson.dumps(v).decode()
+            return s if len(s) <= 40 else s[:37] + "…"
+        return [f"{where}: {short(old)} in the folder, {short(new)} now"]
+    return []
+
+
+class SampleLog:
+    """samples.jsonl: one line per (task, item), appended. Opening keeps every complete line and
+    cuts a torn last line left by a crash (its item simply runs again); any other line that does
+    not parse, or lacks its task or id, makes the folder refused — never rewritten."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.done: dict[tuple[str, str], dict] = {}
+        if path.exists():
+            raw = path.read_bytes()
+            lines = raw.split(b"\n")
+            good_end = 0
+            for n, line in enumerate(lines, 1):
+                last = n == len(lines)
+                if not line.strip():
+                    good_end += len(line) + (0 if last else 1)
+                    continue
+                try:
+                    rec = orjson.loads(line)
+                    key = (rec["task"], rec["id"])
+                except (orjson.JSONDecodeError, KeyError, TypeError):
+                    if last:  # torn by a crash mid-write: cut it off
+                        break
+                    raise UsageError(f"{path}:{n} is not a sample line written by econeval; the folder is left as it is",
+                                     hint="choose a new --out folder") from None
+                if last:  # a complete record without its newline: keep it, add the newline
+                    good_end += len(line)
+                    self.done[key] = rec
+                    break
+                self.done[key] = rec
+                good_end += len(line) + 1
+            if good_end < len(raw):
+                os.truncate(path, good_end)
+            if good_end and not raw[:good_end].endswith(b"\n"):
+                with open(path, "ab") as fh:
+                    fh.write(b"\n")
+        self._fh = open(path, "ab")
+
+    def append(self, records: Iterable[dict]) -> None:
+        data = b"".join(orjson.dumps(rec, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n" for rec in records)
+        self._fh.write(data)
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+        for rec in records:
+            self.done[(rec["task"], rec["id"])] = rec
+
+    def close(self) -> None:
+        self._fh.close()

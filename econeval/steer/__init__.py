@@ -1,1 +1,0 @@
-"""STEER-ME re-implementation: econeval's own question generator (templates + solvers)."""
