@@ -183,7 +183,7 @@ def score(task_name, predictions, seed, embedder, judge, task_option, adaptation
         judge_spec = config.resolve_model(judge)
         check_model(judge_spec)
         ctx.factories[JUDGE] = lambda: make_backend(judge_spec, LoadOptions(seed=seed))
-    prep = runner.prepare([task], ctx)[task.name]
+    prep = runner.prepare([task], ctx, make_embedder=False)[task.name]  # predictions are checked first
     by_id = {it["id"]: it for it in prep.items}
     items, outputs, seen = [], [], set()
     for n, row in enumerate(read_jsonl(predictions, "predictions file"), 1):

@@ -196,7 +196,7 @@ def aggregate(task: Task, records: list[dict], prep: Prepared) -> dict:
 
 
 # ---- a run -----------------------------------------------------------------------------------
-def prepare(tasks: list[Task], ctx: RunContext) -> dict[str, Prepared]:
+def prepare(tasks: list[Task], ctx: RunContext, make_embedder: bool = True) -> dict[str, Prepared]:
     """Load each task's data and settle its options (and make the embedder, if one is needed):
     every input problem shows before a model is loaded."""
     check_task_options(tasks, ctx.task_options)
@@ -205,7 +205,7 @@ def prepare(tasks: list[Task], ctx: RunContext) -> dict[str, Prepared]:
         prep = t.prepare(ctx)
         prep.options = ctx.options_for(t)
         preps[t.name] = prep
-    if any(EMBEDDER in t.roles for t in tasks):
+    if make_embedder and any(EMBEDDER in t.roles for t in tasks):
         ctx.role(EMBEDDER)
     return preps
 

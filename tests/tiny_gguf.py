@@ -38,7 +38,8 @@ def vocabulary() -> tuple[list[str], list[float], list[int]]:
     return tokens, scores, types
 
 
-def write_tiny_llama(path: Path, chat_template: str | None = None, seed: int = 0, std: float = 0.5) -> Path:
+def write_tiny_llama(path: Path, chat_template: str | None = None, seed: int = 0, std: float = 0.5, nan: bool = False) -> Path:
+    """`nan`: one NaN in the output norm, so every logit is NaN (a broken model)."""
     import gguf
 
     tokens, scores, types = vocabulary()
@@ -73,7 +74,10 @@ def write_tiny_llama(path: Path, chat_template: str | None = None, seed: int = 0
     if chat_template:
         wr.add_chat_template(chat_template)
     wr.add_tensor("token_embd.weight", w(n_vocab, n_embd) * 8)
-    wr.add_tensor("output_norm.weight", np.ones(n_embd, dtype=np.float32))
+    norm = np.ones(n_embd, dtype=np.float32)
+    if nan:
+        norm[0] = np.nan
+    wr.add_tensor("output_norm.weight", norm)
     wr.add_tensor("output.weight", w(n_vocab, n_embd) * 8)
     for i in range(n_layer):
         wr.add_tensor(f"blk.{i}.attn_norm.weight", np.ones(n_embd, dtype=np.float32))

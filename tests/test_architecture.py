@@ -1,0 +1,181 @@
+"""The shape of the code: registries instead of lists, task options, the Python API, prompts in
+samples, no import cycle, heavy libraries only in their backends."""
+
+import ast
+import json
+from pathlib import Path
+
+import pytest
+
+PKG = Path(__file__).resolve().parent.parent / "econeval"
+
+PLUGIN = '''
+from econeval import registry
+from econeval.types import OptionLogprobs, Prepared, Task, TaskOption
+
+
+@registry.task
+class Parity(Task):
+    name = "toy-parity"
+    suite = "toy"
+    benchmark = "toy"
+    prompt_version = "toy-parity/1"
+    description = "a throwaway task from a test module"
+    options = (TaskOption("shout", False, "upper-case the question", kind="bool"),)
+
+    def prepare(self, ctx):
+        items = [{"id": f"toy/test/{i}", "n": i} for i in range(5)]
+        return Prepared(items=items, settings={"shout": ctx.options_for(self)["shout"]})
+
+    def requests(self, item, prep, outputs):
+        q = f"Is {item['n']} even? answer:"
+        return {"option_logprobs": OptionLogprobs(prompt=q.upper() if prep.settings["shout"] else q, options=("Yes", "No"))}
+
+    def score(self, item, outputs, prep):
+        lp = outputs["option_logprobs"]
+        return {"parsed": lp["Yes"] > lp["No"], "correct": (lp["Yes"] > lp["No"]) == (item["n"] % 2 == 0)}
+
+    def aggregate(self, records, prep):
+        return {"paper": {"accuracy": sum(r["correct"] for r in records) / len(records) if records else None}}
+'''
+
+
+@pytest.fixture
+def plugin_env(tmp_path, tiny_model):
+    (tmp_path / "plugin_mod").mkdir()
+    (tmp_path / "plugin_mod" / "econeval_toy.py").write_text(PLUGIN)
+    reg = tmp_path / "models.toml"
+    reg.write_text(f'default = "tiny"\n[models.tiny]\npath = "{tiny_model}"\nn_ctx = 1024\nchat = "off"\n')
+    return {"ECONEVAL_PLUGINS": "econeval_toy", "PYTHONPATH": str(tmp_path / "plugin_mod"), "ECONEVAL_MODELS": str(reg)}
+
+
+def test_a_task_in_another_module_is_listed_and_runnable(cli, tmp_path, plugin_env):
+    rc, out, err = cli("list", "--json", env=plugin_env)
+    assert rc == 0, err
+    doc = json.loads(out)
+    assert doc["suites"]["toy"] == ["toy-parity"] and "toy-parity" in doc["suites"]["all"]
+    assert doc["tasks"]["toy-parity"]["options"][0]["name"] == "shout"
+    rc, out, _ = cli("--help", env=plugin_env)
+    assert "toy (toy-parity)" in out
+    rc, out, err = cli("list", "--verbose", env=plugin_env)
+    assert "-T shout=" in out
+    run = tmp_path / "run"
+    rc, out, err = cli("run", "--task", "toy-parity", "-T", "shout=true", "--quiet", "--out", run, env=plugin_env)
+    assert rc == 0, err
+    res = json.loads((run / "results.json").read_text())["tasks"]["toy-parity"]
+    assert res["n"] == 5 and res["n_scored"] == 5 and res["paper"]["accuracy"] is not None
+    meta = json.loads((run / "run.json").read_text())
+    assert meta["tasks"]["toy-parity"]["options"] == {"shout": True}
+    assert meta["tasks"]["toy-parity"]["dataset"]["items_sha256"]  # no data package: the items are hashed
+    samples = [json.loads(l) for l in (run / "samples.jsonl").read_text().splitlines()]
+    assert samples[0]["prompts"]["option_logprobs"] == "IS 0 EVEN? ANSWER:"
+
+
+def test_task_options_are_generic_and_checked(cli, tmp_path, plugin_env):
+    rc, _, err = cli("run", "--task", "toy-parity", "-T", "loud=1", "--out", tmp_path / "a", env=plugin_env)
+    assert rc == 2 and "no selected task has the option 'loud'" in err and "shout (toy-parity)" in err
+    rc, _, err = cli("run", "--task", "toy-parity", "-T", "shout=maybe", "--out", tmp_path / "b", env=plugin_env)
+    assert rc == 2 and "shout" in err and "not true or false" in err
+    rc, _, err = cli("run", "--task", "econnli-zero", "--car", "--out", tmp_path / "c", env=plugin_env)
+    assert rc == 2 and "no selected task has the option 'car'" in err  # a shortcut is an option like any other
+    rc, _, err = cli("run", "--task", "steer-me", "-T", "adaptation=sideways", "--out", tmp_path / "d", env=plugin_env)
+    assert rc == 2 and "not one of direct, cot-shown, cot-hidden, free-text" in err
+    for folder in "abcd":
+        assert not (tmp_path / folder / "run.json").exists()
+
+
+def test_options_change_the_run_identity(cli, tmp_path, plugin_env):
+    run = tmp_path / "run"
+    assert cli("run", "--task", "toy-parity", "--quiet", "--out", run, env=plugin_env)[0] == 0
+    rc, _, err = cli("run", "--task", "toy-parity", "-T", "shout=1", "--quiet", "--out", run, env=plugin_env)
+    assert rc == 2 and "tasks.toy-parity.options.shout: false in the folder, true now" in err
+
+
+def test_python_api(tmp_path, tiny_model):
+    import econeval
+    from econeval.config import ModelSpec
+
+    spec = ModelSpec(name="tiny", path=str(tiny_model), n_ctx=1024, chat="off")
+    doc = econeval.evaluate(model=spec, tasks=["econnli-zero", "steer-me"], limit=2, out=tmp_path / "run",
+                            task_options={"adaptation": "direct"})
+    assert Path(doc["run_folder"]) == tmp_path / "run"
+    assert doc["tasks"]["econnli-zero"]["n"] == 2 and doc["tasks"]["steer-me"]["n"] == 128
+    on_disk = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert on_disk["tasks"] == doc["tasks"]
+
+
+def test_samples_keep_the_prompts_and_score_reads_a_run(cli, tmp_path, tiny_model, tiny_chat_model):
+    reg = tmp_path / "models.toml"
+    reg.write_text(f'[models.chatty]\npath = "{tiny_chat_model}"\nn_ctx = 2048\nchat = "on"\n')
+    env = {"ECONEVAL_MODELS": str(reg)}
+    run = tmp_path / "run"
+    rc, _, err = cli("run", "--model", "chatty", "--task", "econnli-icl", "--task", "econlogicqa-1shot", "--limit", "3",
+                     "--quiet", "--out", run, env=env)
+    assert rc == 0, err
+    samples = [json.loads(l) for l in (run / "samples.jsonl").read_text().splitlines()]
+    icl = [s for s in samples if s["task"] == "econnli-icl"]
+    assert icl[0]["prompts"]["response"].startswith("Conduct inference on economic events.")
+    qa = [s for s in samples if s["task"] == "econlogicqa-1shot"]
+    assert qa[0]["prompts"]["response"].endswith("\nAnswer:") and qa[0]["rendered"]["response"].startswith("<|user|>")
+    # the exported prompts are the ones the run sent
+    exp = tmp_path / "prompts.jsonl"
+    rc, _, err = cli("data", "export", "econlogicqa-1shot", "--prompts", "--limit", "3", "--out", exp, env=env)
+    assert rc == 0, err
+    rows = [json.loads(l) for l in exp.read_text().splitlines()]
+    assert [r["prompts"]["response"] for r in rows] == [s["prompts"]["response"] for s in qa]
+    # a run's own multi-task samples.jsonl scores like predictions, to the same table
+    rc, out, err = cli("score", "--task", "econlogicqa-1shot", "--predictions", run / "samples.jsonl", env=env)
+    assert rc == 0, err
+    scored = json.loads(out)["tasks"]["econlogicqa-1shot"]
+    ran = json.loads((run / "results.json").read_text())["tasks"]["econlogicqa-1shot"]
+    assert scored["paper"] == ran["paper"] and scored["n"] == 3
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = "." * node.level + (node.module or "")
+            names.add(base)
+            names |= {f"{base}.{a.name}" if node.level and not node.module else base for a in node.names}
+    return names
+
+
+def test_layering_click_and_heavy_libraries():
+    for path in PKG.rglob("*.py"):
+        rel = path.relative_to(PKG).as_posix()
+        mods = _imports(path)
+        if rel != "cli.py":
+            assert not any(m == "click" or m.startswith("click.") for m in mods), rel
+        for heavy, home in (("llama_cpp", "backends/llamacpp.py"), ("onnxruntime", "backends/onnx_embed.py"),
+                            ("tokenizers", "backends/onnx_embed.py")):
+            if rel != home:
+                assert not any(m == heavy or m.startswith(heavy + ".") for m in mods), (rel, heavy)
+    # the core never imports the layers above it
+    for core in ("data.py", "types.py", "config.py", "results.py", "metrics.py", "folder.py", "errors.py"):
+        mods = _imports(PKG / core)
+        assert not any("benchmarks" in m or "registry" in m or "runner" in m for m in mods), core
+
+
+def test_importing_the_package_and_registry_loads_no_heavy_library():
+    import subprocess
+    import sys
+
+    code = ("import sys, econeval.registry as r; r.discover(); "
+            "print(sorted(m for m in ('llama_cpp', 'onnxruntime', 'tokenizers', 'click') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_a_folder_of_the_previous_run_format_is_refused_clearly(cli, tmp_path, tiny_model):
+    run = tmp_path / "old"
+    run.mkdir()
+    (run / "run.json").write_text(json.dumps({"econeval_version": "0.1.0", "status": "complete", "seed": 1234}))
+    (run / "samples.jsonl").write_text(json.dumps({"id": "econnli/test/0", "task": "econnli-zero", "response": "Yes"}) + "\n")
+    before = (run / "samples.jsonl").read_bytes()
+    rc, _, err = cli("run", "--model", tiny_model, "--task", "econnli-zero", "--limit", "2", "--out", run)
+    assert rc == 2 and "written by another version of econeval (run format 1" in err
+    assert (run / "samples.jsonl").read_bytes() == before
