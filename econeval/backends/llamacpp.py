@@ -84,11 +84,16 @@ def model_path(spec: ModelSpec) -> Path:
     try:
         return Path(mod.assemble(target))
     except (OSError, ValueError):
-        try:  # a corrupted or partial cached copy: assemble it afresh
-            return Path(mod.assemble(target, overwrite=True))
-        except (OSError, ValueError, TypeError) as exc:
-            raise ModelError(f"cannot assemble model '{spec.name}' into {target}: {exc}",
-                             hint=f"delete {target} and rerun") from None
+        pass
+    # a corrupted or partial cached copy: assemble afresh beside it, then swap it in atomically
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        Path(mod.assemble(tmp, overwrite=True))
+        os.replace(tmp, target)
+        return target
+    except (OSError, ValueError, TypeError) as exc:
+        tmp.unlink(missing_ok=True)
+        raise ModelError(f"cannot assemble model '{spec.name}' into {target}: {exc}", hint=f"delete {target} and rerun") from None
 
 
 class _QuietLogs:
