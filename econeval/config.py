@@ -63,6 +63,7 @@ class ModelSpec:
     base_url: str | None = None
     api_model: str | None = None
     api_key_env: str | None = None  # name of the environment variable that holds the key
+    options: dict = field(default_factory=dict, hash=False)  # backend-specific settings ([models.NAME.options])
 
 
 @dataclass(frozen=True)
@@ -98,7 +99,7 @@ def _check_keys(kind: str, name: str, entry: dict, allowed: set[str], where: Pat
 
 
 _MODEL_TYPES = {"kind": str, "path": str, "package": str, "n_ctx": int, "chat": str, "n_gpu_layers": int,
-                "description": str, "base_url": str, "api_model": str, "api_key_env": str}
+                "description": str, "base_url": str, "api_model": str, "api_key_env": str, "options": dict}
 _EMBEDDER_TYPES = {"path": str, "pooling": str, "max_length": int, "licence": str, "description": str}
 
 
@@ -106,8 +107,8 @@ def _check_types(kind: str, name: str, entry: dict, types: dict, where: Path) ->
     for key, value in entry.items():
         want = types[key]
         if not isinstance(value, want) or isinstance(value, bool):
-            raise UsageError(f"{where}: {kind} '{name}': {key} must be {'an integer' if want is int else 'a string'}, "
-                             f"not {value!r}")
+            what = {int: "an integer", str: "a string", dict: "a table"}[want]
+            raise UsageError(f"{where}: {kind} '{name}': {key} must be {what}, not {value!r}")
 
 
 def _model_kind(name: str, entry: dict, where: Path) -> str:
@@ -137,7 +138,7 @@ def load_registry(paths: list[Path] | None = None) -> Registry:
                 raise UsageError(f"{where}: models.{name} must be a table")
             _check_keys("model", name, entry, set(_MODEL_TYPES), where)
             _check_types("model", name, entry, _MODEL_TYPES, where)
-            if sum(k in entry for k in ("path", "package", "base_url")) != 1:
+            if "kind" not in entry and sum(k in entry for k in ("path", "package", "base_url")) != 1:
                 raise UsageError(f"{where}: model '{name}' needs exactly one of 'path', 'package' or 'base_url'")
             if "base_url" in entry and "api_model" not in entry:
                 raise UsageError(f"{where}: model '{name}' has a base_url but no api_model")
