@@ -4,6 +4,8 @@ document (the content of results.json), as `econeval run` does — the CLI calls
 from __future__ import annotations
 
 import shlex
+import sys
+import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Sequence
@@ -28,7 +30,7 @@ def evaluate(model: str | config.ModelSpec | None = None, tasks: Sequence[str] =
              limit: int | None = None, out: str | Path | None = None, seed: int = 1234,
              task_options: dict[str, Any] | None = None, judge: str | None = None, embedder: str | None = None,
              n_ctx: int | None = None, n_gpu_layers: int | None = None, threads: int | None = None,
-             progress: bool = False, argv: list[str] | None = None) -> dict:
+             parallel: int | None = None, progress: bool = False, argv: list[str] | None = None) -> dict:
     """Evaluate `model` (a .gguf path, a models.toml name, a ModelSpec, or None for the default)
     on `tasks` (names) or a `suite` (default: all), write the run folder `out` (default: a new
     timestamped folder under the data dir; an existing folder of the same run is resumed) and
@@ -38,7 +40,7 @@ def evaluate(model: str | config.ModelSpec | None = None, tasks: Sequence[str] =
     Returns the results document with one key added: `run_folder`, the folder written."""
     selected = registry.select(suite, list(tasks))
     spec = model if isinstance(model, config.ModelSpec) else config.resolve_model(model)
-    load = LoadOptions(n_ctx=n_ctx, n_gpu_layers=n_gpu_layers, n_threads=threads, seed=seed)
+    load = LoadOptions(n_ctx=n_ctx, n_gpu_layers=n_gpu_layers, n_threads=threads, seed=seed, parallel=parallel)
     check_model(spec, load)
     judge_spec = config.resolve_model(judge) if judge else None
     if judge_spec:
@@ -53,7 +55,13 @@ def evaluate(model: str | config.ModelSpec | None = None, tasks: Sequence[str] =
     try:
         folder.check_identity({"run_format": runner.RUN_FORMAT, "seed": seed,
                                "tasks": runner.task_identity(selected, preps, ctx)}, partial=True)
+        say = (lambda msg: print(msg, file=sys.stderr, flush=True)) if progress else (lambda msg: None)
+        say(f"econeval: run folder {out}; loading model {spec.name} …")
+        t0 = time.monotonic()
         backend = make_backend(spec, load)
+        info = backend.info()
+        say(f"econeval: model {spec.name} loaded in {time.monotonic() - t0:.1f} s on {info.device}"
+            f" (parallel {info.parallel}, n_ctx {info.n_ctx}); tasks: {', '.join(t.name for t in selected)}")
         doc = runner.run(selected, backend, out, ctx, preps, argv=argv, show_progress=progress, folder=folder)
     except Interrupted as exc:
         if argv:

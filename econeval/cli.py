@@ -86,6 +86,9 @@ def _collect_options(task_option, **shortcuts) -> dict:
 @click.option("--n-gpu-layers", type=click.IntRange(min=-1), help="Layers to offload to the GPU (-1: all). Default: the model's entry, all when offload is available.")
 @click.option("--n-ctx", type=click.IntRange(min=256, max=2**20), help="Context length in tokens (default: the model's entry).")
 @click.option("--threads", type=click.IntRange(min=1), help="CPU threads for llama.cpp (default: all CPUs available to the process).")
+@click.option("--parallel", "-P", type=click.IntRange(min=1),
+              help="Sequences llama.cpp decodes together (default: 8 on a CPU, 32 with GPU offload; recorded in run.json). "
+                   "1: one sequence at a time.")
 @click.option("--out", "-o", type=click.Path(file_okay=False, path_type=Path),
               help="Run folder (default: a new timestamped folder under the data dir). An existing folder of the same run is resumed.")
 @click.option("--embedder", "-e", help="Sentence embedder for CFBenchmark generation scoring: a models.toml name or a folder (default: m3e-small).")
@@ -93,7 +96,7 @@ def _collect_options(task_option, **shortcuts) -> dict:
 @click.option("--judge", help="Judge model for econnli-gen (a .gguf file or a models.toml name; default: the evaluated model).")
 @click.option("--json", "as_json", is_flag=True, help="Print results.json on stdout instead of the summary table.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress line.")
-def run(model, suite, tasks, limit, seed, n_gpu_layers, n_ctx, threads, out, embedder, task_option, adaptation, car,
+def run(model, suite, tasks, limit, seed, n_gpu_layers, n_ctx, threads, parallel, out, embedder, task_option, adaptation, car,
         questions, cfbenchmark_decoding, judge, as_json, quiet):
     """Evaluate a model and write run.json, samples.jsonl and results.json."""
     from .api import evaluate
@@ -102,7 +105,8 @@ def run(model, suite, tasks, limit, seed, n_gpu_layers, n_ctx, threads, out, emb
                                cfbenchmark_decoding=cfbenchmark_decoding)
     argv = ["econeval", *sys.argv[1:]]
     doc = evaluate(model=model, tasks=tasks, suite=suite, limit=limit, out=out, seed=seed, task_options=options, judge=judge,
-                   embedder=embedder, n_ctx=n_ctx, n_gpu_layers=n_gpu_layers, threads=threads, progress=not quiet, argv=argv)
+                   embedder=embedder, n_ctx=n_ctx, n_gpu_layers=n_gpu_layers, threads=threads, parallel=parallel,
+                   progress=not quiet, argv=argv)
     folder = doc.pop("run_folder")
     if as_json:
         _echo_json(doc)

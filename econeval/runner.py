@@ -30,6 +30,12 @@ from .types import EMBEDDER, JUDGE, MODEL, Completion, OptionScores, Prepared, S
     evaluate_in_order
 
 CHUNK = 16  # items whose requests go to the backend together and are appended to samples.jsonl together
+
+
+def chunk_size(parallel: int) -> int:
+    """Items per chunk: at least 16, and twice the backend's parallel sequences (so finished
+    sequences are refilled)."""
+    return max(CHUNK, 2 * parallel)
 RUN_FORMAT = 2  # run.json / samples.jsonl layout; folders of another format are refused, never mixed
 
 
@@ -137,7 +143,7 @@ def _similarities(embedder, reqs: list[Similarity]) -> list[float]:
 
 
 def run_chunk(task: Task, items: list[dict], prep: Prepared, ctx: RunContext, outputs: list[dict] | None = None,
-              skip_roles: tuple[str, ...] = ()) -> list[dict]:
+              skip_roles: tuple[str, ...] = (), progress: Callable[[float], None] | None = None) -> list[dict]:
     """Outputs of a chunk of items: each stage's requests of all the chunk's items go to their
     role together, in item order. Requests whose result is already in `outputs`, or whose role
     is in `skip_roles`, are not sent."""
@@ -150,10 +156,18 @@ def run_chunk(task: Task, items: list[dict], prep: Prepared, ctx: RunContext, ou
             for name, req in task.requests(item, prep, out).items():
                 if name not in out and req.role not in skip_roles:
                     pending.setdefault(req.role, []).append((i, name, req))
+        n_reqs = sum(len(g) for g in pending.values())
+        step = (len(items) / task.stages / n_reqs) if progress and n_reqs else 0.0
         for role, group in pending.items():
             server = ctx.role(role)
             reqs = [r for _, _, r in group]
-            results = _similarities(server, reqs) if role == EMBEDDER else evaluate_in_order(server, reqs)
+            tick = (lambda _i: progress(step)) if step else None
+            if role == EMBEDDER:
+                results = _similarities(server, reqs)
+                if tick:
+                    progress(step * len(reqs))
+            else:
+                results = evaluate_in_order(server, reqs, on_done=tick)
             for (i, name, req), res in zip(group, results):
                 _store(outputs[i], name, req, res)
     return outputs
@@ -291,6 +305,10 @@ def run(tasks: list[Task], backend, out_dir: Path, ctx: RunContext, preps: dict[
     identity["embedder"] = (meta["embedder"] or {}).get("sha256")
     identity["judge"] = (meta["judge"] or {}).get("identity")
     meta["identity"] = identity
+    meta["schedule"] = {"chunk_items": chunk_size(info.parallel),
+                        "description": "each task's items in fixed chunks of its item list; a chunk's requests go to the "
+                                       "backend together, stage by stage; a chunk is written whole or not at all"}
+    identity["chunk_items"] = meta["schedule"]["chunk_items"]
     own = folder is None
     folder = folder or RunFolder.open(out_dir)
     try:
@@ -320,13 +338,16 @@ def _run_locked(tasks, backend, folder: RunFolder, ctx, preps, meta, show_progre
                 prep = preps[task.name]
                 items = select_items(task, prep, ctx.limit)
                 todo = [it for it in items if (task.name, it["id"]) not in log.done]
-                prog = Progress(task.name, len(todo), enabled=show_progress)
+                prog = Progress(task.name, len(todo), enabled=show_progress, counters=backend.counters)
                 t0, c0 = time.monotonic(), backend.counters()
-                for start in range(0, len(todo), CHUNK):
-                    chunk = todo[start:start + CHUNK]
-                    outputs = run_chunk(task, chunk, prep, ctx)
+                size = meta["schedule"]["chunk_items"]
+                for start in range(0, len(items), size):  # fixed chunks of the item list: reproducible batches
+                    chunk = [it for it in items[start:start + size] if (task.name, it["id"]) not in log.done]
+                    if not chunk:
+                        continue
+                    outputs = run_chunk(task, chunk, prep, ctx, progress=prog.advance)
                     sig.write(log.append, score_records(task, chunk, outputs, prep))
-                    prog.update(len(chunk))
+                    prog.set(prog.done_items + len(chunk))
                 elapsed = time.monotonic() - t0
                 c1 = backend.counters()
                 timing[task.name] = {"items_run": len(todo), "seconds": round(elapsed, 3),

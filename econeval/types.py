@@ -29,6 +29,8 @@ class Generate:
     stop_after_text: bool = True  # stop strings apply only once non-blank text was generated
     chat: bool = False  # the task asks for the chat template (applied when the model allows)
     role: str = MODEL
+    # stop as soon as the text so far matches (re.search): the task's parse is settled then
+    stop_regex: str | None = None
 
 
 @dataclass(frozen=True)
@@ -100,6 +102,7 @@ class BackendInfo:
     device: str
     schedule: str  # how prompts are evaluated (scores depend on it)
     chat_template_applied: bool
+    parallel: int = 1  # requests the backend evaluates together (the runner's chunks hold at least 2x as many items)
     details: dict[str, Any] = field(default_factory=dict)
 
     def identity(self) -> dict[str, Any]:
@@ -132,10 +135,12 @@ class Embedder(Protocol):
     def describe(self) -> dict[str, Any]: ...
 
 
-def evaluate_in_order(backend: Backend, requests: Sequence[Generate | OptionLogprobs]) -> list[Completion | OptionScores]:
-    """Send requests to a backend in the given order, consecutive requests of one kind together
-    (so a backend can reuse an evaluated prompt between an item's option scores and its
-    generation)."""
+def evaluate_in_order(backend: Backend, requests: Sequence[Generate | OptionLogprobs],
+                      on_done: Callable[[int], None] | None = None) -> list[Completion | OptionScores]:
+    """Send requests to a backend: all at once to its `evaluate` when it has one, else in the
+    given order, consecutive requests of one kind together."""
+    if hasattr(backend, "evaluate"):
+        return backend.evaluate(requests, on_done=on_done)
     out: list = []
     i = 0
     while i < len(requests):
@@ -144,6 +149,9 @@ def evaluate_in_order(backend: Backend, requests: Sequence[Generate | OptionLogp
             j += 1
         group = list(requests[i:j])
         out.extend(backend.option_logprobs(group) if isinstance(requests[i], OptionLogprobs) else backend.generate(group))
+        if on_done:
+            for k in range(i, j):
+                on_done(k)
         i = j
     return out
 

@@ -53,7 +53,7 @@ def test_released_post_processing():
 def test_prompts_follow_the_released_construction():
     item = next(r for r in data.load("cfbenchmark", "sector.jsonl"))
     prefix, prompt = build_prompt(item, None)
-    assert prefix == "" and prompt == item["instruction"] + item["input"] + "\n回答："
+    assert prefix == item["instruction"] and prompt == item["instruction"] + item["input"] + "\n回答："
     few = {r["task"]: r["text"] for r in data.load("cfbenchmark", "fewshot.jsonl")}
     prefix, prompt = build_prompt(item, few["sector"])
     cands = item["instruction"].split("（")[1].split("）")[0]

@@ -6,6 +6,7 @@ import llama_cpp
 import numpy as np
 import pytest
 
+from econeval.backends import LoadOptions
 from econeval.backends.llamacpp import LlamaCppBackend, _stop_at
 from econeval.config import ModelSpec
 from econeval.types import Generate, OptionLogprobs
@@ -61,17 +62,63 @@ def test_multi_token_option_is_scored_as_a_sequence(backend, tiny_model):
     assert got == pytest.approx(best, abs=1e-3)
 
 
-def test_prefix_reuse_is_order_independent_and_matches_a_fresh_prefix(backend):
+def test_prefix_reuse_is_order_independent_one_at_a_time_and_matches_a_fresh_prefix(tiny_model):
+    single = LlamaCppBackend(ModelSpec(name="tiny", path=str(tiny_model), n_ctx=512, chat="off"), LoadOptions(parallel=1))
     prefix = "Question: A B C D answer Yes\n\n"
     reqs = [OptionLogprobs(prompt=prefix + f"Question: {w} answer:", prefix=prefix, options=("Yes", "No"))
             for w in ("the order", "the event", "premise")]
-    forward = backend.option_logprobs(reqs)
-    backward = backend.option_logprobs(reqs[::-1])[::-1]
-    assert forward == backward  # bit-identical whatever ran before
-    no_prefix = backend.option_logprobs([OptionLogprobs(prompt=r.prompt, options=r.options) for r in reqs])
+    forward = single.option_logprobs(reqs)
+    backward = single.option_logprobs(reqs[::-1])[::-1]
+    assert forward == backward  # one sequence at a time: bit-identical whatever the order
+    no_prefix = single.option_logprobs([OptionLogprobs(prompt=r.prompt, options=r.options) for r in reqs])
     for a, b in zip(forward, no_prefix):
         for k in a.scores:
             assert a.scores[k] == pytest.approx(b.scores[k], abs=1e-4)
+
+
+def test_batched_calls_are_a_pure_function_of_the_request_list(backend, tiny_model):
+    prefix = "Question: A B C D answer Yes\n\n"
+    words = ("the order", "the event", "premise", "is", "and", "hypothesis", "the", "answer", "order event")
+    reqs = []
+    for w in words:
+        p = prefix + f"Question: {w} answer:"
+        reqs += [OptionLogprobs(prompt=p, prefix=prefix, options=("Yes", "No", "xq")), Generate(prompt=p, prefix=prefix, max_tokens=3 + len(w) % 5)]
+    first = backend.evaluate(reqs)
+    backend.generate([Generate(prompt="something else entirely", max_tokens=7)])
+    assert backend.evaluate(reqs) == first  # bit-identical on repetition, whatever ran between
+    single = LlamaCppBackend(ModelSpec(name="tiny", path=str(tiny_model), n_ctx=512, chat="off"), LoadOptions(parallel=1))
+    alone = single.evaluate(reqs)
+    for a, b in zip(first, alone):  # batching moves log-probabilities only at rounding level
+        if hasattr(a, "scores"):
+            for k in a.scores:
+                assert a.scores[k] == pytest.approx(b.scores[k], abs=2e-3)
+    same = sum(a.text == b.text for a, b in zip(first[1::2], alone[1::2]))
+    assert same >= len(words) - 1
+
+
+def test_finished_sequences_free_their_slots(tiny_model):
+    be = LlamaCppBackend(ModelSpec(name="tiny", path=str(tiny_model), n_ctx=512, chat="off"), LoadOptions(parallel=2))
+    reqs = [Generate(prompt=f"Question: the order {i} is", max_tokens=2 + 3 * i) for i in range(6)]
+    calls0, gen0 = be.counters()["decode_calls"], be.counters()["tokens_generated"]
+    out = be.generate(reqs)
+    assert [c.n_tokens for c in out] == [2 + 3 * i for i in range(6)] and all(c.finish == "length" for c in out)
+    calls = be.counters()["decode_calls"] - calls0
+    generated = be.counters()["tokens_generated"] - gen0
+    # two sequences at a time, refilled as they finish: fewer calls than one sequence at a time
+    # (prompt + tokens - 1 per request), more than if all six ran at once
+    assert max(2 + 3 * i for i in range(6)) < calls < sum(2 + 3 * i for i in range(6))
+    assert generated == sum(c.n_tokens for c in out)
+    assert out == LlamaCppBackend(ModelSpec(name="tiny", path=str(tiny_model), n_ctx=512, chat="off"),
+                                  LoadOptions(parallel=2)).generate(reqs)
+
+
+def test_multi_token_options_in_a_batch(backend, tiny_model):
+    single = LlamaCppBackend(ModelSpec(name="tiny", path=str(tiny_model), n_ctx=512, chat="off"), LoadOptions(parallel=1))
+    reqs = [OptionLogprobs(prompt=f"Question: {w} the answer is", options=("xq", "Yes", "premise")) for w in ("A", "B", "C", "D")]
+    for a, b in zip(backend.option_logprobs(reqs), single.option_logprobs(reqs)):
+        assert a.scores.keys() == b.scores.keys()
+        for k in a.scores:
+            assert a.scores[k] == pytest.approx(b.scores[k], abs=2e-3)
 
 
 def test_generation_is_greedy_deterministic_and_bounded(backend):
@@ -122,15 +169,12 @@ def test_info_records_what_reproduces_a_run(backend, tiny_model):
     assert "prefix" in d["schedule"]
 
 
-def test_generation_after_option_scores_reuses_the_prompt_bit_identically(backend):
+def test_option_scores_ride_on_the_generation_of_the_same_prompt(backend):
     prompt = "premise: the order, hypothesis: the event, answer:"
     alone_gen = backend.generate([Generate(prompt=prompt, max_tokens=6)])[0]
-    backend.generate([Generate(prompt="something else entirely", max_tokens=2)])
-    alone_lp = backend.option_logprobs([OptionLogprobs(prompt=prompt, options=("Yes", "No", "xq"))])[0]
+    alone_lp = backend.option_logprobs([OptionLogprobs(prompt=prompt, options=("Yes", "No"))])[0]
     evaluated = backend.n_evaluated
-    gen = backend.generate([Generate(prompt=prompt, max_tokens=6)])[0]
-    assert gen == alone_gen
-    assert gen.n_prompt_tokens > 10
-    assert backend.n_evaluated - evaluated == gen.n_tokens  # the last prompt token, then all but the last generated
-    backend.generate([Generate(prompt="something else entirely", max_tokens=2)])
-    assert backend.option_logprobs([OptionLogprobs(prompt=prompt, options=("Yes", "No", "xq"))])[0] == alone_lp
+    lp, gen = backend.evaluate([OptionLogprobs(prompt=prompt, options=("Yes", "No")), Generate(prompt=prompt, max_tokens=6)])
+    assert gen == alone_gen and lp == alone_lp  # bit-identical to separate calls
+    # the prompt once, then every generated token but the last
+    assert backend.n_evaluated - evaluated == gen.n_prompt_tokens + gen.n_tokens - 1

@@ -21,6 +21,7 @@ class LoadOptions:
     n_gpu_layers: int | None = None
     n_threads: int | None = None
     seed: int = 0
+    parallel: int | None = None  # sequences decoded together (llama.cpp); None: the backend's default
 
 
 def check_model(spec: ModelSpec, load: LoadOptions | None = None) -> None:

@@ -1,32 +1,32 @@
-"""In-process llama.cpp backend (llama-cpp-python): greedy generation and option log-probs.
+"""In-process llama.cpp backend (llama-cpp-python's low-level API): greedy generation and option
+log-probabilities, many sequences per `llama_decode` call (`llamacpp_batch.Engine`).
 
-Evaluation schedule (SCHEDULE, recorded in run.json): a request's shared prefix is evaluated once
-and kept in the KV cache; the item's tokens but the last in one call; the last prompt token in one
-call; generated tokens one at a time. Scores therefore never depend on which item ran before
-(llama.cpp's scores are not batch-invariant, so a schedule that depended on order would not be
-reproducible).
+Evaluation schedule (recorded in run.json): each call of the backend (a chunk of items) starts
+from an empty KV cache; a prefix shared by two or more of its requests is evaluated once; up to
+`parallel` sequences are decoded together, admitted in request order. llama.cpp's scores are
+not batch-invariant, so this makes every score a pure function of the chunk's request list: the
+same command gives the same samples, whatever ran before, and after a resume.
 """
 
 from __future__ import annotations
 
 import ctypes
 import hashlib
-import math
 import os
 import struct
+import sys
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
-import numpy as np
 import orjson
 
 from .. import registry
 from ..config import ModelSpec, cache_home
 from ..errors import ModelError, UsageError
 from ..types import BackendInfo, Completion, Generate, OptionLogprobs, OptionScores
+from .llamacpp_batch import Engine, Job
+from .llamacpp_batch import stop_at as _stop_at  # noqa: F401 (tests)
 
-SCHEDULE = ("prefix-then-item/v2: shared prefix once (kept), item tokens but the last in one call (kept), "
-            "the last prompt token in one call, generated tokens one per call")
 _SENTINEL = "\x00econeval-split\x00"
 _META_KEYS = ("general.architecture", "general.name", "general.basename", "general.size_label",
               "general.file_type", "general.quantization_version", "tokenizer.ggml.model")
@@ -111,6 +111,12 @@ class _QuietLogs:
             llama_cpp.llama_log_set(cls._cb, ctypes.c_void_p(0))
 
 
+MAX_PARALLEL = 256
+DEFAULT_PARALLEL_CPU = 8  # tools/bench.py measures the default against --parallel 1
+DEFAULT_PARALLEL_GPU = 32
+N_BATCH, N_UBATCH = 2048, 512  # tokens per llama_decode call / per compute step
+
+
 def _max_threads() -> int:
     return max(64, 4 * (os.cpu_count() or 1))
 
@@ -128,54 +134,94 @@ class LlamaCppBackend:
             raise UsageError(f"--threads {load.n_threads} is out of range (1 to {_max_threads()})")
         if load.n_gpu_layers is not None and load.n_gpu_layers < -1:
             raise UsageError("--n-gpu-layers must be -1 (all) or a number of layers")
+        if load.parallel is not None and not 1 <= load.parallel <= MAX_PARALLEL:
+            raise UsageError(f"--parallel {load.parallel} is out of range (1 to {MAX_PARALLEL})")
 
     def __init__(self, spec: ModelSpec, load=None):
         import llama_cpp
+        from llama_cpp import _internals
 
         from . import LoadOptions
 
         load = load or LoadOptions()
         self.validate(spec, load)
-        n_ctx, n_gpu_layers, seed, n_threads = load.n_ctx, load.n_gpu_layers, load.seed, load.n_threads
         self.spec = spec
         self.path = model_path(spec)
         if not self.path.is_file():
             raise ModelError(f"model file not found: {self.path}")
         check_gguf(self.path)
         _QuietLogs.install()
+        self._llama_cpp = llama_cpp
         self.gpu_offload = bool(llama_cpp.llama_supports_gpu_offload())
-        wanted = spec.n_gpu_layers if n_gpu_layers is None else n_gpu_layers
+        wanted = spec.n_gpu_layers if load.n_gpu_layers is None else load.n_gpu_layers
+        if load.n_gpu_layers not in (None, 0) and not self.gpu_offload:
+            print("econeval: WARNING: --n-gpu-layers was given but this llama.cpp build has no GPU offload: "
+                  "running on the CPU (build a CUDA wheel: CMAKE_ARGS=\"-DGGML_CUDA=on\" tools/bootstrap.sh)", file=sys.stderr)
         self.n_gpu_layers = wanted if self.gpu_offload else 0
+        self.parallel = load.parallel or (DEFAULT_PARALLEL_GPU if self.gpu_offload and self.n_gpu_layers != 0 else DEFAULT_PARALLEL_CPU)
+        # llama-cpp-python's default is half the CPUs; all of them measured 1.76x the generation
+        # speed on a 2-core machine (19.4 → 34.2 tokens/s, Gemma 3 270M)
+        self.threads = load.n_threads or len(os.sched_getaffinity(0))
+        mparams = llama_cpp.llama_model_default_params()
+        mparams.n_gpu_layers = 0x7FFFFFFF if self.n_gpu_layers == -1 else self.n_gpu_layers
         try:
-            # llama-cpp-python's default is half the CPUs; all of them measured 1.76x the generation
-            # speed on a 2-core machine (19.4 → 34.2 tokens/s, Gemma 3 270M)
-            threads = n_threads or len(os.sched_getaffinity(0))
-            self.llm = llama_cpp.Llama(model_path=str(self.path), n_ctx=n_ctx or spec.n_ctx, n_gpu_layers=self.n_gpu_layers,
-                                       seed=seed, logits_all=False, verbose=False, n_threads=threads, n_threads_batch=threads)
+            self.model = _internals.LlamaModel(path_model=str(self.path), params=mparams, verbose=False)
         except (ValueError, RuntimeError, OSError) as exc:
             raise ModelError(f"llama.cpp could not load {self.path}: {exc}",
                              hint="the file may be truncated or use an architecture this llama.cpp build does not know") from None
-        self._llama_cpp = llama_cpp
-        self.n_ctx = self.llm.n_ctx()
-        self.n_vocab = self.llm.n_vocab()
-        self._vocab = llama_cpp.llama_model_get_vocab(self.llm.model)
-        self.template = self.llm.metadata.get("tokenizer.chat_template")
+        self.n_ctx = load.n_ctx or spec.n_ctx
+        self.n_batch = min(N_BATCH, self.n_ctx)
+        cparams = llama_cpp.llama_context_default_params()
+        cparams.n_ctx = self.n_ctx
+        cparams.n_batch = self.n_batch
+        cparams.n_ubatch = min(N_UBATCH, self.n_batch)
+        cparams.n_seq_max = self.parallel + 1  # + the sequence that holds a shared prefix
+        cparams.kv_unified = True  # one KV pool: a shared prefix's cells are shared, not copied
+        cparams.swa_full = True  # sequence copies and rollbacks need the full sliding-window cache
+        cparams.n_threads = cparams.n_threads_batch = self.threads
+        # flash attention: llama.cpp's choice on a GPU (much faster there); off on the CPU, where its
+        # half-precision accumulation moves log-probabilities by ~1e-3 and buys little
+        self.flash_attn = "auto" if self.n_gpu_layers != 0 and self.gpu_offload else "off"
+        cparams.flash_attn_type = (llama_cpp.LLAMA_FLASH_ATTN_TYPE_AUTO if self.flash_attn == "auto"
+                                   else llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED)
+        try:
+            self.context = _internals.LlamaContext(model=self.model, params=cparams, verbose=False)
+        except (ValueError, RuntimeError) as exc:
+            raise ModelError(f"llama.cpp could not create a context of {self.n_ctx} tokens for {self.path}: {exc}",
+                             hint="lower --n-ctx or --parallel") from None
+        self.n_vocab = self.model.n_vocab()
+        self._vocab = self.model.vocab
+        self.metadata = self.model.metadata()
+        self.template = self.metadata.get("tokenizer.chat_template")
         self.use_chat = spec.chat == "on" or (spec.chat == "auto" and bool(self.template))
         if self.use_chat and not self.template:
             raise ModelError(f"model '{spec.name}' has chat = \"on\" but its GGUF file has no chat template")
         self._formatter = None
-        self._cached_prefix: tuple[int, ...] | None = None
-        self._cached_body: tuple[int, ...] | None = None
-        self.n_evaluated = 0  # tokens sent through llama_decode (for throughput reports)
-        self.n_generated = 0
+        self._pieces: dict[int, bytes] = {}
+        self.engine = Engine(llama_cpp, self.context.ctx, self._vocab, self.n_vocab, self.n_ctx, self.parallel,
+                             self.n_batch, self._piece)
 
-    # ---- prompts -------------------------------------------------------------------------
+    # ---- text ----------------------------------------------------------------------------
+    def tokenize(self, text: str, special: bool = False) -> list[int]:
+        return self.model.tokenize(text.encode("utf-8"), add_bos=True, special=special)
+
+    def _piece(self, tok: int) -> bytes:
+        piece = self._pieces.get(tok)
+        if piece is None:
+            buf = ctypes.create_string_buffer(64)
+            n = self._llama_cpp.llama_token_to_piece(self._vocab, tok, buf, 64, 0, False)
+            if n < 0:
+                buf = ctypes.create_string_buffer(-n)
+                n = self._llama_cpp.llama_token_to_piece(self._vocab, tok, buf, -n, 0, False)
+            piece = self._pieces[tok] = buf.raw[:n]
+        return piece
+
     def _render_chat(self, text: str) -> str:
         if self._formatter is None:
             from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
-            bos = self.llm.detokenize([self.llm.token_bos()], special=True).decode("utf-8", "ignore")
-            eos = self.llm.detokenize([self.llm.token_eos()], special=True).decode("utf-8", "ignore")
+            bos = self.model.detokenize([self.model.token_bos()], special=True).decode("utf-8", "ignore")
+            eos = self.model.detokenize([self.model.token_eos()], special=True).decode("utf-8", "ignore")
             self._formatter = (Jinja2ChatFormatter(self.template, eos_token=eos, bos_token=bos), bos)
         fmt, bos = self._formatter
         out = fmt(messages=[{"role": "user", "content": text}]).prompt
@@ -192,151 +238,111 @@ class LlamaCppBackend:
         """The prompt text as evaluated (chat template applied), its tokens, and how many of them
         form the reusable prefix (0: none)."""
         full, pre, special = self._texts(prompt, prefix, chat)
-        tokens = self.llm.tokenize(full.encode("utf-8"), add_bos=True, special=special)
+        tokens = self.tokenize(full, special)
         if not pre:
             return full, tokens, 0
         # Tokens can merge across the boundary: keep the prefix's tokens but its last one,
         # and reuse only when the full prompt really starts with them.
-        ptoks = self.llm.tokenize(pre.encode("utf-8"), add_bos=True, special=special)[:-1]
+        ptoks = self.tokenize(pre, special)[:-1]
         if len(ptoks) < len(tokens) and tokens[: len(ptoks)] == ptoks:
             return full, tokens, len(ptoks)
         return full, tokens, 0
-
-    def _eval_prompt(self, tokens: list[int], n_prefix: int) -> None:
-        """Leave the KV cache holding `tokens` and the logits of their last position, always by
-        the same schedule: prefix (one call, kept), the item's tokens but the last (one call,
-        kept), the last token (one call). A second request for the same prompt (its generation
-        after its option scores) re-runs only the last call and gets bit-identical logits."""
-        llm = self.llm
-        body = tuple(tokens[:-1])
-        if self._cached_body == body and llm.n_tokens >= len(body):
-            llm.n_tokens = len(body)
-        else:
-            key = tuple(tokens[:n_prefix])
-            if n_prefix and self._cached_prefix == key and llm.n_tokens >= n_prefix:
-                llm.n_tokens = n_prefix
-            else:
-                llm.reset()
-                self._cached_prefix = None
-                if n_prefix:
-                    self._decode(tokens[:n_prefix])
-                    self._cached_prefix = key
-            if len(body) > n_prefix:
-                self._decode(body[n_prefix:])
-            self._cached_body = body
-        self._decode(tokens[-1:])
-
-    def _decode(self, tokens: Sequence[int]) -> None:
-        try:
-            self.llm.eval(tokens)
-        except RuntimeError as exc:
-            raise ModelError(f"llama.cpp failed to evaluate a prompt: {exc}") from None
-        self.n_evaluated += len(tokens)
-
-    def _logits(self) -> np.ndarray:
-        """The last position's logits (a view into llama.cpp's buffer: copy before changing it)."""
-        ptr = self._llama_cpp.llama_get_logits_ith(self.llm.ctx, -1)
-        return np.ctypeslib.as_array(ptr, shape=(self.n_vocab,))
-
-    @staticmethod
-    def _log_softmax(logits: np.ndarray) -> np.ndarray:
-        x = logits.astype(np.float64)
-        m = x.max()
-        return x - (m + math.log(np.exp(x - m).sum()))
-
-    def _fits(self, n_prompt: int) -> bool:
-        return n_prompt < self.n_ctx
-
-    # ---- request kinds -------------------------------------------------------------------
-    def option_logprobs(self, requests: Sequence[OptionLogprobs]) -> list[OptionScores]:
-        out = []
-        for req in requests:
-            full_text, tokens, n_prefix = self._tokens(req.prompt, req.prefix, req.chat)
-            rendered = full_text if req.chat and self.use_chat else None
-            if not self._fits(len(tokens) + 4):
-                out.append(OptionScores(fits=False, n_prompt_tokens=len(tokens), rendered=rendered))
-                continue
-            self._eval_prompt(tokens, n_prefix)
-            logp = self._log_softmax(self._logits())
-            base = self.llm.n_tokens
-            scores = {}
-            for opt in req.options:
-                best = -math.inf
-                for cont in {self._continuation(full_text, tokens, v, req.chat) for v in (opt, " " + opt)}:
-                    best = max(best, self._sequence_logprob(logp, base, cont))
-                scores[opt] = best
-            top = float(logp.max())
-            bad = not math.isfinite(top) or any(math.isnan(v) or v == math.inf for v in scores.values())
-            out.append(OptionScores(scores=scores, top=top, n_prompt_tokens=len(tokens), rendered=rendered,
-                                    error="the model produced non-finite logits" if bad else None))
-        return out
 
     def _continuation(self, full_text: str, tokens: list[int], option: str, chat: bool) -> tuple[int, ...]:
         """The tokens the model would emit for `option` after the prompt: the joint tokenization
         minus the prompt's, when the prompt's tokens survive; else the option on its own."""
         special = chat and self.use_chat
-        joint = self.llm.tokenize((full_text + option).encode("utf-8"), add_bos=True, special=special)
+        joint = self.tokenize(full_text + option, special)
         if joint[: len(tokens)] == tokens and len(joint) > len(tokens):
             return tuple(joint[len(tokens):])
-        return tuple(self.llm.tokenize(option.encode("utf-8"), add_bos=False, special=False))
+        return tuple(self.model.tokenize(option.encode("utf-8"), add_bos=False, special=False))
 
-    def _sequence_logprob(self, logp: np.ndarray, base: int, cont: tuple[int, ...]) -> float:
-        total = float(logp[cont[0]])
-        if len(cont) > 1:
-            self.llm.n_tokens = base
-            for prev, nxt in zip(cont[:-1], cont[1:]):
-                self._decode([prev])
-                total += float(self._log_softmax(self._logits())[nxt])
-            self.llm.n_tokens = base
-        return total
+    # ---- request kinds -------------------------------------------------------------------
+    def evaluate(self, requests: Sequence[Generate | OptionLogprobs],
+                 on_done: Callable[[int], None] | None = None) -> list[Completion | OptionScores]:
+        """Results of mixed requests, in order. An OptionLogprobs request and a Generate request
+        for the same prompt share one evaluation of it when every option is one token: the
+        options are scored at the position where generation starts."""
+        prepared = []
+        for req in requests:
+            full, tokens, n_prefix = self._tokens(req.prompt, req.prefix, req.chat)
+            prepared.append((req, full, tokens, n_prefix, full if req.chat and self.use_chat else None))
+        jobs: list[Job] = []
+        where: list[tuple[int | None, str]] = []  # request → (job index, "gen" | "scores"), None: did not fit
+        merged: dict[tuple, int] = {}
+        for req, full, tokens, n_prefix, rendered in prepared:
+            if isinstance(req, OptionLogprobs):
+                options = {o: sorted({self._continuation(full, tokens, v, req.chat) for v in (o, " " + o)}) for o in req.options}
+                longest = max((len(c) for vs in options.values() for c in vs), default=1)
+                if len(tokens) + longest > self.n_ctx:
+                    where.append((None, "scores"))
+                    continue
+                key = (tuple(tokens), "gen")
+                if key in merged and all(len(c) == 1 for vs in options.values() for c in vs) and not jobs[merged[key]].options:
+                    jobs[merged[key]].options = options
+                    where.append((merged[key], "scores"))
+                    continue
+                merged[(tuple(tokens), "scores")] = len(jobs)
+                where.append((len(jobs), "scores"))
+                jobs.append(Job(tokens=tokens, n_prefix=n_prefix, options=options))
+            else:
+                if len(tokens) + 1 > self.n_ctx:
+                    where.append((None, "gen"))
+                    continue
+                key = (tuple(tokens), "scores")
+                job = Job(tokens=tokens, n_prefix=n_prefix, max_tokens=req.max_tokens, stop=req.stop,
+                          stop_after_text=req.stop_after_text, stop_regex=req.stop_regex, repeat_penalty=req.repeat_penalty)
+                if key in merged and all(len(c) == 1 for vs in jobs[merged[key]].options.values() for c in vs) \
+                        and not jobs[merged[key]].max_tokens:
+                    # the option scores asked before: this generation carries them
+                    j = merged.pop(key)
+                    job.options = jobs[j].options
+                    jobs[j] = job
+                    where.append((j, "gen"))
+                    continue
+                merged[(tuple(tokens), "gen")] = len(jobs)
+                where.append((len(jobs), "gen"))
+                jobs.append(job)
+        done_map: dict[int, list[int]] = {}
+        for r, (j, _) in enumerate(where):
+            if j is not None:
+                done_map.setdefault(j, []).append(r)
+        try:
+            self.engine.run(jobs, on_done=(lambda j: [on_done(r) for r in done_map[j]]) if on_done else None)
+        except RuntimeError as exc:
+            raise ModelError(f"llama.cpp failed to evaluate a prompt: {exc}") from None
+        out: list[Completion | OptionScores] = []
+        for (req, _full, tokens, _n, rendered), (j, what) in zip(prepared, where):
+            if j is None:
+                out.append(OptionScores(fits=False, n_prompt_tokens=len(tokens), rendered=rendered) if what == "scores" else
+                           Completion(text="", n_prompt_tokens=len(tokens), finish="context", rendered=rendered))
+                if on_done:
+                    on_done(len(out) - 1)
+                continue
+            job = jobs[j]
+            if what == "scores":
+                out.append(OptionScores(scores=dict(job.scores), top=job.top, n_prompt_tokens=len(tokens), rendered=rendered,
+                                        error=job.error))
+            else:
+                out.append(Completion(text=job.text, n_prompt_tokens=len(tokens), n_tokens=job.n_generated,
+                                      finish="error" if job.error else job.finish, rendered=rendered, error=job.error))
+        return out
+
+    def option_logprobs(self, requests: Sequence[OptionLogprobs]) -> list[OptionScores]:
+        return self.evaluate(requests)  # type: ignore[return-value]
 
     def generate(self, requests: Sequence[Generate]) -> list[Completion]:
-        return [self._generate_one(r) for r in requests]
-
-    def _generate_one(self, req: Generate) -> Completion:
-        full_text, tokens, n_prefix = self._tokens(req.prompt, req.prefix, req.chat)
-        rendered = full_text if req.chat and self.use_chat else None
-        if not self._fits(len(tokens) + 1):
-            return Completion(text="", n_prompt_tokens=len(tokens), finish="context", rendered=rendered)
-        self._eval_prompt(tokens, n_prefix)
-        seen = np.zeros(self.n_vocab, dtype=bool)
-        if req.repeat_penalty != 1.0:
-            seen[np.asarray(tokens, dtype=np.int64)] = True
-        generated: list[int] = []
-        text, finish = "", "length"
-        for _ in range(req.max_tokens):
-            logits = self._logits()
-            if req.repeat_penalty != 1.0:
-                # Hugging Face's RepetitionPenaltyLogitsProcessor over the whole context.
-                logits = logits.copy()
-                pen = logits[seen]
-                logits[seen] = np.where(pen > 0, pen / req.repeat_penalty, pen * req.repeat_penalty)
-            if math.isnan(float(logits.max())):
-                return Completion(text=text, n_prompt_tokens=len(tokens), n_tokens=len(generated), finish="error",
-                                  rendered=rendered, error="the model produced non-finite logits")
-            tok = int(np.argmax(logits))
-            if self._llama_cpp.llama_vocab_is_eog(self._vocab, tok):
-                finish = "stop"
-                break
-            generated.append(tok)
-            self.n_generated += 1
-            seen[tok] = True
-            text = self.llm.detokenize(generated).decode("utf-8", "ignore")
-            cut = _stop_at(text, req.stop, req.stop_after_text)
-            if cut is not None:
-                text, finish = cut, "stop"
-                break
-            if len(generated) == req.max_tokens:
-                break
-            if self.llm.n_tokens + 1 >= self.n_ctx:
-                finish = "context"
-                break
-            self._decode([tok])
-        return Completion(text=text, n_prompt_tokens=len(tokens), n_tokens=len(generated), finish=finish, rendered=rendered)
+        return self.evaluate(requests)  # type: ignore[return-value]
 
     # ---- metadata ------------------------------------------------------------------------
+    def schedule(self) -> str:
+        return (f"batched/v1: each call (a chunk of items) starts from an empty KV cache; a prefix shared by 2+ requests "
+                f"is evaluated alone once and shared; up to {self.parallel} sequences per llama_decode call of at most "
+                f"{self.n_batch} tokens, admitted in request order while their KV cells fit; option scores read where the "
+                f"same prompt's generation starts; greedy tokens one per sequence per call")
+
     def info(self) -> BackendInfo:
-        meta = self.llm.metadata
+        meta = self.metadata
         sha = sha256_cached(self.path)
         return BackendInfo(
             kind=self.kind,
@@ -349,30 +355,31 @@ class LlamaCppBackend:
             },
             n_ctx=self.n_ctx,
             device="gpu" if self.gpu_offload and self.n_gpu_layers != 0 else "cpu",
-            schedule=SCHEDULE,
+            schedule=self.schedule(),
             chat_template_applied=self.use_chat,
+            parallel=self.parallel,
             details={
-                "backend": "llama.cpp (llama-cpp-python, in-process)",
+                "backend": "llama.cpp (llama-cpp-python low-level API, in-process)",
                 "llama_cpp_python": self._llama_cpp.__version__,
+                "llama_cpp_build": "gpu-offload" if self.gpu_offload else "cpu",
                 "n_vocab": self.n_vocab,
                 "gpu_offload_supported": self.gpu_offload,
                 "n_gpu_layers": self.n_gpu_layers,
-                "n_threads": self.llm.context_params.n_threads,
+                "n_threads": self.threads,
+                "parallel": self.parallel,
+                "n_batch": self.n_batch,
+                "flash_attention": self.flash_attn,
                 "chat_mode": self.spec.chat,
                 "decoding": "greedy (argmax over the full vocabulary); stop strings apply once non-blank text exists; "
-                            "repetition penalty HF-style over the whole context when a task sets one",
+                            "repetition penalty HF-style over the whole context when a task sets one; a task may stop "
+                            "generation once its answer is settled (stop_regex, recorded in its settings)",
             },
         )
 
     def counters(self) -> dict[str, int]:
-        return {"tokens_evaluated": self.n_evaluated, "tokens_generated": self.n_generated}
+        return {"tokens_evaluated": self.engine.n_evaluated, "tokens_generated": self.engine.n_generated,
+                "decode_calls": self.engine.n_decode_calls}
 
-
-def _stop_at(text: str, stops: Sequence[str], after_text: bool = True) -> str | None:
-    """Cut at the first stop string (that occurs after the leading whitespace, if `after_text`);
-    None if none occurs."""
-    if not stops:
-        return None
-    lead = len(text) - len(text.lstrip()) if after_text else 0
-    hits = [i for i in (text.find(s, lead) for s in stops) if i >= 0]
-    return text[: min(hits)] if hits else None
+    @property
+    def n_evaluated(self) -> int:
+        return self.engine.n_evaluated

@@ -59,8 +59,8 @@ def candidates(instruction: str) -> str:
 
 def build_prompt(item: dict, fewshot: str | None) -> tuple[str, str]:
     """(shared prefix, prompt) as the released code builds them."""
-    if fewshot is None:
-        return "", item["instruction"] + item["input"] + "\n" + ANSWER_MARK
+    if fewshot is None:  # the instruction is shared by many items of a sub-task (company, product: all)
+        return item["instruction"], item["instruction"] + item["input"] + "\n" + ANSWER_MARK
     prefix = fewshot + "\ncase4：\n新闻内容："
     body = item["input"]
     if item["task"] in CLASSIFICATION:

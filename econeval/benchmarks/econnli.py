@@ -109,13 +109,18 @@ class _EconNLITask(Task):
     logprobs = True
     max_tokens = 8
     # The released rule reads only the first space-separated word of the stripped answer, so
-    # stopping at the first space after it leaves the parsed answer unchanged.
+    # stopping at the first space after it leaves the parsed answer unchanged; and once that word
+    # contains "yes" the rule answers 1 whatever follows, so generation can stop there too.
     stop: tuple[str, ...] = (" ",)
+    settled: str | None = r"(?i)^\s*[^ ]*yes"
 
     def prepare(self, ctx) -> Prepared:
-        return Prepared(items=data.load(BENCHMARK, "test.jsonl"),
-                        settings={"max_tokens": self.max_tokens, "stop": list(self.stop),
-                                  "parse_rule": self.parse_rule, "prompt_version": self.prompt_version})
+        settings = {"max_tokens": self.max_tokens, "stop": list(self.stop), "parse_rule": self.parse_rule,
+                    "prompt_version": self.prompt_version}
+        if self.settled:
+            settings["early_stop"] = {"regex": self.settled, "why": "the released rule reads only the first space-separated "
+                                      "word and answers 1 as soon as it contains 'yes': the parse cannot change after it"}
+        return Prepared(items=data.load(BENCHMARK, "test.jsonl"), settings=settings)
 
     parse_rule = "released code: first token contains yes→1 / no→0, else unparsable (dropped from the paper's numbers)"
 
@@ -128,7 +133,8 @@ class _EconNLITask(Task):
 
     def requests(self, item, prep, outputs):
         prefix, prompt = self.prompt(item, prep)
-        reqs = {"response": Generate(prompt=prompt, prefix=prefix, max_tokens=self.max_tokens, stop=self.stop)}
+        reqs = {"response": Generate(prompt=prompt, prefix=prefix, max_tokens=self.max_tokens, stop=self.stop,
+                                     stop_regex=self.settled)}
         if self.logprobs:
             reqs["option_logprobs"] = OptionLogprobs(prompt=prompt, prefix=prefix, options=("Yes", "No"))
         return reqs
@@ -175,7 +181,7 @@ class ZeroShot(_EconNLITask):
     description = "EconNLI classification, zero-shot (released-code prompt)"
 
     def prompt(self, item, prep):
-        return "", ZERO.format(premise=item["premise"], hypothesis=item["hypothesis"])
+        return INSTRUCTION, ZERO.format(premise=item["premise"], hypothesis=item["hypothesis"])
 
 
 @registry.task
@@ -201,7 +207,7 @@ class ICLTask(_EconNLITask):
 
     def prompt(self, item, prep):
         pos, neg = self.demos(item, prep)
-        return "", ICL.format(p_pos=pos["premise"], h_pos=pos["hypothesis"], p_neg=neg["premise"], h_neg=neg["hypothesis"],
+        return INSTRUCTION + " Here are some examples:", ICL.format(p_pos=pos["premise"], h_pos=pos["hypothesis"], p_neg=neg["premise"], h_neg=neg["hypothesis"],
                               premise=item["premise"], hypothesis=item["hypothesis"])
 
     def score(self, item, outputs, prep):
@@ -218,6 +224,7 @@ class CoTTask(_EconNLITask):
     logprobs = False  # the answer follows the model's own reasoning: no fixed answer position
     max_tokens = 192
     stop = ("###",)
+    settled = None  # the answer comes after the reasoning
     parse_rule = "the first line after the reasoning line that the released rule can read (unparsable otherwise)"
 
     def prompt(self, item, prep):
