@@ -115,6 +115,7 @@ MAX_PARALLEL = 256
 DEFAULT_PARALLEL_CPU = 8  # tools/bench.py measures the default against --parallel 1
 DEFAULT_PARALLEL_GPU = 32
 N_BATCH, N_UBATCH = 2048, 512  # tokens per llama_decode call / per compute step
+KV_BUDGET_CPU = 2048  # cells in use past which no new sequence starts (on a CPU, attention over more costs more than batching gains)
 
 
 def _max_threads() -> int:
@@ -198,8 +199,10 @@ class LlamaCppBackend:
             raise ModelError(f"model '{spec.name}' has chat = \"on\" but its GGUF file has no chat template")
         self._formatter = None
         self._pieces: dict[int, bytes] = {}
+        on_gpu = self.gpu_offload and self.n_gpu_layers != 0
+        self.kv_budget = self.n_ctx if on_gpu else min(self.n_ctx, KV_BUDGET_CPU)
         self.engine = Engine(llama_cpp, self.context.ctx, self._vocab, self.n_vocab, self.n_ctx, self.parallel,
-                             self.n_batch, self._piece)
+                             self.n_batch, self._piece, kv_budget=self.kv_budget)
 
     # ---- text ----------------------------------------------------------------------------
     def tokenize(self, text: str, special: bool = False) -> list[int]:
@@ -338,7 +341,8 @@ class LlamaCppBackend:
     def schedule(self) -> str:
         return (f"batched/v1: each call (a chunk of items) starts from an empty KV cache; a prefix shared by 2+ requests "
                 f"is evaluated alone once and shared; up to {self.parallel} sequences per llama_decode call of at most "
-                f"{self.n_batch} tokens, admitted in request order while their KV cells fit; option scores read where the "
+                f"{self.n_batch} tokens, admitted in request order while their KV cells fit (in use at most {self.kv_budget} "
+                f"when one is admitted; one shared prefix at a time); option scores read where the "
                 f"same prompt's generation starts; greedy tokens one per sequence per call")
 
     def info(self) -> BackendInfo:
@@ -369,6 +373,7 @@ class LlamaCppBackend:
                 "parallel": self.parallel,
                 "n_batch": self.n_batch,
                 "flash_attention": self.flash_attn,
+                "kv_budget": self.kv_budget,
                 "chat_mode": self.spec.chat,
                 "decoding": "greedy (argmax over the full vocabulary); stop strings apply once non-blank text exists; "
                             "repetition penalty HF-style over the whole context when a task sets one; a task may stop "

@@ -12,7 +12,9 @@ One call of `Engine.run(jobs)` evaluates a list of jobs (prompt scoring and gree
   token of each generating job, or an option continuation; at most `n_batch` tokens. A job that
   finishes frees its sequence and the next job in the list takes it (continuous batching).
   Jobs are admitted in list order, and only while their KV cells (prompt + tokens they may
-  generate) fit: no job is ever cut short by another.
+  generate) fit: no job is ever cut short by another; and while the cells in use stay within
+  `kv_budget` (attention costs grow with every cell in use: on a CPU, long prompts run fewer at a
+  time). One shared prefix at a time: jobs of a new prefix wait for the current one's to finish.
 - Log-softmax in float64 only where log-probabilities are read; greedy argmax on llama.cpp's
   float32 logits; text decoded incrementally (no re-detokenising of the whole output).
 """
@@ -70,7 +72,7 @@ def log_softmax(logits: np.ndarray) -> np.ndarray:
 
 class Engine:
     def __init__(self, llama_cpp, ctx, vocab, n_vocab: int, n_ctx: int, n_seq: int, n_batch: int,
-                 piece: Callable[[int], bytes]):
+                 piece: Callable[[int], bytes], kv_budget: int | None = None):
         self.L = llama_cpp
         self.ctx, self.vocab, self.n_vocab, self.n_ctx = ctx, vocab, n_vocab, n_ctx
         self.n_seq, self.n_batch = n_seq, n_batch
@@ -81,6 +83,9 @@ class Engine:
         self.n_evaluated = 0  # tokens sent through llama_decode
         self.n_generated = 0
         self.n_decode_calls = 0
+        # KV cells the active jobs may use together when a new one is admitted. Attention runs over
+        # every cell in use, so a larger pool makes each token dearer: long prompts run fewer at a time.
+        self.kv_budget = min(n_ctx, kv_budget or n_ctx)
 
     def close(self) -> None:
         if self.batch is not None:
@@ -129,6 +134,12 @@ class Engine:
         owner: dict[int, dict] = {}  # job index → the prefix evaluation its sequence shares
         used = 0  # KV cells reserved: active jobs' own cells, and each live prefix evaluation's
 
+        def live_prefix_cells() -> int:
+            live = {id(i): len(i["key"]) for i in owner.values()}
+            if current is not None:
+                live[id(current)] = len(current["key"])
+            return sum(live.values())
+
         def release(job: Job) -> None:
             nonlocal used
             L.llama_memory_seq_rm(self.mem, job.slot, -1, -1)
@@ -151,8 +162,14 @@ class Engine:
                 job = jobs[queue[0]]
                 key = tuple(job.tokens[: job.n_prefix]) if job.n_prefix else None
                 fresh = key is not None and (current is None or current["key"] != key)
+                if fresh and active and any(a.n_prefix for a in active):
+                    break  # one shared prefix at a time: its jobs finish before another prefix comes in
                 need = job.reserve + (len(key) if fresh else 0)
-                if used + need > self.n_ctx:
+                # hard: the reservations (prompt + every token a job may generate) fit the context;
+                # soft: the cells in use now plus this prompt stay within the attention budget
+                in_use = sum(len(a.tokens) - a.n_prefix + a.n_generated for a in active) + live_prefix_cells()
+                soft = in_use + len(job.tokens) - job.n_prefix + (len(key) if fresh else 0)
+                if used + need > self.n_ctx or soft > self.kv_budget:
                     if active:
                         break
                     if current is not None and fresh:  # alone: make room
