@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -34,8 +35,30 @@ def _help() -> str:
             "Quick start:  econeval data build && econeval run --suite all --limit 2")
 
 
+def versions() -> dict:
+    """econeval, the llama.cpp build and the data package (what `--version` prints and run.json records)."""
+    from .backends.llamacpp import build_info
+
+    llama = build_info()
+    states = {b: data.status(b) for b in data.benchmarks()}
+    built = all(st == "ok" for s in states.values() for st in s.values())
+    where = sorted({str(data.files_dir(b).parent) for b in states})
+    return {"econeval": __version__, "llama.cpp": llama,
+            "data package": f"{data.package_version()} ({'complete' if built else 'NOT complete: econeval data build / data install'}"
+                            f"; {', '.join(where)})"}
+
+
+def _print_version(ctx, _param, value):
+    if not value or ctx.resilient_parsing:
+        return
+    for k, v in versions().items():
+        click.echo(f"{k}: {v}")
+    ctx.exit()
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]}, help=_help())
-@click.version_option(__version__, prog_name="econeval")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
+              help="Show the econeval version, the llama.cpp build and the data package, then exit.")
 @click.option("--debug", is_flag=True, help="Show full tracebacks on errors.")
 def cli(debug: bool) -> None:
     pass
@@ -363,7 +386,7 @@ def data_list(as_json):
     for name in data.benchmarks():
         m = data.manifest(name)
         st = data.status(name)
-        rows.append({"benchmark": name, "version": m["version"], "licence": m["licence"],
+        rows.append({"benchmark": name, "version": m["version"], "licence": m["licence"], "location": str(data.files_dir(name)),
                      "files": {f: {"rows": i["rows"], "state": st[f]} for f, i in m["files"].items()},
                      "known_defects": m.get("known_defects", [])})
     if as_json:
@@ -372,15 +395,40 @@ def data_list(as_json):
     for r in rows:
         built = "built" if all(f["state"] == "ok" for f in r["files"].values()) else "NOT BUILT (econeval data build)"
         click.echo(f"{r['benchmark']} {r['version']}  [{built}]  licence: {r['licence']}")
+        click.echo(f"    location: {r['location']}")
         for f, i in r["files"].items():
             click.echo(f"    {f:<28} {i['rows']:>6} rows  {i['state']}")
         for d in r["known_defects"]:
             click.echo(f"    note: {d}")
 
 
+@data_group.command("pack")
+@click.option("--out", "out", required=True, type=click.Path(dir_okay=False, path_type=Path), help="The archive to write (.tar).")
+def data_pack(out):
+    """Write the built data of all benchmarks as one checksummed archive (for machines without the upstream files)."""
+    index = data.pack(out)
+    digest = data.sha256_file(out)
+    write_atomic(out.with_name(out.name + ".sha256"), f"{digest}  {out.name}\n".encode())
+    click.echo(f"wrote data package {index['package_version']} ({', '.join(f'{b} {v}' for b, v in index['benchmarks'].items())}) "
+               f"to {out}, sha256 {digest}", err=True)
+
+
+@data_group.command("install")
+@click.argument("archive", type=click.Path(dir_okay=False, exists=True, path_type=Path))
+def data_install(archive):
+    """Install a data package from `econeval data pack`, verifying every file's hash."""
+    sidecar = archive.with_name(archive.name + ".sha256")
+    if sidecar.is_file() and sidecar.read_text().split()[0] != data.sha256_file(archive):
+        raise EconevalError(f"{archive} does not match {sidecar}", hint="the archive is corrupted or not the one published")
+    index = data.install(archive)
+    click.echo(f"installed data package {index['package_version']} into {data.installed_dir()}", err=True)
+
+
 @data_group.command("verify")
 def data_verify():
     """Re-hash every built file; name any that does not match its manifest."""
+    if not data.benchmarks():
+        raise EconevalError(f"no benchmark manifests found in {data.data_dir()}", hint="the installation is incomplete")
     bad = []
     for name in data.benchmarks():
         for f, state in data.status(name).items():
@@ -428,16 +476,22 @@ def data_export(name, out, file_name, prompts, seed, limit, task_option, adaptat
     click.echo(f"wrote {len(rows)} {'prompts' if prompts else 'items'} to {out}", err=True)
 
 
+def _interrupt(signum, _frame):
+    raise Interrupted(signum)
+
+
 def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv or bool(os.environ.get("ECONEVAL_DEBUG"))
+    for sig in (signal.SIGINT, signal.SIGTERM):  # a run refines this: writes in progress finish first
+        signal.signal(sig, _interrupt)
     try:
         cli.main(args=argv, prog_name="econeval", standalone_mode=False)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
-    except click.Abort:
-        click.echo("econeval: aborted", err=True)
-        sys.exit(1)
+    except click.Abort:  # click turned an interrupt at a prompt into Abort
+        click.echo("econeval: interrupted", err=True)
+        sys.exit(130)
     except click.ClickException as exc:
         if debug:
             raise

@@ -33,7 +33,8 @@ def cache_home() -> Path:
 
 def registry_paths() -> list[Path]:
     """models.toml files, later ones override earlier entries of the same name."""
-    paths = [REPO_ROOT / "models.toml", platformdirs.user_config_path("econeval") / "models.toml"]
+    shipped = Path(__file__).resolve().parent / "_registry" / "models.toml"  # an installed econeval
+    paths = [shipped if shipped.is_file() else REPO_ROOT / "models.toml", platformdirs.user_config_path("econeval") / "models.toml"]
     paths = [p for p in paths if p.is_file()]
     env = os.environ.get("ECONEVAL_MODELS")
     if env:
@@ -190,7 +191,11 @@ def resolve_embedder(arg: str | None, registry: Registry | None = None) -> Embed
     reg = registry or load_registry()
     name = arg or reg.default_embedder
     if name and name in reg.embedders:
-        return reg.embedders[name]
+        spec = reg.embedders[name]
+        bundled = Path(getattr(sys, "_MEIPASS", "/nonexistent")) / "embedders" / Path(spec.path).name
+        if not (Path(spec.path) / "model.onnx").is_file() and (bundled / "model.onnx").is_file():
+            return EmbedderSpec(**{**spec.__dict__, "path": str(bundled)})  # inside the one-file executable
+        return spec
     if arg and Path(arg).expanduser().is_dir():
         return EmbedderSpec(name=Path(arg).name, path=str(Path(arg).expanduser().resolve()), source="--embedder path")
     raise UsageError(f"unknown embedder '{name}'", hint="`econeval models list` shows the embedders; or pass a folder with model.onnx and tokenizer.json")

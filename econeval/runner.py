@@ -300,7 +300,9 @@ def run(tasks: list[Task], backend, out_dir: Path, ctx: RunContext, preps: dict[
         "embedder": _role_info(tasks, ctx, EMBEDDER),
         "judge": _role_info(tasks, ctx, JUDGE),
         "environment": {"python": sys.version.split()[0], "platform": platform.platform(),
-                        "machine": platform.machine(), "cpu_count": os.cpu_count()},
+                        "machine": platform.machine(), "cpu_count": os.cpu_count(), "frozen": bool(getattr(sys, "frozen", False))},
+        "data_package": {"version": data.package_version(),
+                         "locations": {t.benchmark: str(data.files_dir(t.benchmark)) for t in tasks if t.benchmark in data.benchmarks()}},
     }
     identity["embedder"] = (meta["embedder"] or {}).get("sha256")
     identity["judge"] = (meta["judge"] or {}).get("identity")

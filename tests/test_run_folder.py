@@ -246,7 +246,8 @@ def test_stress_several_processes_killed_at_random(tmp_path, env):
             p.send_signal(rng.choice([signal.SIGKILL, signal.SIGTERM, signal.SIGINT]))
         for p in procs:
             p.wait(timeout=120)
-            assert p.returncode in (0, 2, 130, 143, -9), p.communicate()
+            # -2 / -15: the signal came before Python had started econeval
+            assert p.returncode in (0, 2, 130, 143, -9, -2, -15), p.communicate()
     final = subprocess.run([sys.executable, "-m", "econeval", *args, "--out", out], cwd=REPO, env={**os.environ, **env},
                            capture_output=True, text=True)
     assert final.returncode == 0, final.stderr

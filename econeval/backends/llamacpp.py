@@ -118,6 +118,17 @@ N_BATCH, N_UBATCH = 2048, 512  # tokens per llama_decode call / per compute step
 KV_BUDGET_CPU = 2048  # cells in use past which no new sequence starts (on a CPU, attention over more costs more than batching gains)
 
 
+def build_info() -> str:
+    """Which llama.cpp this is: the llama-cpp-python version and whether it offloads to a GPU."""
+    try:
+        import llama_cpp
+
+        build = "gpu offload" if llama_cpp.llama_supports_gpu_offload() else "cpu"
+        return f"llama-cpp-python {llama_cpp.__version__} ({build} build)"
+    except Exception as exc:  # noqa: BLE001 - a broken install is what --version is for
+        return f"not importable ({type(exc).__name__}: {exc})"
+
+
 def _max_threads() -> int:
     return max(64, 4 * (os.cpu_count() or 1))
 

@@ -57,17 +57,20 @@ class Job:
     state: str = "queued"  # queued | prompt | cont | gen | done
     generated: list[int] = field(default_factory=list)
     conts: list[tuple[str, tuple[int, ...]]] = field(default_factory=list)
-    base_logp: np.ndarray | None = None
+    base_logp: dict | None = None
     reserve: int = 0
     seen: np.ndarray | None = None
     decoder: object = None
     next_token: int = -1
 
 
-def log_softmax(logits: np.ndarray) -> np.ndarray:
-    x = logits.astype(np.float64)
-    m = x.max()
-    return x - (m + math.log(np.exp(x - m).sum()))
+def logsumexp(logits: np.ndarray) -> float:
+    """log Σ exp(logits), in one pass (exp in float32, summed in float64); a token's
+    log-probability is then logits[token] - logsumexp (no float64 copy of the vocabulary)."""
+    m = float(logits.max())
+    if not math.isfinite(m):
+        return math.nan
+    return m + math.log(float(np.exp(logits - np.float32(m)).sum(dtype=np.float64)))
 
 
 class Engine:
@@ -245,18 +248,18 @@ class Engine:
     def _prompt_done(self, job: Job, i: int) -> None:
         logits = self._logits(i)
         if job.options:
-            logp = log_softmax(logits)
-            job.top = float(logp.max())
+            lse = logsumexp(logits)
+            job.top = float(logits.max()) - lse
             if not math.isfinite(job.top):
                 job.error = "the model produced non-finite logits"
                 job.state = "done-pending"
                 return
             for opt, variants in job.options.items():
-                job.scores[opt] = max(float(logp[c[0]]) for c in variants if len(c) == 1) if any(len(c) == 1 for c in variants) \
-                    else -math.inf
+                job.scores[opt] = max(float(logits[c[0]]) - lse for c in variants if len(c) == 1) \
+                    if any(len(c) == 1 for c in variants) else -math.inf
                 job.conts += [(opt, c) for c in variants if len(c) > 1]
             if job.conts:
-                job.base_logp = logp
+                job.base_logp = {c[0]: float(logits[c[0]]) - lse for _, c in job.conts}
                 job.state = "cont"
                 return
         if job.max_tokens:
@@ -266,9 +269,10 @@ class Engine:
 
     def _cont_done(self, job: Job, first: int, n: int) -> None:
         opt, cont = job.conts.pop(0)
-        total = float(job.base_logp[cont[0]])
+        total = job.base_logp[cont[0]]
         for k in range(n):
-            total += float(log_softmax(self._logits(first + k))[cont[k + 1]])
+            logits = self._logits(first + k)
+            total += float(logits[cont[k + 1]]) - logsumexp(logits)
         if math.isnan(total):
             job.error = "the model produced non-finite logits"
         job.scores[opt] = max(job.scores.get(opt, -math.inf), total)
