@@ -36,7 +36,9 @@ class FakeOpenAI(BaseHTTPRequestHandler):
             self.end_headers()
             return
         yes = "increase" in body["prompt"]
-        if body.get("model") == "nologprobs":
+        if body.get("model") == "nanlogprobs" and body.get("logprobs"):
+            choice = {"text": " Yes", "logprobs": {"top_logprobs": [{" Yes": float("nan"), " No": -1.0}]}, "finish_reason": "length"}
+        elif body.get("model") == "nologprobs":
             choice = {"text": " B" if body.get("max_tokens") == 1 else " B. Because.", "finish_reason": "length"}
         elif body.get("logprobs"):
             top = {" Yes": math.log(0.6 if yes else 0.2), "Yes": math.log(0.1), " No": math.log(0.3 if yes else 0.7),
@@ -70,7 +72,8 @@ def registry(tmp_path, server):
     reg.write_text(f'[models.hosted]\nbase_url = "{server}"\napi_model = "econ-1"\napi_key_env = "FAKE_KEY"\nchat = "off"\n'
                    f'[models.down]\nbase_url = "http://127.0.0.1:9"\napi_model = "x"\n'
                    f'[models.busy]\nbase_url = "{server}"\napi_model = "overloaded"\n'
-                   f'[models.textonly]\nbase_url = "{server}"\napi_model = "nologprobs"\n')
+                   f'[models.textonly]\nbase_url = "{server}"\napi_model = "nologprobs"\n'
+                   f'[models.nan]\nbase_url = "{server}"\napi_model = "nanlogprobs"\n')
     return {"ECONEVAL_MODELS": str(reg), "FAKE_KEY": "sk-test"}
 
 
@@ -137,3 +140,18 @@ def test_steer_me_falls_back_to_text_without_logprobs(cli, tmp_path, registry):
     assert o["no_answer_rate"] == 0.0 and o["renormalized"] is None and o["mixed"] is None  # calibration unavailable
     samples = [json.loads(l) for l in (out / "samples.jsonl").read_text().splitlines()]
     assert all(s["parsed"] == 1 for s in samples)  # " B" read from the text
+
+
+def test_a_server_returning_nan_gives_item_errors_not_scores(cli, tmp_path, registry):
+    out = tmp_path / "run"
+    rc, _, err = cli("run", "--model", "nan", "--task", "econnli-zero", "--limit", "3", "--quiet", "--out", out, env=registry)
+    assert rc == 1 and "3 item(s) with errors" in err and "non-finite" in err
+    res = json.loads((out / "results.json").read_text())["tasks"]["econnli-zero"]
+    assert res["n_errors"] == 3 and res["paper"]["Average"]["f1"] is None
+
+
+def test_two_served_models_never_share_a_folder(cli, tmp_path, registry):
+    out = tmp_path / "run"
+    assert cli("run", "--model", "hosted", "--task", "econnli-zero", "--limit", "2", "--quiet", "--out", out, env=registry)[0] == 0
+    rc, _, err = cli("run", "--model", "textonly", "--task", "econnli-zero", "--limit", "2", "--quiet", "--out", out, env=registry)
+    assert rc == 2 and "model.api_model" in err
