@@ -1,3 +1,4 @@
+import json
 import os
 import subprocess
 import sys
@@ -35,6 +36,19 @@ def tiny_model(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_chat_model(tmp_path_factory) -> Path:
     return write_tiny_llama(tmp_path_factory.mktemp("models") / "tiny-chat.gguf", chat_template=CHAT_TEMPLATE)
+
+
+@pytest.fixture
+def tiny_registry(tmp_path, tiny_model):
+    """Environment with ECONEVAL_MODELS naming a registry whose default is the tiny model."""
+    reg = tmp_path / "models.toml"
+    reg.write_text(f'default = "tiny"\n[models.tiny]\npath = "{tiny_model}"\nn_ctx = 2048\nchat = "off"\n')
+    return {"ECONEVAL_MODELS": str(reg)}
+
+
+def read_lines(path):
+    """The JSON objects of a JSON Lines file."""
+    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
 
 
 def run_cli(*args, env=None, timeout=600):

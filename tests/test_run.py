@@ -4,20 +4,19 @@ import json
 
 import pytest
 
+from conftest import read_lines
+
 from econeval.registry import tasks
 
 TASKS = tasks()
 
 
 @pytest.fixture
-def registry(tmp_path, tiny_model):
-    reg = tmp_path / "models.toml"
-    reg.write_text(f'default = "tiny"\n[models.tiny]\npath = "{tiny_model}"\nn_ctx = 2048\nchat = "off"\n')
-    return {"ECONEVAL_MODELS": str(reg)}
+def registry(tiny_registry):
+    return tiny_registry
 
 
-def lines(path):
-    return [json.loads(l) for l in path.read_text().splitlines() if l.strip()]
+lines = read_lines
 
 
 ARGS = ("run", "--task", "econnli-zero", "--task", "econlogicqa-1shot", "--limit", "3", "--quiet")

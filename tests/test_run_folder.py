@@ -11,19 +11,16 @@ import time
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, read_lines
 from tiny_gguf import write_tiny_llama
 
 
 @pytest.fixture
-def env(tmp_path, tiny_model):
-    reg = tmp_path / "models.toml"
-    reg.write_text(f'default = "tiny"\n[models.tiny]\npath = "{tiny_model}"\nn_ctx = 2048\nchat = "off"\n')
-    return {"ECONEVAL_MODELS": str(reg)}
+def env(tiny_registry):
+    return tiny_registry
 
 
-def lines(path):
-    return [json.loads(l) for l in path.read_text().splitlines() if l.strip()]
+lines = read_lines
 
 
 def start(args, env):

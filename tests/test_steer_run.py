@@ -6,10 +6,8 @@ import pytest
 
 
 @pytest.fixture
-def registry(tmp_path, tiny_model):
-    reg = tmp_path / "models.toml"
-    reg.write_text(f'default = "tiny"\n[models.tiny]\npath = "{tiny_model}"\nn_ctx = 2048\nchat = "off"\n')
-    return {"ECONEVAL_MODELS": str(reg)}
+def registry(tiny_registry):
+    return tiny_registry
 
 
 def test_generate_is_deterministic_and_usable_by_run(cli, tmp_path, registry):
