@@ -194,8 +194,10 @@ def _prediction_outputs(row: dict, n: int, where: Path, task, item, prep) -> dic
 @click.option("--seed", type=int, default=1234, show_default=True, help="Seed the predictions were made with (few-shot draws).")
 @click.option("--embedder", "-e", help="Sentence embedder for CFBenchmark generation scoring (default: m3e-small).")
 @click.option("--judge", help="Judge model for econnli-gen (a .gguf file or a models.toml name).")
+@click.option("--out", "-o", type=click.Path(file_okay=False, path_type=Path),
+              help="Also write a run folder (run.json, samples.jsonl, results.json), e.g. for `econeval compare`.")
 @_task_options
-def score(task_name, predictions, seed, embedder, judge, task_option, adaptation, car, questions, cfbenchmark_decoding):
+def score(task_name, predictions, seed, embedder, judge, out, task_option, adaptation, car, questions, cfbenchmark_decoding):
     """Score predictions made elsewhere; print the results JSON on stdout."""
     from . import runner
     from .api import _embedder_factory
@@ -232,8 +234,72 @@ def score(task_name, predictions, seed, embedder, judge, task_option, adaptation
     for start in range(0, len(items), runner.CHUNK):  # the judge / embedder stages the task still needs
         runner.complete_outputs(task, items[start:start + runner.CHUNK], outputs[start:start + runner.CHUNK], prep, ctx)
     records = runner.score_records(task, items, outputs, prep)
-    _echo_json({"econeval_version": __version__, "model": None, "predictions": str(predictions),
-                "tasks": {task.name: runner.aggregate(task, records, prep)}})
+    doc = {"econeval_version": __version__, "model": None, "predictions": str(predictions),
+           "tasks": {task.name: runner.aggregate(task, records, prep)}}
+    if out:
+        _write_scored_folder(out, task, prep, ctx, predictions, records, doc)
+    _echo_json(doc)
+
+
+def _write_scored_folder(out: Path, task, prep, ctx, predictions: Path, records: list[dict], doc: dict) -> None:
+    """A run folder for answers scored here: the same files as `run` writes; the model is the
+    predictions file (its sha256 is the identity)."""
+    from . import runner
+    from .folder import RunFolder
+
+    folder = RunFolder.open(out)
+    try:
+        if folder.meta is not None or (out / "samples.jsonl").exists():
+            raise UsageError(f"{out} already holds a run", hint="choose a new --out folder")
+        digest = data.sha256_file(predictions)
+        prep.options = ctx.options_for(task)
+        tasks = runner.task_identity([task], {task.name: prep}, ctx)
+        meta = {"run_format": runner.RUN_FORMAT, "econeval_version": __version__, "command": ["econeval", *sys.argv[1:]],
+                "started": runner.now(), "finished": runner.now(), "status": "complete", "seed": ctx.seed, "limit": None,
+                "options": {task.name: prep.options},
+                "tasks": {task.name: {**tasks[task.name], "description": task.description}},
+                "backend": {"kind": "predictions", "model": {"name": None, "predictions": str(predictions), "sha256": digest}},
+                "identity": {"run_format": runner.RUN_FORMAT, "model": {"predictions_sha256": digest}, "seed": ctx.seed,
+                             "tasks": tasks}}
+        log = folder.samples()
+        try:
+            log.append(records)
+        finally:
+            log.close()
+        folder.write_results("results.json", doc)
+        folder.write_meta(meta)
+    finally:
+        folder.close()
+
+
+# ---- compare -----------------------------------------------------------------------------
+@cli.command("compare")
+@click.argument("baseline", type=click.Path(file_okay=False, exists=True, path_type=Path))
+@click.argument("candidate", type=click.Path(file_okay=False, exists=True, path_type=Path))
+@click.option("--max-drop", type=click.FloatRange(min=0), default=0.02, show_default=True,
+              help="A metric regresses when it gets worse by more than this and the 95% interval excludes zero.")
+@click.option("--metric", "metrics", multiple=True, help="Only these headline metrics (repeatable; default: all).")
+@click.option("--bootstrap", "n_boot", type=click.IntRange(min=100), default=1000, show_default=True,
+              help="Paired bootstrap resamples for the intervals.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap.")
+@click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), help="Also write JUnit XML (one test case per task and metric).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "md"]), default="text", show_default=True)
+def compare_cmd(baseline, candidate, max_drop, metrics, n_boot, seed, junit, fmt):
+    """Compare two runs item by item; exit 1 when a metric regresses (a release gate)."""
+    from .compare import compare, junit as junit_xml, render
+
+    rows = compare(baseline, candidate, max_drop=max_drop, metrics=metrics, n_boot=n_boot, seed=seed)
+    if junit:
+        write_atomic(junit, junit_xml(rows, max_drop).encode())
+    if fmt == "json":
+        _echo_json({"baseline": str(baseline), "candidate": str(candidate), "max_drop": max_drop,
+                    "rows": [r.as_dict() for r in rows]})
+    else:
+        click.echo(render(rows, fmt))
+    bad = [f"{r.task} {r.metric}" for r in rows if r.verdict == "regression"]
+    if bad:
+        click.echo(f"econeval: regression: {', '.join(bad)}", err=True)
+        sys.exit(1)
 
 
 # ---- list / models -----------------------------------------------------------------------

@@ -1,0 +1,167 @@
+"""Paired comparison of two run folders (a release gate): the same tasks and items, each task's
+headline metrics recomputed by the task itself on the items both runs scored, the difference
+with a seeded paired bootstrap interval, McNemar's exact test where items are right or wrong,
+and a verdict per metric.
+
+A metric regresses when the candidate is worse by more than the margin and the interval of the
+difference excludes zero. Runs whose tasks differ in dataset, prompt version, settings or options
+are refused (the numbers would not be comparable).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from xml.sax.saxutils import escape
+
+import orjson
+
+from . import registry, runner
+from .errors import UsageError
+from .results import read_json
+
+# headline metrics for which smaller is better; counts carry no direction
+LOWER_IS_BETTER = {"ECE", "Brier", "Con./Ent.(%)"}
+COUNTS = {"Ent.", "Con.", "Irr."}
+
+
+@dataclass
+class Row:
+    task: str
+    metric: str
+    n: int
+    baseline: float | None
+    candidate: float | None
+    diff: float | None
+    low: float | None
+    high: float | None
+    p_mcnemar: float | None
+    verdict: str  # ok | regression | improvement | n/a
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def _load(folder: Path) -> tuple[dict, dict[str, dict[str, dict]]]:
+    try:
+        meta = read_json(folder / "run.json")
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{folder} is not a run folder ({exc})") from None
+    samples: dict[str, dict[str, dict]] = {}
+    path = folder / "samples.jsonl"
+    if not path.is_file():
+        raise UsageError(f"{folder} has no samples.jsonl")
+    for n, line in enumerate(path.read_bytes().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = orjson.loads(line)
+            samples.setdefault(rec["task"], {})[rec["id"]] = rec
+        except (orjson.JSONDecodeError, KeyError, TypeError):
+            raise UsageError(f"{path}:{n} is not a sample line") from None
+    return meta, samples
+
+
+def mcnemar_exact(b: int, c: int) -> float:
+    """Two-sided exact McNemar p-value from the discordant pairs (b: only baseline right,
+    c: only candidate right)."""
+    n = b + c
+    if n == 0:
+        return 1.0
+    k = min(b, c)
+    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n
+    return min(1.0, 2 * tail)
+
+
+def compare(base_dir: Path, cand_dir: Path, max_drop: float = 0.02, metrics: tuple[str, ...] = (),
+            n_boot: int = 1000, seed: int = 0) -> list[Row]:
+    base_meta, base = _load(base_dir)
+    cand_meta, cand = _load(cand_dir)
+    common = [t for t in base_meta.get("tasks", {}) if t in cand_meta.get("tasks", {})]
+    if not common:
+        raise UsageError("the two runs have no task in common")
+    for t in common:
+        b, c = base_meta["tasks"][t], cand_meta["tasks"][t]
+        for key in ("dataset", "prompt_version", "settings", "options"):
+            if b.get(key) != c.get(key):
+                raise UsageError(f"{t}: the runs differ in {key}; their numbers are not comparable")
+    if base_meta.get("seed") != cand_meta.get("seed"):
+        raise UsageError("the runs used different seeds (few-shot draws differ); their numbers are not comparable")
+    rows: list[Row] = []
+    rng = random.Random(seed)
+    for t in common:
+        task = registry.get_task(t)
+        ctx = runner.RunContext(seed=base_meta["seed"], task_options=base_meta["tasks"][t].get("options") or {})
+        prep = task.prepare(ctx)
+        ok = lambda r: not r.get("skipped") and not r.get("error")  # noqa: E731
+        ids = [i for i in base.get(t, {}) if i in cand.get(t, {}) and ok(base[t][i]) and ok(cand[t][i])]
+        if not ids:
+            raise UsageError(f"{t}: the runs have no scored item in common")
+        pb, pc = [base[t][i] for i in ids], [cand[t][i] for i in ids]
+        hb, hc = task.headline(task.aggregate(pb, prep)), task.headline(task.aggregate(pc, prep))
+        boots: list[tuple[dict, dict]] = []
+        for _ in range(n_boot):
+            idx = [rng.randrange(len(ids)) for _ in ids]
+            boots.append((task.headline(task.aggregate([pb[k] for k in idx], prep)),
+                          task.headline(task.aggregate([pc[k] for k in idx], prep))))
+        for m in hb:
+            if metrics and m not in metrics:
+                continue
+            vb, vc = hb.get(m), hc.get(m)
+            diff = vc - vb if vb is not None and vc is not None else None
+            diffs = sorted(y[m] - x[m] for x, y in boots if x.get(m) is not None and y.get(m) is not None)
+            low = diffs[int(0.025 * (len(diffs) - 1))] if diffs else None
+            high = diffs[int(math.ceil(0.975 * (len(diffs) - 1)))] if diffs else None
+            p = None
+            if m.lower().startswith("acc") and all(isinstance(r.get("correct"), bool) for r in pb + pc):
+                p = mcnemar_exact(sum(x["correct"] and not y["correct"] for x, y in zip(pb, pc)),
+                                  sum(y["correct"] and not x["correct"] for x, y in zip(pb, pc)))
+            rows.append(Row(t, m, len(ids), vb, vc, diff, low, high, p, _verdict(m, diff, low, high, max_drop)))
+    return rows
+
+
+def _verdict(metric: str, diff, low, high, max_drop: float) -> str:
+    if diff is None or low is None or metric in COUNTS:
+        return "n/a"
+    sign = -1 if metric in LOWER_IS_BETTER else 1  # worse = sign * diff < 0
+    worse, lo, hi = sign * diff, sign * (low if sign > 0 else high), sign * (high if sign > 0 else low)
+    if worse < -max_drop and hi < 0:
+        return "regression"
+    if worse > max_drop and lo > 0:
+        return "improvement"
+    return "ok"
+
+
+def _fmt(v) -> str:
+    return "-" if v is None else (f"{v:.4f}" if isinstance(v, float) else str(v))
+
+
+def render(rows: list[Row], fmt: str) -> str:
+    cols = ("task", "metric", "n", "baseline", "candidate", "diff", "low", "high", "p_mcnemar", "verdict")
+    if fmt == "md":
+        lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+        lines += ["| " + " | ".join(_fmt(getattr(r, c)) for c in cols) + " |" for r in rows]
+        return "\n".join(lines)
+    width = [max(len(c), *(len(_fmt(getattr(r, c))) for r in rows)) for c in cols]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(cols, width))]
+    lines += ["  ".join(_fmt(getattr(r, c)).ljust(w) for c, w in zip(cols, width)) for r in rows]
+    return "\n".join(lines)
+
+
+def junit(rows: list[Row], max_drop: float) -> str:
+    """JUnit XML: one test case per task x metric; a regression is a failure carrying the numbers."""
+    fails = sum(r.verdict == "regression" for r in rows)
+    out = ['<?xml version="1.0" encoding="UTF-8"?>',
+           f'<testsuite name="econeval compare" tests="{len(rows)}" failures="{fails}">']
+    for r in rows:
+        out.append(f'  <testcase classname="{escape(r.task)}" name="{escape(r.metric)}">')
+        if r.verdict == "regression":
+            msg = (f"{r.metric} dropped from {_fmt(r.baseline)} to {_fmt(r.candidate)} (diff {_fmt(r.diff)}, 95% "
+                   f"interval [{_fmt(r.low)}, {_fmt(r.high)}], margin {max_drop}, n {r.n})")
+            out.append(f'    <failure message="{escape(msg, {chr(34): "&quot;"})}">{escape(msg)}</failure>')
+        out.append("  </testcase>")
+    out.append("</testsuite>")
+    return "\n".join(out) + "\n"

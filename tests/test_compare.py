@@ -1,0 +1,68 @@
+"""`econeval compare` as a release gate, on run folders written by `econeval score --out`."""
+
+import json
+import xml.etree.ElementTree as ET
+
+from econeval import data
+from econeval.compare import mcnemar_exact
+
+from conftest import read_lines
+
+
+def _scored(cli, tmp_path, name, wrong_every=0, seed=1234):
+    """A run folder from predictions: gold orderings, every k-th one made wrong."""
+    rows = data.load("econlogicqa", "test.jsonl")[:60]
+    pred = tmp_path / f"{name}.jsonl"
+    lines = []
+    for i, r in enumerate(rows):
+        answer = r["answer"]
+        if wrong_every and i % wrong_every == 0:
+            answer = ", ".join(reversed(answer.split(", ")))
+        lines.append({"id": r["id"], "response": " " + answer})
+    pred.write_text("\n".join(json.dumps(x) for x in lines))
+    out = tmp_path / name
+    rc, stdout, err = cli("score", "--task", "econlogicqa-1shot", "--predictions", pred, "--seed", seed, "--out", out)
+    assert rc == 0, err
+    assert json.loads((out / "results.json").read_text())["tasks"] == json.loads(stdout)["tasks"]
+    return out
+
+
+def test_mcnemar_exact_matches_hand_computation():
+    assert mcnemar_exact(0, 0) == 1.0
+    assert abs(mcnemar_exact(0, 5) - 2 / 32) < 1e-12  # 2 * P(X <= 0), X ~ Bin(5, 1/2)
+    assert abs(mcnemar_exact(1, 9) - 2 * 11 / 1024) < 1e-12
+
+
+def test_a_run_compared_with_itself_passes(cli, tmp_path):
+    base = _scored(cli, tmp_path, "base")
+    assert len(read_lines(base / "samples.jsonl")) == 60
+    rc, out, err = cli("compare", base, base, "--bootstrap", "200")
+    assert rc == 0, err
+    assert "econlogicqa-1shot" in out and "regression" not in out
+
+
+def test_a_clear_drop_fails_the_gate_and_the_junit_file_says_so(cli, tmp_path):
+    base = _scored(cli, tmp_path, "base")
+    cand = _scored(cli, tmp_path, "cand", wrong_every=2)  # accuracy 1.0 -> 0.5
+    junit = tmp_path / "gate.xml"
+    rc, out, err = cli("compare", base, cand, "--bootstrap", "300", "--junit", junit, "--format", "json")
+    assert rc == 1 and "regression: econlogicqa-1shot accuracy" in err
+    rows = {r["metric"]: r for r in json.loads(out)["rows"]}
+    acc = rows["accuracy"]
+    assert acc["baseline"] == 1.0 and acc["candidate"] == 0.5 and acc["diff"] == -0.5
+    assert acc["high"] < 0 and acc["p_mcnemar"] < 1e-6 and acc["verdict"] == "regression"
+    suite = ET.parse(junit).getroot()
+    assert suite.get("failures") == str(sum(r["verdict"] == "regression" for r in rows.values()))
+    failed = [c for c in suite.iter("testcase") if c.find("failure") is not None]
+    assert any(c.get("name") == "accuracy" and "dropped from 1.0000 to 0.5000" in c.find("failure").get("message") for c in failed)
+    # the other way round is an improvement, not a failure
+    assert cli("compare", cand, base, "--bootstrap", "200")[0] == 0
+
+
+def test_incomparable_runs_are_refused(cli, tmp_path):
+    base = _scored(cli, tmp_path, "base")
+    other_seed = _scored(cli, tmp_path, "seed7", seed=7)
+    rc, _, err = cli("compare", base, other_seed)
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and "differ in settings" in err
+    rc, _, err = cli("compare", base, tmp_path / "nope")
+    assert rc == 2
