@@ -30,7 +30,8 @@ def evaluate(model: str | config.ModelSpec | None = None, tasks: Sequence[str] =
              limit: int | None = None, out: str | Path | None = None, seed: int = 1234,
              task_options: dict[str, Any] | None = None, judge: str | None = None, embedder: str | None = None,
              n_ctx: int | None = None, n_gpu_layers: int | None = None, threads: int | None = None,
-             parallel: int | None = None, progress: bool = False, argv: list[str] | None = None) -> dict:
+             parallel: int | None = None, bootstrap: int = 1000, progress: bool = False,
+             argv: list[str] | None = None) -> dict:
     """Evaluate `model` (a .gguf path, a models.toml name, a ModelSpec, or None for the default)
     on `tasks` (names) or a `suite` (default: all), write the run folder `out` (default: a new
     timestamped folder under the data dir; an existing folder of the same run is resumed) and
@@ -45,7 +46,7 @@ def evaluate(model: str | config.ModelSpec | None = None, tasks: Sequence[str] =
     judge_spec = config.resolve_model(judge) if judge else None
     if judge_spec:
         check_model(judge_spec, LoadOptions(n_threads=threads, seed=seed))
-    ctx = runner.RunContext(seed=seed, limit=limit, task_options=dict(task_options or {}))
+    ctx = runner.RunContext(seed=seed, limit=limit, task_options=dict(task_options or {}), bootstrap=bootstrap)
     ctx.factories[EMBEDDER] = _embedder_factory(embedder)
     ctx.factories[JUDGE] = (lambda: make_backend(judge_spec, LoadOptions(n_gpu_layers=n_gpu_layers, n_threads=threads, seed=seed))) \
         if judge_spec else (lambda: ctx.role(MODEL))

@@ -117,10 +117,12 @@ def _collect_options(task_option, **shortcuts) -> dict:
 @click.option("--embedder", "-e", help="Sentence embedder for CFBenchmark generation scoring: a models.toml name or a folder (default: m3e-small).")
 @_task_options
 @click.option("--judge", help="Judge model for econnli-gen (a .gguf file or a models.toml name; default: the evaluated model).")
+@click.option("--bootstrap", "n_boot", type=click.IntRange(min=0, max=100000), default=1000, show_default=True,
+              help="Bootstrap resamples for the 95% intervals of the headline numbers (0: none).")
 @click.option("--json", "as_json", is_flag=True, help="Print results.json on stdout instead of the summary table.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress line.")
 def run(model, suite, tasks, limit, seed, n_gpu_layers, n_ctx, threads, parallel, out, embedder, task_option, adaptation, car,
-        questions, cfbenchmark_decoding, judge, as_json, quiet):
+        questions, cfbenchmark_decoding, judge, n_boot, as_json, quiet):
     """Evaluate a model and write run.json, samples.jsonl and results.json."""
     from .api import evaluate
 
@@ -129,7 +131,7 @@ def run(model, suite, tasks, limit, seed, n_gpu_layers, n_ctx, threads, parallel
     argv = ["econeval", *sys.argv[1:]]
     doc = evaluate(model=model, tasks=tasks, suite=suite, limit=limit, out=out, seed=seed, task_options=options, judge=judge,
                    embedder=embedder, n_ctx=n_ctx, n_gpu_layers=n_gpu_layers, threads=threads, parallel=parallel,
-                   progress=not quiet, argv=argv)
+                   bootstrap=n_boot, progress=not quiet, argv=argv)
     folder = doc.pop("run_folder")
     if as_json:
         _echo_json(doc)
@@ -196,8 +198,11 @@ def _prediction_outputs(row: dict, n: int, where: Path, task, item, prep) -> dic
 @click.option("--judge", help="Judge model for econnli-gen (a .gguf file or a models.toml name).")
 @click.option("--out", "-o", type=click.Path(file_okay=False, path_type=Path),
               help="Also write a run folder (run.json, samples.jsonl, results.json), e.g. for `econeval compare`.")
+@click.option("--bootstrap", "n_boot", type=click.IntRange(min=0, max=100000), default=1000, show_default=True,
+              help="Bootstrap resamples for the 95% intervals of the headline numbers (0: none).")
 @_task_options
-def score(task_name, predictions, seed, embedder, judge, out, task_option, adaptation, car, questions, cfbenchmark_decoding):
+def score(task_name, predictions, seed, embedder, judge, out, n_boot, task_option, adaptation, car, questions,
+          cfbenchmark_decoding):
     """Score predictions made elsewhere; print the results JSON on stdout."""
     from . import runner
     from .api import _embedder_factory
@@ -235,7 +240,7 @@ def score(task_name, predictions, seed, embedder, judge, out, task_option, adapt
         runner.complete_outputs(task, items[start:start + runner.CHUNK], outputs[start:start + runner.CHUNK], prep, ctx)
     records = runner.score_records(task, items, outputs, prep)
     doc = {"econeval_version": __version__, "model": None, "predictions": str(predictions),
-           "tasks": {task.name: runner.aggregate(task, records, prep)}}
+           "tasks": {task.name: runner.aggregate(task, records, prep, n_boot=n_boot, seed=seed)}}
     if out:
         _write_scored_folder(out, task, prep, ctx, predictions, records, doc)
     _echo_json(doc)

@@ -21,6 +21,7 @@ import orjson
 
 from . import registry, runner
 from .errors import UsageError
+from .intervals import percentile_interval
 from .results import read_json
 
 # headline metrics for which smaller is better; counts carry no direction
@@ -112,9 +113,8 @@ def compare(base_dir: Path, cand_dir: Path, max_drop: float = 0.02, metrics: tup
                 continue
             vb, vc = hb.get(m), hc.get(m)
             diff = vc - vb if vb is not None and vc is not None else None
-            diffs = sorted(y[m] - x[m] for x, y in boots if x.get(m) is not None and y.get(m) is not None)
-            low = diffs[int(0.025 * (len(diffs) - 1))] if diffs else None
-            high = diffs[int(math.ceil(0.975 * (len(diffs) - 1)))] if diffs else None
+            iv = percentile_interval([y[m] - x[m] for x, y in boots if x.get(m) is not None and y.get(m) is not None])
+            low, high = iv if iv else (None, None)
             p = None
             if m.lower().startswith("acc") and all(isinstance(r.get("correct"), bool) for r in pb + pc):
                 p = mcnemar_exact(sum(x["correct"] and not y["correct"] for x, y in zip(pb, pc)),

@@ -25,6 +25,7 @@ from typing import Any, Callable
 from . import __version__, data
 from .errors import Interrupted, UsageError
 from .folder import RunFolder
+from .intervals import headline_intervals
 from .progress import Progress
 from .types import EMBEDDER, JUDGE, MODEL, Completion, OptionScores, Prepared, Similarity, Task, \
     evaluate_in_order
@@ -46,6 +47,7 @@ class RunContext:
 
     seed: int = 1234
     limit: int | None = None
+    bootstrap: int = 1000  # resamples for the headline numbers' intervals (0: none)
     task_options: dict[str, Any] = field(default_factory=dict)  # option name → value, for every task declaring it
     factories: dict[str, Callable[[], Any]] = field(default_factory=dict)  # role → factory
     _made: dict[str, Any] = field(default_factory=dict)
@@ -193,9 +195,12 @@ def score_records(task: Task, items: list[dict], outputs: list[dict], prep: Prep
     return records
 
 
-def aggregate(task: Task, records: list[dict], prep: Prepared) -> dict:
+def aggregate(task: Task, records: list[dict], prep: Prepared, n_boot: int = 0, seed: int = 0) -> dict:
     kept = [r for r in records if not r.get("skipped") and not r.get("error")]
     out = task.aggregate(kept, prep)
+    intervals = headline_intervals(task, kept, prep, n_boot, seed)
+    if intervals:
+        out["intervals"] = intervals
     out["n"] = len(records)
     for key, label in (("skipped", "n_skipped"), ("error", "n_errors")):
         bad = [r[key] for r in records if r.get(key)]
@@ -293,6 +298,7 @@ def run(tasks: list[Task], backend, out_dir: Path, ctx: RunContext, preps: dict[
         "status": "running",
         "seed": ctx.seed,
         "limit": ctx.limit,
+        "bootstrap": ctx.bootstrap,
         "options": {t.name: preps[t.name].options for t in tasks if preps[t.name].options},
         "tasks": {t.name: {"prompt_version": t.prompt_version, "description": t.description, "settings": preps[t.name].settings,
                            "options": preps[t.name].options, "dataset": dataset_fingerprint(t, preps[t.name])} for t in tasks},
@@ -355,7 +361,8 @@ def _run_locked(tasks, backend, folder: RunFolder, ctx, preps, meta, show_progre
                 timing[task.name] = {"items_run": len(todo), "seconds": round(elapsed, 3),
                                      "items_per_s": round(len(todo) / elapsed, 3) if todo and elapsed else None,
                                      **{k: c1[k] - c0.get(k, 0) for k in c1}}
-                results[task.name] = aggregate(task, [log.done[(task.name, it["id"])] for it in items], prep)
+                results[task.name] = aggregate(task, [log.done[(task.name, it["id"])] for it in items], prep,
+                                               n_boot=ctx.bootstrap, seed=ctx.seed)
         except Interrupted:
             meta.update(status="interrupted", interrupted=now(), timing=timing)
             folder.write_meta(meta)

@@ -66,3 +66,22 @@ def test_incomparable_runs_are_refused(cli, tmp_path):
     assert rc == 2 and len(err.strip().splitlines()) == 1 and "differ in settings" in err
     rc, _, err = cli("compare", base, tmp_path / "nope")
     assert rc == 2
+
+
+def test_intervals_contain_the_estimate_and_narrow_with_more_items(cli, tmp_path):
+    widths = []
+    for n in (20, 120):
+        rows = data.load("econlogicqa", "test.jsonl")[:n]
+        pred = tmp_path / f"p{n}.jsonl"
+        pred.write_text("\n".join(json.dumps({"id": r["id"], "response": r["answer"] if i % 3 else "A, B, C, D"})
+                                  for i, r in enumerate(rows)))
+        rc, out, err = cli("score", "--task", "econlogicqa-1shot", "--predictions", pred)
+        assert rc == 0, err
+        res = json.loads(out)["tasks"]["econlogicqa-1shot"]
+        lo, hi = res["intervals"]["accuracy"]
+        assert lo <= res["paper"]["accuracy"] <= hi and lo < hi
+        widths.append(hi - lo)
+        assert "1000 resamples" in res["intervals"]["method"]
+    assert widths[1] < widths[0]
+    rc, out, _ = cli("score", "--task", "econlogicqa-1shot", "--predictions", pred, "--bootstrap", "0")
+    assert "intervals" not in json.loads(out)["tasks"]["econlogicqa-1shot"]
