@@ -29,9 +29,9 @@ def _fmt(v) -> str:
 
 def _help() -> str:
     suites = registry.suites()
-    lines = [f"{name} ({', '.join(tasks)})" for name, tasks in suites.items() if name != "all"]
-    return ("Evaluate language models on economics and finance reasoning, offline.\n\n\b\nSuites: "
-            + "; ".join(lines) + ".\nRun `econeval list --verbose` for tasks and their options.\n"
+    lines = [f"  {name} ({', '.join(tasks)})" for name, tasks in suites.items() if name != "all"]
+    return ("Evaluate language models on economics and finance reasoning, offline.\n\n\b\nSuites:\n"
+            + "\n".join(lines) + "\n  all (every task)\nRun `econeval list --verbose` for tasks and their options.\n"
             "Quick start:  econeval data build && econeval run --suite all --limit 2")
 
 
