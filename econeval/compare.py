@@ -17,10 +17,9 @@ from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape
 
-import orjson
-
 from . import registry, runner
 from .errors import UsageError
+from .folder import read_samples
 from .intervals import percentile_interval
 from .results import read_json
 
@@ -51,18 +50,12 @@ def _load(folder: Path) -> tuple[dict, dict[str, dict[str, dict]]]:
         meta = read_json(folder / "run.json")
     except (OSError, ValueError) as exc:
         raise UsageError(f"{folder} is not a run folder ({exc})") from None
-    samples: dict[str, dict[str, dict]] = {}
     path = folder / "samples.jsonl"
     if not path.is_file():
         raise UsageError(f"{folder} has no samples.jsonl")
-    for n, line in enumerate(path.read_bytes().splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rec = orjson.loads(line)
-            samples.setdefault(rec["task"], {})[rec["id"]] = rec
-        except (orjson.JSONDecodeError, KeyError, TypeError):
-            raise UsageError(f"{path}:{n} is not a sample line") from None
+    samples: dict[str, dict[str, dict]] = {}
+    for (task, item), rec in read_samples(path)[0].items():
+        samples.setdefault(task, {})[item] = rec
     return meta, samples
 
 

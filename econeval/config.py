@@ -141,8 +141,6 @@ def load_registry(paths: list[Path] | None = None) -> Registry:
             _check_types("model", name, entry, _MODEL_TYPES, where)
             if "kind" not in entry and sum(k in entry for k in ("path", "package", "base_url")) != 1:
                 raise UsageError(f"{where}: model '{name}' needs exactly one of 'path', 'package' or 'base_url'")
-            if "base_url" in entry and "api_model" not in entry:
-                raise UsageError(f"{where}: model '{name}' has a base_url but no api_model")
             if entry.get("chat", "auto") not in _CHAT_MODES:
                 raise UsageError(f"{where}: model '{name}': chat must be one of {', '.join(_CHAT_MODES)}")
             if entry.get("n_ctx", 1) < 1:

@@ -252,10 +252,3 @@ def install(archive: Path) -> dict:
     write_json(target / INDEX, index)
     return index
 
-
-def installed_version() -> str | None:
-    p = installed_dir() / INDEX
-    try:
-        return orjson.loads(p.read_bytes())["package_version"]
-    except (OSError, orjson.JSONDecodeError, KeyError):
-        return None

@@ -17,7 +17,7 @@ import os
 import socket
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import orjson
 
@@ -135,6 +135,32 @@ def differences(old: Any, new: Any, where: str = "") -> list[str]:
     return []
 
 
+def read_samples(path: Path) -> tuple[dict[tuple[str, str], dict], int]:
+    """The records of a samples.jsonl by (task, id), and the byte length of its complete part: a
+    torn last line left by a crash is not part of it; any other line that does not parse, or
+    lacks its task or id, is refused."""
+    done: dict[tuple[str, str], dict] = {}
+    raw = path.read_bytes()
+    lines = raw.split(b"\n")
+    good_end = 0
+    for n, line in enumerate(lines, 1):
+        last = n == len(lines)
+        if not line.strip():
+            good_end += len(line) + (0 if last else 1)
+            continue
+        try:
+            rec = orjson.loads(line)
+            key = (rec["task"], rec["id"])
+        except (orjson.JSONDecodeError, KeyError, TypeError):
+            if last:  # torn by a crash mid-write
+                break
+            raise UsageError(f"{path}:{n} is not a sample line written by econeval; the folder is left as it is",
+                             hint="choose a new --out folder") from None
+        done[key] = rec
+        good_end += len(line) + (0 if last else 1)
+    return done, good_end
+
+
 class SampleLog:
     """samples.jsonl: one line per (task, item), appended. Opening keeps every complete line and
     cuts a torn last line left by a crash (its item simply runs again); any other line that does
@@ -144,36 +170,17 @@ class SampleLog:
         self.path = path
         self.done: dict[tuple[str, str], dict] = {}
         if path.exists():
-            raw = path.read_bytes()
-            lines = raw.split(b"\n")
-            good_end = 0
-            for n, line in enumerate(lines, 1):
-                last = n == len(lines)
-                if not line.strip():
-                    good_end += len(line) + (0 if last else 1)
-                    continue
-                try:
-                    rec = orjson.loads(line)
-                    key = (rec["task"], rec["id"])
-                except (orjson.JSONDecodeError, KeyError, TypeError):
-                    if last:  # torn by a crash mid-write: cut it off
-                        break
-                    raise UsageError(f"{path}:{n} is not a sample line written by econeval; the folder is left as it is",
-                                     hint="choose a new --out folder") from None
-                if last:  # a complete record without its newline: keep it, add the newline
-                    good_end += len(line)
-                    self.done[key] = rec
-                    break
-                self.done[key] = rec
-                good_end += len(line) + 1
-            if good_end < len(raw):
+            self.done, good_end = read_samples(path)
+            if good_end < path.stat().st_size:
                 os.truncate(path, good_end)
-            if good_end and not raw[:good_end].endswith(b"\n"):
-                with open(path, "ab") as fh:
+            with open(path, "rb+") as fh:  # a complete last record without its newline gets one
+                fh.seek(max(good_end - 1, 0))
+                if good_end and fh.read(1) != b"\n":
+                    fh.seek(0, os.SEEK_END)
                     fh.write(b"\n")
         self._fh = open(path, "ab")
 
-    def append(self, records: Iterable[dict]) -> None:
+    def append(self, records: list[dict]) -> None:
         data = b"".join(orjson.dumps(rec, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n" for rec in records)
         self._fh.write(data)
         self._fh.flush()

@@ -44,9 +44,6 @@ class Progress:
         self.done = float(done_items)
         self._draw(force=done_items >= self.total)
 
-    def update(self, n: int) -> None:
-        self.set(self.done_items + n)
-
     def line(self) -> str:
         elapsed = time.monotonic() - self.start
         rate = self.done / elapsed if elapsed > 0 else 0.0

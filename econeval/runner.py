@@ -37,6 +37,8 @@ def chunk_size(parallel: int) -> int:
     """Items per chunk: at least 16, and twice the backend's parallel sequences (so finished
     sequences are refilled)."""
     return max(CHUNK, 2 * parallel)
+
+
 RUN_FORMAT = 2  # run.json / samples.jsonl layout; folders of another format are refused, never mixed
 
 
@@ -288,8 +290,8 @@ def run(tasks: list[Task], backend, out_dir: Path, ctx: RunContext, preps: dict[
     ctx.factories.setdefault(MODEL, lambda: backend)
     ctx._made[MODEL] = backend
     info = backend.info()
-    identity = {"run_format": RUN_FORMAT, "model": info.identity(), "seed": ctx.seed,
-                "tasks": task_identity(tasks, preps, ctx)}
+    tids = task_identity(tasks, preps, ctx)
+    identity = {"run_format": RUN_FORMAT, "model": info.identity(), "seed": ctx.seed, "tasks": tids}
     meta = {
         "run_format": RUN_FORMAT,
         "econeval_version": __version__,
@@ -300,8 +302,7 @@ def run(tasks: list[Task], backend, out_dir: Path, ctx: RunContext, preps: dict[
         "limit": ctx.limit,
         "bootstrap": ctx.bootstrap,
         "options": {t.name: preps[t.name].options for t in tasks if preps[t.name].options},
-        "tasks": {t.name: {"prompt_version": t.prompt_version, "description": t.description, "settings": preps[t.name].settings,
-                           "options": preps[t.name].options, "dataset": dataset_fingerprint(t, preps[t.name])} for t in tasks},
+        "tasks": {t.name: {**tids[t.name], "description": t.description} for t in tasks},
         "backend": info.to_json(),
         "embedder": _role_info(tasks, ctx, EMBEDDER),
         "judge": _role_info(tasks, ctx, JUDGE),

@@ -283,9 +283,3 @@ class Task:
         score` validates against them): those of the first stage's `option_logprobs` request."""
         req = self.requests(item, prep, {}).get("option_logprobs")
         return req.options if isinstance(req, OptionLogprobs) else None
-
-    def option(self, name: str) -> TaskOption | None:
-        return next((o for o in self.options if o.name == name), None)
-
-
-Factory = Callable[[], Any]

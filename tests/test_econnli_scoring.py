@@ -108,3 +108,19 @@ def test_generation_task_with_a_judge(cli, tmp_path, tiny_model):
     rc, out_json, err = cli("score", "--task", "econnli-gen", "--predictions", pred, "--judge", tiny_model, env=env)
     assert rc == 0, err
     assert json.loads(out_json)["tasks"]["econnli-gen"]["n"] == 1
+
+
+def test_generation_stops_only_where_the_released_parse_is_settled():
+    """Once the early-stop pattern matches, no continuation can change the released parse."""
+    import re
+
+    from econeval.benchmarks.econnli import ZeroShot
+
+    settled = re.compile(ZeroShot.settled)
+    starts = [" Yes", " yes.", "\n YES", " 'Yes", ' "No-yes', " Nope, yes", " No", " Maybe", " no\tye", ""]
+    tails = ["", " no", "\n\nNo.", "s no", "\tno", " yes", "NO"]
+    for start in starts:
+        if settled.search(start):
+            assert all(parse_answer(start + t) == 1 for t in tails), start
+    assert settled.search(" Yes") and settled.search(' "No-yes') and not settled.search(" No") and not settled.search(" no\tye")
+    assert not settled.search(" Nope, yes")  # the first word ended at the space: the space stop ends it instead

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from econeval.backends import LoadOptions
-from econeval.backends.llamacpp import LlamaCppBackend, _stop_at
+from econeval.backends.llamacpp import LlamaCppBackend
+from econeval.backends.llamacpp_batch import stop_at as _stop_at
 from econeval.config import ModelSpec
 from econeval.types import Generate, OptionLogprobs
 

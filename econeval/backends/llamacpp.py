@@ -25,7 +25,6 @@ from ..config import ModelSpec, cache_home
 from ..errors import ModelError, UsageError
 from ..types import BackendInfo, Completion, Generate, OptionLogprobs, OptionScores
 from .llamacpp_batch import Engine, Job
-from .llamacpp_batch import stop_at as _stop_at  # noqa: F401 (tests)
 
 _SENTINEL = "\x00econeval-split\x00"
 _META_KEYS = ("general.architecture", "general.name", "general.basename", "general.size_label",
