@@ -6,13 +6,14 @@ from __future__ import annotations
 import shlex
 import sys
 import time
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Sequence
 
 from . import config, registry, runner
 from .backends import LoadOptions, check_model, make_backend
-from .errors import Interrupted
+from .errors import Interrupted, UsageError
 from .folder import RunFolder
 from .types import EMBEDDER, JUDGE, MODEL
 
@@ -31,24 +32,36 @@ def evaluate(model: str | config.ModelSpec | None = None, tasks: Sequence[str] =
              task_options: dict[str, Any] | None = None, judge: str | None = None, embedder: str | None = None,
              n_ctx: int | None = None, n_gpu_layers: int | None = None, threads: int | None = None,
              parallel: int | None = None, bootstrap: int = 1000, progress: bool = False,
-             argv: list[str] | None = None) -> dict:
+             argv: list[str] | None = None, chat: str | None = None, base_url: str | None = None,
+             api_key_env: str | None = None, concurrency: int | None = None, timeout: float | None = None,
+             max_retries: int | None = None) -> dict:
     """Evaluate `model` (a .gguf path, a models.toml name, a ModelSpec, or None for the default)
     on `tasks` (names) or a `suite` (default: all), write the run folder `out` (default: a new
     timestamped folder under the data dir; an existing folder of the same run is resumed) and
     return the results document. `task_options` maps option names to values for every selected
-    task that declares them (e.g. {"adaptation": "cot-hidden", "car": True}).
+    task that declares them (e.g. {"adaptation": "cot-hidden", "car": True}). `chat` (on, off,
+    auto) overrides the model's chat mode; `base_url`, `api_key_env`, `concurrency`, `timeout`
+    and `max_retries` concern served models (`model="openai:NAME"`).
 
     Returns the results document with one key added: `run_folder`, the folder written."""
     selected = registry.select(suite, list(tasks))
-    spec = model if isinstance(model, config.ModelSpec) else config.resolve_model(model)
-    load = LoadOptions(n_ctx=n_ctx, n_gpu_layers=n_gpu_layers, n_threads=threads, seed=seed, parallel=parallel)
+    spec = model if isinstance(model, config.ModelSpec) else config.resolve_model(model, base_url=base_url, api_key_env=api_key_env)
+    if chat is not None:
+        if chat not in ("auto", "on", "off"):
+            raise UsageError(f"chat must be auto, on or off, not {chat!r}")
+        spec = replace(spec, chat=chat)
+    load = LoadOptions(n_ctx=n_ctx, n_gpu_layers=n_gpu_layers, n_threads=threads, seed=seed, parallel=parallel,
+                       concurrency=concurrency, timeout=timeout, max_retries=max_retries)
     check_model(spec, load)
-    judge_spec = config.resolve_model(judge) if judge else None
+    judge_spec = config.resolve_model(judge, base_url=base_url if judge.startswith("openai:") else None,
+                                      api_key_env=api_key_env if judge.startswith("openai:") else None) if judge else None
     if judge_spec:
-        check_model(judge_spec, LoadOptions(n_threads=threads, seed=seed))
+        check_model(judge_spec, LoadOptions(seed=seed))
     ctx = runner.RunContext(seed=seed, limit=limit, task_options=dict(task_options or {}), bootstrap=bootstrap)
     ctx.factories[EMBEDDER] = _embedder_factory(embedder)
-    ctx.factories[JUDGE] = (lambda: make_backend(judge_spec, LoadOptions(n_gpu_layers=n_gpu_layers, n_threads=threads, seed=seed))) \
+    judge_load = LoadOptions(n_threads=threads, seed=seed, concurrency=concurrency, timeout=timeout, max_retries=max_retries) \
+        if judge_spec and judge_spec.kind == "openai" else LoadOptions(n_gpu_layers=n_gpu_layers, n_threads=threads, seed=seed)
+    ctx.factories[JUDGE] = (lambda: make_backend(judge_spec, judge_load)) \
         if judge_spec else (lambda: ctx.role(MODEL))
     preps = runner.prepare(selected, ctx)  # data, options and embedder problems show before a model loads
     out = Path(out) if out else config.data_home() / "runs" / f"{datetime.now():%Y%m%d-%H%M%S}-{spec.name}"

@@ -99,7 +99,8 @@ def _collect_options(task_option, **shortcuts) -> dict:
 
 # ---- run ---------------------------------------------------------------------------------
 @cli.command()
-@click.option("--model", "-m", help="Path to a .gguf file or a name from models.toml (default: the embedded Gemma 3 270M).")
+@click.option("--model", "-m", help="Path to a .gguf file, a name from models.toml, or openai:NAME with --base-url "
+                                    "(default: the embedded Gemma 3 270M).")
 @click.option("--suite", "-s", default=None, help="Suite to run: " + ", ".join(registry.suites()) + " (default: all).")
 @click.option("--task", "-t", "tasks", multiple=True, help="Run only this task (repeatable); instead of --suite.")
 @click.option("--limit", "-n", type=click.IntRange(min=1, max=10**9),
@@ -112,6 +113,16 @@ def _collect_options(task_option, **shortcuts) -> dict:
 @click.option("--parallel", "-P", type=click.IntRange(min=1),
               help="Sequences llama.cpp decodes together (default: 8 on a CPU, 32 with GPU offload; recorded in run.json). "
                    "1: one sequence at a time.")
+@click.option("--chat", type=click.Choice(["auto", "on", "off"]),
+              help="Chat template: auto (each task's default, as its paper's code did, when the model has a template), "
+                   "on (every request), off (raw prompts). Default: the model's entry (auto). Recorded in run.json.")
+@click.option("--base-url", help="Served models: the server's URL (with or without /v1), for --model openai:NAME.")
+@click.option("--api-key-env", metavar="VAR", help="Served models: the environment variable holding the API key (default: OPENAI_API_KEY if set).")
+@click.option("--concurrency", "-C", type=click.IntRange(min=1, max=1024),
+              help="Served models: requests in flight at once (default 8; recorded in run.json).")
+@click.option("--timeout", type=click.FloatRange(min=0.1), help="Served models: seconds to wait for one answer (default 120).")
+@click.option("--max-retries", type=click.IntRange(min=0, max=100),
+              help="Served models: retries of one request on 429/5xx/timeouts/dropped connections (default 5).")
 @click.option("--out", "-o", type=click.Path(file_okay=False, path_type=Path),
               help="Run folder (default: a new timestamped folder under the data dir). An existing folder of the same run is resumed.")
 @click.option("--embedder", "-e", help="Sentence embedder for CFBenchmark generation scoring: a models.toml name or a folder (default: m3e-small).")
@@ -121,8 +132,9 @@ def _collect_options(task_option, **shortcuts) -> dict:
               help="Bootstrap resamples for the 95% intervals of the headline numbers (0: none).")
 @click.option("--json", "as_json", is_flag=True, help="Print results.json on stdout instead of the summary table.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress line.")
-def run(model, suite, tasks, limit, seed, n_gpu_layers, n_ctx, threads, parallel, out, embedder, task_option, adaptation, car,
-        questions, cfbenchmark_decoding, judge, n_boot, as_json, quiet):
+def run(model, suite, tasks, limit, seed, n_gpu_layers, n_ctx, threads, parallel, chat, base_url, api_key_env, concurrency,
+        timeout, max_retries, out, embedder, task_option, adaptation, car, questions, cfbenchmark_decoding, judge, n_boot,
+        as_json, quiet):
     """Evaluate a model and write run.json, samples.jsonl and results.json."""
     from .api import evaluate
 
@@ -131,7 +143,8 @@ def run(model, suite, tasks, limit, seed, n_gpu_layers, n_ctx, threads, parallel
     argv = ["econeval", *sys.argv[1:]]
     doc = evaluate(model=model, tasks=tasks, suite=suite, limit=limit, out=out, seed=seed, task_options=options, judge=judge,
                    embedder=embedder, n_ctx=n_ctx, n_gpu_layers=n_gpu_layers, threads=threads, parallel=parallel,
-                   bootstrap=n_boot, progress=not quiet, argv=argv)
+                   bootstrap=n_boot, progress=not quiet, argv=argv, chat=chat, base_url=base_url, api_key_env=api_key_env,
+                   concurrency=concurrency, timeout=timeout, max_retries=max_retries)
     folder = doc.pop("run_folder")
     if as_json:
         _echo_json(doc)
@@ -368,6 +381,31 @@ def models_list(as_json):
         if e.description:
             click.echo(f"      {e.description}")
     click.echo("registry files: " + (", ".join(map(str, config.registry_paths())) or "none"))
+
+
+@models.command("check")
+@click.argument("name")
+@click.option("--base-url", help="For NAME = openai:MODEL: the server's URL.")
+@click.option("--api-key-env", metavar="VAR", help="The environment variable holding the API key.")
+@click.option("--timeout", type=click.FloatRange(min=0.1), help="Seconds to wait for the server.")
+def models_check(name, base_url, api_key_env, timeout):
+    """Check that a model can be used: a served model's server answers and serves it (asks
+    /v1/models); a GGUF file is readable. Prints what identifies it."""
+    from .backends import LoadOptions, check_model, make_backend
+
+    spec = config.resolve_model(name, base_url=base_url, api_key_env=api_key_env)
+    if spec.kind != "openai":
+        check_model(spec)
+        click.echo(f"{spec.name}: {spec.kind} model, {spec.path or 'package ' + str(spec.package)}: ok")
+        return
+    backend = make_backend(spec, LoadOptions(timeout=timeout))
+    info = backend.info()
+    served = info.model.get("served")
+    click.echo(f"{spec.name}: {info.model['base_url']} serves '{spec.api_model}'"
+               + (f" ({', '.join(f'{k} {v}' for k, v in served.items() if k != 'id')})" if served else
+                  " (the server lists no models: not verified beyond reachability)")
+               + f"; repetition penalty sent as {info.details['repeat_penalty_param']}")
+    backend.close()
 
 
 # ---- steer ----

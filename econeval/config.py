@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import platformdirs
@@ -168,9 +168,32 @@ def load_registry(paths: list[Path] | None = None) -> Registry:
     return reg
 
 
-def resolve_model(arg: str | None, registry: Registry | None = None) -> ModelSpec:
-    """`--model` is a path to a .gguf file or a registry name; None means the registry default."""
+def served_model(name: str, base_url: str | None, api_key_env: str | None = None) -> ModelSpec:
+    """`--model openai:NAME --base-url URL`: a served model without a registry entry. The key comes
+    from `api_key_env` or, when that is not given, OPENAI_API_KEY if it is set."""
+    if not name:
+        raise UsageError("--model openai:NAME needs the served model's name after 'openai:'")
+    if not base_url:
+        raise UsageError(f"--model openai:{name} needs --base-url URL (the server, e.g. http://127.0.0.1:8000/v1)")
+    if api_key_env is None and os.environ.get("OPENAI_API_KEY"):
+        api_key_env = "OPENAI_API_KEY"
+    return ModelSpec(name=name, kind="openai", base_url=base_url, api_model=name, api_key_env=api_key_env,
+                     chat="auto", source="--model openai:NAME")
+
+
+def resolve_model(arg: str | None, registry: Registry | None = None, base_url: str | None = None,
+                  api_key_env: str | None = None) -> ModelSpec:
+    """`--model` is a path to a .gguf file, a registry name or `openai:NAME` (with `base_url`);
+    None means the registry default. `base_url` / `api_key_env` also override a served registry
+    entry's."""
+    if arg and arg.startswith("openai:"):
+        return served_model(arg[len("openai:"):], base_url, api_key_env)
     reg = registry or load_registry()
+    if base_url or api_key_env:
+        spec = resolve_model(arg, reg)
+        if spec.kind != "openai":
+            raise UsageError("--base-url and --api-key-env apply to served models (--model openai:NAME or a base_url entry)")
+        return replace(spec, base_url=base_url or spec.base_url, api_key_env=api_key_env or spec.api_key_env)
     if arg is None:
         if not reg.default_model or reg.default_model not in reg.models:
             raise UsageError("no --model given and models.toml names no default model")

@@ -317,7 +317,8 @@ def run(tasks: list[Task], backend, out_dir: Path, ctx: RunContext, preps: dict[
     meta["schedule"] = {"chunk_items": chunk_size(info.parallel),
                         "description": "each task's items in fixed chunks of its item list; a chunk's requests go to the "
                                        "backend together, stage by stage; a chunk is written whole or not at all"}
-    identity["chunk_items"] = meta["schedule"]["chunk_items"]
+    if info.composition_matters:
+        identity["chunk_items"] = meta["schedule"]["chunk_items"]
     own = folder is None
     folder = folder or RunFolder.open(out_dir)
     try:
@@ -372,7 +373,7 @@ def _run_locked(tasks, backend, folder: RunFolder, ctx, preps, meta, show_progre
             log.close()
         doc = {"econeval_version": __version__, "model": meta["backend"]["model"]["name"], "limit": ctx.limit, "tasks": results}
         sig.write(folder.write_results, results_name, doc)
-        meta.update(status="complete", finished=now(), timing=timing,
+        meta.update(status="complete", finished=now(), timing=timing, backend=backend.info().to_json(),
                     peak_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1))
         sig.write(folder.write_meta, meta)
     return doc

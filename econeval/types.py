@@ -103,12 +103,15 @@ class BackendInfo:
     schedule: str  # how prompts are evaluated (scores depend on it)
     chat_template_applied: bool
     parallel: int = 1  # requests the backend evaluates together (the runner's chunks hold at least 2x as many items)
+    # whether results depend on which requests are evaluated together (in-process batching): then
+    # the chunk size is part of the run's identity
+    composition_matters: bool = True
     details: dict[str, Any] = field(default_factory=dict)
 
     def identity(self) -> dict[str, Any]:
         ident = self.model.get("identity") or {k: self.model.get(k) for k in ("sha256",)}
         return {"kind": self.kind, "model": ident, "n_ctx": self.n_ctx, "schedule": self.schedule,
-                "chat_template_applied": self.chat_template_applied}
+                "chat_template_applied": self.chat_template_applied, "chat_mode": self.details.get("chat_mode")}
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "model": self.model, "n_ctx": self.n_ctx, "device": self.device,

@@ -105,9 +105,9 @@ def test_chat_endpoint(server):
     assert lp["No"] == pytest.approx(math.log(0.8)) and lp["Yes"] == pytest.approx(math.log(0.1))
     path, body, _ = FakeOpenAI.requests_seen[-1]
     assert path == "/v1/chat/completions" and body["logprobs"] is True and body["top_logprobs"] == 20
-    # a task that does not ask for chat still uses the completions endpoint
+    # chat = "on" sends every request to the chat endpoint, whatever the task's default
     be.generate([Generate(prompt="demand increases", max_tokens=5)])
-    assert FakeOpenAI.requests_seen[-1][0] == "/v1/completions"
+    assert FakeOpenAI.requests_seen[-1][0] == "/v1/chat/completions"
 
 
 def test_run_econnli_through_the_api(cli, tmp_path, registry):
@@ -124,7 +124,8 @@ def test_run_econnli_through_the_api(cli, tmp_path, registry):
 def test_api_errors_are_one_clean_line(cli, tmp_path, registry):
     rc, _, err = cli("run", "--model", "down", "--task", "econnli-zero", "--limit", "1", "--out", tmp_path / "a", env=registry)
     assert rc == 1 and "cannot reach http://127.0.0.1:9" in err and "Traceback" not in err
-    rc, _, err = cli("run", "--model", "busy", "--task", "econnli-zero", "--limit", "1", "--out", tmp_path / "b", env=registry)
+    rc, _, err = cli("run", "--model", "busy", "--task", "econnli-zero", "--limit", "1", "--max-retries", "1",
+                     "--out", tmp_path / "b", env=registry)
     assert rc == 1 and "HTTP 503" in err and "Traceback" not in err
     rc, _, err = cli("run", "--model", "hosted", "--task", "econnli-zero", "--limit", "1", "--out", tmp_path / "c",
                      env={**registry, "FAKE_KEY": ""})

@@ -22,6 +22,9 @@ class LoadOptions:
     n_threads: int | None = None
     seed: int = 0
     parallel: int | None = None  # sequences decoded together (llama.cpp); None: the backend's default
+    concurrency: int | None = None  # requests in flight (served models); None: the backend's default
+    timeout: float | None = None  # seconds per request (served models)
+    max_retries: int | None = None  # retries per request (served models)
 
 
 def check_model(spec: ModelSpec, load: LoadOptions | None = None) -> None:

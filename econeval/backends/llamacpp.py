@@ -147,6 +147,9 @@ class LlamaCppBackend:
             raise UsageError("--n-gpu-layers must be -1 (all) or a number of layers")
         if load.parallel is not None and not 1 <= load.parallel <= MAX_PARALLEL:
             raise UsageError(f"--parallel {load.parallel} is out of range (1 to {MAX_PARALLEL})")
+        if load.concurrency is not None or load.timeout is not None or load.max_retries is not None:
+            raise UsageError("--concurrency, --timeout and --max-retries apply to served models; "
+                             "use --parallel for a local GGUF model")
 
     def __init__(self, spec: ModelSpec, load=None):
         import llama_cpp
