@@ -290,6 +290,26 @@ def _write_scored_folder(out: Path, task, prep, ctx, predictions: Path, records:
         folder.close()
 
 
+# ---- report ------------------------------------------------------------------------------
+@cli.command("report")
+@click.argument("runs", nargs=-1, required=True, type=click.Path(file_okay=False, exists=True, path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["md", "csv", "json", "html"]), default="md", show_default=True)
+@click.option("--out", "-o", type=click.Path(dir_okay=False, path_type=Path), help="Write the report to this file (default: stdout).")
+def report_cmd(runs, fmt, out):
+    """Each suite's table in its paper's layout: the runs' rows (with 95% intervals and item
+    counts) beside the papers' published rows, deviations under each table. With several runs,
+    each later run is also compared with the first. html: one self-contained file with plots
+    (plots need the `report` extra: matplotlib)."""
+    from .report import build, render
+
+    text = render(build(list(runs)), fmt)
+    if out:
+        write_atomic(out, text.encode("utf-8"))
+        click.echo(f"econeval: report written to {out}", err=True)
+    else:
+        click.echo(text)
+
+
 # ---- compare -----------------------------------------------------------------------------
 @cli.command("compare")
 @click.argument("baseline", type=click.Path(file_okay=False, exists=True, path_type=Path))

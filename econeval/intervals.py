@@ -22,7 +22,7 @@ def percentile_interval(values: list[float]) -> tuple[float, float] | None:
 
 def headline_intervals(task: Task, records: list[dict], prep: Prepared, n_boot: int, seed: int) -> dict[str, Any] | None:
     """Resample the scored items with replacement `n_boot` times (seeded), recompute the task's
-    table and read its headline numbers; the 95% percentile interval of each."""
+    table and read its headline and table numbers; the 95% percentile interval of each."""
     if not n_boot or not records:
         return None
     rng = random.Random(f"{seed}/{task.name}/bootstrap")
@@ -30,7 +30,8 @@ def headline_intervals(task: Task, records: list[dict], prep: Prepared, n_boot: 
     n = len(records)
     for _ in range(n_boot):
         sample = [records[rng.randrange(n)] for _ in range(n)]
-        for key, value in task.headline(task.aggregate(sample, prep)).items():
+        result = task.aggregate(sample, prep)
+        for key, value in {**task.headline(result), **task.table_numbers(result)}.items():
             if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
                 draws.setdefault(key, []).append(float(value))
     out: dict[str, Any] = {"method": f"bootstrap over the {n} scored items, {n_boot} resamples, 95% percentile interval",

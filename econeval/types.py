@@ -281,6 +281,11 @@ class Task:
         """A few numbers of `result` for the summary table printed after a run."""
         return {}
 
+    def table_numbers(self, result: dict) -> dict[str, float | None]:
+        """Every number of the paper's table in `result`, keyed by the table's column names
+        (what `intervals` covers and `econeval report` prints); default: the headline."""
+        return self.headline(result)
+
     def answer_options(self, item: dict, prep: Prepared) -> tuple[str, ...] | None:
         """The options whose log-probabilities a prediction may give for `item` (`econeval
         score` validates against them): those of the first stage's `option_logprobs` request."""

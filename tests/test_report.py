@@ -1,0 +1,131 @@
+"""`econeval report`: the published rows are the papers' numbers, the runs' rows and intervals
+appear in every format, and the HTML page renders in a real headless browser without network."""
+
+import csv
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+
+PAPERS = REPO.parent / "shared" / "papers"
+
+
+def _fmt(value, decimals, percent=False):
+    text = str(value) if isinstance(value, int) else f"{value:.{decimals}f}"
+    return text + ("%" if percent else "")
+
+
+@pytest.mark.parametrize("paper", ["econnli", "econlogicqa", "cfbenchmark", "steer_me"])
+def test_every_published_number_is_in_the_paper(paper):
+    doc = json.loads((REPO / "econeval" / "published" / f"{paper}.json").read_text())
+    path = REPO.parent / "shared" / doc["source"].removeprefix("../shared/")
+    if not path.is_file():
+        pytest.skip(f"the paper text {path} is not beside the repository")
+    text = path.read_text()
+    checked = 0
+    for name, table in doc["tables"].items():
+        for row in table["rows"]:
+            dec = table["decimals"]
+            if paper == "steer_me":  # an HTML table: <td>model</td> then one <td> per value
+                cells = [re.escape(f"<td>{row['model']}</td>")] + [re.escape(f"<td>{_fmt(v, dec)}</td>") for v in row["values"]]
+                assert re.search(r"\s*".join(cells), text), row
+            else:
+                percent = [paper == "econlogicqa" or (name == "table6" and i == 3) for i in range(len(row["values"]))]
+                values = "\t".join(_fmt(v, dec, p) for v, p in zip(row["values"], percent))
+                lead = row.get("prompting") or row.get("size")
+                expected = f"{lead}\t{values}" if lead else values
+                starts = [m.start() for m in re.finditer(re.escape(row["model"]), text)]
+                assert starts, row["model"]
+                # the numbers follow the row's name within its table block (Table 4: the model's 3 lines)
+                assert any(expected in text[s:s + 400] for s in starts), (row, expected)
+            checked += 1
+    assert checked >= 5
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory, tiny_model):
+    """Two runs of the tiny model (the second with another seed for STEER-ME's draws is not
+    needed: the same run twice is a valid comparison)."""
+    from conftest import run_cli
+
+    base = tmp_path_factory.mktemp("report")
+    reg = base / "models.toml"
+    reg.write_text(f'default = "tiny"\n[models.tiny]\npath = "{tiny_model}"\nn_ctx = 2048\nchat = "off"\n')
+    env = {"ECONEVAL_MODELS": str(reg), "ECONEVAL_HOME": str(base / "home")}
+    folders = []
+    for name in ("a", "b"):
+        out = base / name
+        rc, _, err = run_cli("run", "--task", "econnli-zero", "--task", "steer-me", "--task", "econlogicqa-1shot",
+                             "--limit", "6", "--bootstrap", "200", "--quiet", "--out", out, env=env)
+        assert rc == 0, err
+        folders.append(out)
+    return folders
+
+
+def test_report_formats(cli, two_runs):
+    a, b = two_runs
+    rc, md, err = cli("report", a, "--format", "md")
+    assert rc == 0, err
+    assert "## EconNLI Table 4" in md and "| paper | GPT-4 | Zero | 0.895 | 0.762 | 0.823 |" in md
+    assert "## EconLogicQA Table 2: accuracy (%)" in md and "| paper | GPT-4-Turbo |  | 56.92 | 56.15 |" in md
+    run_rows = [line for line in md.splitlines() if line.startswith("| run | tiny |")]
+    assert run_rows and any(re.search(r"\d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\]", line) for line in run_rows)  # value [interval]
+    assert "re-implementation" in md and "partial train split" in md and "--limit 6" in md
+    rc, text, _ = cli("report", a, b, "--format", "csv")
+    rows = list(csv.DictReader(io.StringIO(text)))
+    mine = [r for r in rows if r["source"] == "run" and r["table"] == "econnli-table4"]
+    assert len(mine) == 2 * 9 and all(r["n"] == "6" for r in mine)
+    rc, text, _ = cli("report", a, b, "--format", "json")
+    doc = json.loads(text)
+    assert {t["id"] for t in doc["tables"]} >= {"econnli-table4", "econlogicqa-table2", "steer-me-overall", "steer-me-element"}
+    assert doc["compare"][0]["rows"] and all(r["verdict"] in ("ok", "n/a") for r in doc["compare"][0]["rows"])
+    rc, _, err = cli("report", a.parent / "nothing-here")
+    assert rc == 2 and "Traceback" not in err
+
+
+def _chromium() -> str | None:
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found or not shutil.which("apt-get") or os.geteuid() != 0:
+        return found
+    # Debian's chromium, from the package registry (CI installs it here when it is missing)
+    subprocess.run(["apt-get", "install", "-y", "-q", "--no-install-recommends", "chromium"],
+                   capture_output=True, timeout=900, env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+    return shutil.which("chromium")
+
+
+def test_html_report_renders_offline_in_chromium(cli, two_runs, tmp_path):
+    pytest.importorskip("matplotlib", reason="plots need the report extra (installed by tools/bootstrap.sh)")
+    page = tmp_path / "report.html"
+    rc, _, err = cli("report", *two_runs, "--format", "html", "--out", page)
+    assert rc == 0, err
+    html = page.read_text()
+    assert not re.search(r"<(script|link|img|iframe)\b", html) and not re.search(r"(src|href)=\"?https?:", html)  # self-contained
+    assert html.count("<svg") >= 3  # EconNLI bars, STEER-ME heatmap, reliability diagrams, forest plot
+    browser = _chromium()
+    if browser is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is missing and could not be installed (apt-get install chromium)")
+        pytest.skip("chromium is not installed (apt-get install chromium)")
+    shot = tmp_path / "shot.png"
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run",
+             "--disable-dev-shm-usage", f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1280,4000"]
+    offline = ["unshare", "-n"] if shutil.which("unshare") and os.geteuid() == 0 else []
+    dom = subprocess.run([*offline, browser, *flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=180)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    tables = re.findall(r'<table class="results">.*?</table>', dom.stdout, re.S)
+    assert len(tables) >= 4 and all("<td" in t for t in tables)
+    svgs = re.findall(r"<svg.*?</svg>", dom.stdout, re.S)
+    assert len(svgs) >= 3 and all(len(re.findall(r"<path\b", s)) >= 3 for s in svgs)  # plots with drawn marks
+    subprocess.run([*offline, browser, *flags, f"--screenshot={shot}", page.as_uri()], capture_output=True, timeout=180)
+    assert shot.is_file() and shot.stat().st_size > 20_000
+    from matplotlib.image import imread
+
+    img = imread(shot)
+    assert img.shape[0] >= 1000 and img[..., :3].std() > 0.05  # not a blank page
