@@ -27,7 +27,7 @@ class Generate:
     prefix: str = ""
     repeat_penalty: float = 1.0  # HF-style, over the whole context
     stop_after_text: bool = True  # stop strings apply only once non-blank text was generated
-    chat: bool = False  # the task asks for the chat template (applied when the model allows)
+    chat: bool = False  # the task's default (what its paper's code did): the chat template, when the model has one
     role: str = MODEL
     # stop as soon as the text so far matches (re.search): the task's parse is settled then
     stop_regex: str | None = None

@@ -131,6 +131,33 @@ def test_samples_keep_the_prompts_and_score_reads_a_run(cli, tmp_path, tiny_mode
     assert scored["paper"] == ran["paper"] and scored["n"] == 3
 
 
+def test_each_task_defaults_to_its_papers_chat_convention_and_chat_overrides(cli, tmp_path, tiny_chat_model):
+    """EconNLI, EconLogicQA and CFBenchmark sent raw prompts in their authors' code; STEER-ME's
+    authors used chat APIs. --chat on|off overrides, and is part of the run's identity."""
+    reg = tmp_path / "models.toml"
+    reg.write_text(f'[models.chatty]\npath = "{tiny_chat_model}"\nn_ctx = 2048\n')  # chat = "auto"
+    env = {"ECONEVAL_MODELS": str(reg)}
+    run = tmp_path / "run"
+    tasks = ["econnli-zero", "econnli-icl", "econnli-gen", "econlogicqa-1shot", "steer-me"]
+    rc, _, err = cli("run", "--model", "chatty", *[a for t in tasks for a in ("--task", t)], "--limit", "1",
+                     "--quiet", "--out", run, env=env)
+    assert rc == 0, err
+    samples = [json.loads(l) for l in (run / "samples.jsonl").read_text().splitlines()]
+    templated = {(s["task"], name) for s in samples for name in s.get("rendered", {})}
+    # only STEER-ME's requests and econnli-gen's judge (GPT-4 through its chat API in the released code)
+    assert {t for t, _ in templated} == {"steer-me", "econnli-gen"}
+    assert {n for t, n in templated if t == "econnli-gen"} == {"judge_response", "judge_option_logprobs"}
+    rc, _, err = cli("run", "--model", "chatty", *[a for t in tasks for a in ("--task", t)], "--limit", "1", "--chat", "on",
+                     "--quiet", "--out", run, env=env)
+    assert rc == 2 and "chat_mode" in err  # another chat mode is another run
+    on = tmp_path / "on"
+    rc, _, err = cli("run", "--model", "chatty", "--task", "econlogicqa-1shot", "--limit", "1", "--chat", "on",
+                     "--quiet", "--out", on, env=env)
+    assert rc == 0, err
+    assert json.loads((on / "samples.jsonl").read_text().splitlines()[0])["rendered"]["response"].startswith("<|user|>")
+    assert json.loads((on / "run.json").read_text())["backend"]["chat_mode"] == "on"
+
+
 def _imports(path: Path) -> set[str]:
     tree = ast.parse(path.read_text())
     names = set()

@@ -157,3 +157,56 @@ def test_run_zero_shot_and_report_context_skips(cli, tmp_path, registry):
     assert len(samples) == 8
     kept = [s for s in samples if not s.get("skipped")]
     assert all(("f1" in s) != ("similarity" in s) for s in kept)
+
+
+def _released_f1(gold: str, output: str, label_list: list[str]) -> float:
+    """CFBenchmark.py's get_y + get_f1_score, transcribed (numpy arrays, the released conditions)."""
+    import numpy as np
+
+    y_true, y_pred = np.zeros(len(label_list) + 1), np.zeros(len(label_list) + 1)
+    response = set([i.strip() for i in str(gold).replace("，", ",").strip().split(",") if i])
+    out = set([i.strip() for i in str(output).replace("，", ",").strip().split(",") if i])
+    for i, lab in enumerate(label_list):
+        y_true[i] = lab in response
+        y_pred[i] = lab in out
+    if y_pred.sum() == 0 or len(out) > y_pred.sum():
+        y_pred[-1] = 1
+    with np.errstate(invalid="ignore", divide="ignore"):
+        prec, reca = (y_true * y_pred).sum() / y_true.sum(), (y_true * y_pred).sum() / y_pred.sum()
+    return 0.0 if prec == 0 or reca == 0 or np.isnan(prec) else float(2 * prec * reca / (prec + reca))
+
+
+def test_f1_extra_slot_follows_the_released_condition_on_repeated_labels():
+    # a label repeated in the gold list is counted twice in y_pred: one item outside the list then
+    # does not set the extra slot (released), where "any item outside the list" would
+    assert row_f1("A，B，A", "A,C", ["A", "B", "A"]) == pytest.approx(0.8)  # hand: P 2/3, R 2/2
+    assert _released_f1("A，B，A", "A,C", ["A", "B", "A"]) == pytest.approx(0.8)
+    rows = {t: data.load("cfbenchmark", f"{t.split('/')[0]}.jsonl")[int(t.split('/')[1])]
+            for t in ("product/102", "product/137", "product/167", "company/187")}
+    for name, row in rows.items():
+        gold = row["response"]
+        labels = gold.split("，")
+        assert len(labels) > len(set(labels)), name  # these rows repeat an entity
+        repeated = next(x for x in labels if labels.count(x) > 1)
+        for pred in (f"{repeated},不在列表", f"{repeated}，{labels[0]}，外部公司，另一个", "不在列表", "", f"{repeated}, ,"):
+            assert row_f1(gold, pred, labels) == pytest.approx(_released_f1(gold, pred, labels)), (name, pred)
+
+
+def test_missing_reference_and_empty_answers_are_embedded_as_nan():
+    from econeval.benchmarks.cfbenchmark import FewShot, ZeroShot, released_text
+    from econeval.types import Prepared
+
+    assert released_text(None) == "nan" and released_text("") == "nan" and released_text("None") == "nan"
+    assert released_text("利好") == "利好"
+    prep = Prepared(items=[], state={"fewshot": None, "labels": {}, "mode": "released"})
+    missing = data.load("cfbenchmark", "summary.jsonl")[426]
+    assert missing["response"] is None
+    sim = ZeroShot().requests(missing, prep, {"response": "公司业绩增长"})["similarity"]
+    assert sim.a == "公司业绩增长" and sim.b == "nan"  # released: str(NaN) is embedded
+    item = data.load("cfbenchmark", "risk.jsonl")[0]
+    sim = ZeroShot().requests(item, prep, {"response": "\n"})["similarity"]
+    assert sim.a == "nan" and sim.b == item["response"]
+    rec = ZeroShot().score(item, {"response": "", "similarity": 0.3}, prep)
+    assert rec["nan_substituted"] == ["answer"]
+    assert not FewShot().requests(item, Prepared(items=[], state={"fewshot": {"risk": "x"}, "labels": {}, "mode": "released"}),
+                                  {"response": ""})["similarity"].a == ""

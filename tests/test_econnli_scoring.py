@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from econeval.benchmarks.econnli import parse_answer, parse_cot, table_row
+from econeval.benchmarks.econnli import cot_votes, parse_answer, released_icl_parse, table_row
 from econeval import data
 
 
@@ -17,10 +17,66 @@ def test_released_parse_rule(text, expected):
     assert parse_answer(text) == expected
 
 
-def test_cot_reads_the_line_after_the_reasoning():
-    assert parse_cot(" Demand rises, so prices rise.\n Yes. \n") == 1
-    assert parse_cot("Borrowing raises rates.\n\n No.") == 0
-    assert parse_cot("Yes, because demand rises.") is None  # reasoning only, no answer line
+def test_released_cot_rules():
+    # released-llama ('Yes.' then 'No.'), released-finma (independent 'Yes' / 'No'), released-gpt (last line)
+    answer = " Demand rises, so prices rise. Not obvious.\n Yes. \n"
+    assert cot_votes(answer, "released-llama") == [1]
+    assert cot_votes(answer, "released-finma") == [1, 0]  # "Not" contains "No": counted twice
+    assert cot_votes(answer, "released-gpt") == [1]
+    assert cot_votes("Borrowing raises rates.\n No.", "released-llama") == [0]
+    assert cot_votes("Borrowing raises rates.\n no", "released-llama") == []  # case-sensitive, with the period
+    assert cot_votes("Yes, because demand rises.\nIt is known.", "released-gpt") == [0]  # 'no' in "known"
+    assert cot_votes("Yes.\n### Question: ... No.", "released-finma") == [1]  # cut at the next question
+    assert cot_votes("Maybe", "released-finma") == [] and cot_votes("maybe\n", "released-gpt") == []
+
+
+def test_released_icl_parse_reads_the_demonstration():
+    """The released open-model ICL code splits prompt + output at the first 'answer:'."""
+    from econeval.benchmarks.econnli import ICL
+
+    prompt = ICL.format(p_pos="a", h_pos="b", p_neg="c", h_neg="d", premise="e", hypothesis="f")
+    assert released_icl_parse(prompt, " No") == 1 and released_icl_parse(prompt, "") == 1
+    assert parse_answer(" No") == 0  # econeval's headline reads the model's own continuation
+
+
+def test_icl_released_code_extra_reproduces_the_published_open_model_row(cli, tmp_path):
+    """Whatever the answers, the released parse gives Table 4's open-model ICL row on the full test set."""
+    test = data.load("econnli", "test.jsonl")
+    path = tmp_path / "p.jsonl"
+    path.write_text("\n".join(json.dumps({"id": r["id"], "response": [" No", " Yes", "??"][i % 3]}) for i, r in enumerate(test)))
+    rc, out, err = cli("score", "--task", "econnli-icl", "--predictions", path)
+    assert rc == 0, err
+    res = json.loads(out)["tasks"]["econnli-icl"]
+    assert _round3(res["extras"]["released_code"]) == [0.0, 0.0, 0.0, 0.5, 1.0, 0.667, 0.25, 0.5, 0.333]
+    assert res["extras"]["released_code"]["n"] == 1026
+    assert _round3(res["paper"]) != _round3(res["extras"]["released_code"])  # the headline reads the model's answer
+
+
+def test_cot_headline_follows_the_chosen_released_rule(cli, tmp_path):
+    test = data.load("econnli", "test.jsonl")[:6]
+    answers = ["Reason.\nYes.", "Reason.\nNo.", "Not sure.\nYes.", "Reason.\nno", "Reason", "Reason.\nYes."]
+    path = tmp_path / "p.jsonl"
+    path.write_text("\n".join(json.dumps({"id": r["id"], "response": a}) for r, a in zip(test, answers)))
+    gold = [r["label"] for r in test]
+    rc, out, err = cli("score", "--task", "econnli-cot", "--predictions", path)
+    assert rc == 0, err
+    res = json.loads(out)["tasks"]["econnli-cot"]
+    assert res["parse_rule"] == "released-llama" and res["n_unparsed"] == 2  # "no" (no period) and "Reason"
+    assert res["paper"]["accuracy"] == pytest.approx(sum(g == p for g, p in zip(gold, [1, 0, 1, None, None, 1]) if p is not None) / 4)
+    finma = res["extras"]["released-finma"]
+    assert finma["n_predictions"] == 5 and finma["n_counted_twice"] == 1  # "Not sure.\nYes." counts as No and Yes
+    rc, out, err = cli("score", "--task", "econnli-cot", "--predictions", path, "-T", "cot_parse=released-gpt")
+    res = json.loads(out)["tasks"]["econnli-cot"]
+    assert res["parse_rule"] == "released-gpt" and res["n_unparsed"] == 1  # only "Reason" has no yes/no on its last line
+
+
+def test_cot_prompt_is_the_released_notebook_text():
+    from econeval.benchmarks.econnli import COT_DEMOS, COT_QUESTION
+
+    prompt = COT_DEMOS + COT_QUESTION.format(premise="P", hypothesis="H")
+    assert prompt.count("### Answer:") == 3 and prompt.endswith("premise:P, hypothesis: H \n \n### Answer:\n")
+    assert "premise: government borrowing creates higher demand for credit in the financial markets,hypothesis: " \
+           "interest rates decreases across the market. \n ### Answer:When the government borrows money" in prompt
 
 
 def _round3(row):
@@ -75,13 +131,20 @@ def test_score_uses_option_logprobs_when_given(cli, tmp_path):
     assert res["extras"]["logprob"]["accuracy"] == 1.0
 
 
-def test_judge_label_parsing():
-    from econeval.benchmarks.econnli import parse_judge
+def test_judge_label_parsing_and_prompt_follow_the_released_code():
+    from econeval.benchmarks.econnli import GenTask, parse_judge, released_gen_answer
 
     assert parse_judge(" Entailment") == "entailment"
-    assert parse_judge("contradiction, not entailment") == "contradiction"
+    assert parse_judge("contradiction, not entailment") == "entailment"  # released order: entailment is checked first
     assert parse_judge("IRRELEVANT.") == "irrelevant"
     assert parse_judge("unclear") is None
+    item = {"id": "x", "premise": "demand rises", "hypothesis": "prices rise"}
+    gen = GenTask()
+    first = gen.requests(item, None, {})["response"]
+    assert first.max_tokens == 100 and first.stop == () and not first.chat  # 100 tokens, no newline cut, raw prompt
+    assert released_gen_answer(first.prompt, " Prices go up.\nMore text. ") == "Prices go up.\nMore text."
+    judge = gen.requests(item, None, {"response": " Prices go up."})["judge_response"]
+    assert judge.prompt.endswith("Only provide the label.Event 1: prices rise, event 2:Prices go up.")  # (hypothesis, answer)
 
 
 def test_generation_task_with_a_judge(cli, tmp_path, tiny_model):

@@ -157,6 +157,11 @@ def test_chat_template_applied_when_the_model_has_one(tiny_chat_model):
     plain = be.generate([Generate(prompt="the order", max_tokens=2, chat=False)])[0]
     assert chat.n_prompt_tokens == plain.n_prompt_tokens + 3  # <|user|> <|end|> <|assistant|>
     assert chat.rendered and chat.rendered.startswith("<|user|>") and plain.rendered is None
+    on = LlamaCppBackend(ModelSpec(name="tiny-chat", path=str(tiny_chat_model), n_ctx=512, chat="on"))
+    assert on.generate([Generate(prompt="the order", max_tokens=2, chat=False)])[0].rendered.startswith("<|user|>")
+    off = LlamaCppBackend(ModelSpec(name="tiny-chat", path=str(tiny_chat_model), n_ctx=512, chat="off"))
+    assert off.generate([Generate(prompt="the order", max_tokens=2, chat=True)])[0].rendered is None
+    assert (be.info().identity()["chat_mode"], on.info().identity()["chat_mode"]) == ("auto", "on")
 
 
 def test_info_records_what_reproduces_a_run(backend, tiny_model):

@@ -243,8 +243,13 @@ class LlamaCppBackend:
         out = fmt(messages=[{"role": "user", "content": text}]).prompt
         return out[len(bos):] if bos and out.startswith(bos) else out  # BOS is added as a token
 
+    def _chat(self, task_default: bool) -> bool:
+        """Whether a request gets the chat template: chat = "on" every request, "off" none,
+        "auto" those whose task asks for it (its paper's code did) when the file has a template."""
+        return self.spec.chat == "on" or (task_default and self.use_chat)
+
     def _texts(self, prompt: str, prefix: str, chat: bool) -> tuple[str, str, bool]:
-        if chat and self.use_chat:
+        if self._chat(chat):
             full = self._render_chat(prompt)
             pre = self._render_chat(prefix + _SENTINEL).split(_SENTINEL)[0] if prefix else ""
             return full, (pre if full.startswith(pre) else ""), True
@@ -267,7 +272,7 @@ class LlamaCppBackend:
     def _continuation(self, full_text: str, tokens: list[int], option: str, chat: bool) -> tuple[int, ...]:
         """The tokens the model would emit for `option` after the prompt: the joint tokenization
         minus the prompt's, when the prompt's tokens survive; else the option on its own."""
-        special = chat and self.use_chat
+        special = self._chat(chat)
         joint = self.tokenize(full_text + option, special)
         if joint[: len(tokens)] == tokens and len(joint) > len(tokens):
             return tuple(joint[len(tokens):])
@@ -282,7 +287,7 @@ class LlamaCppBackend:
         prepared = []
         for req in requests:
             full, tokens, n_prefix = self._tokens(req.prompt, req.prefix, req.chat)
-            prepared.append((req, full, tokens, n_prefix, full if req.chat and self.use_chat else None))
+            prepared.append((req, full, tokens, n_prefix, full if self._chat(req.chat) else None))
         jobs: list[Job] = []
         where: list[tuple[int | None, str]] = []  # request → (job index, "gen" | "scores"), None: did not fit
         merged: dict[tuple, int] = {}

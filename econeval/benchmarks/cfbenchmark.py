@@ -76,23 +76,36 @@ def extract(prompt: str, response: str, few: bool) -> str:
     return parts[k].split("\n")[0].strip() if len(parts) > k else ""
 
 
-def _items(s: str) -> list[str]:
-    return [x.strip() for x in s.replace("，", ",").split(",") if x.strip()]
+def _items(s: str) -> set[str]:
+    """The released `get_y` split: `，` → `,`, strip the whole text, split on `,`, keep the parts
+    that are non-empty *before* stripping (so " " becomes an empty item), strip each."""
+    return {x.strip() for x in s.replace("，", ",").strip().split(",") if x}
 
 
 def row_f1(gold: str, pred: str, labels: list[str]) -> float:
-    """The released F1 of one row over the label list L, with the extra slot set in y_pred
-    when nothing matched or the prediction holds items outside L."""
-    g, p = set(_items(gold)), set(_items(pred))
-    y_true = [int(lab in g) for lab in labels]
-    y_pred = [int(lab in p) for lab in labels]
-    if sum(y_pred) == 0 or any(x not in labels for x in p):
-        y_true.append(0)
-        y_pred.append(1)
+    """The released F1 of one row over the label list L (which may repeat a label), with one
+    extra slot set in y_pred when nothing matched or when the prediction holds more items than
+    y_pred counts (`y_pred.sum() == 0 or len(output) > y_pred.sum()`, exactly as released)."""
+    g, p = _items(gold), _items(pred)
+    y_true = [int(lab in g) for lab in labels] + [0]
+    y_pred = [int(lab in p) for lab in labels] + [0]
+    if sum(y_pred) == 0 or len(p) > sum(y_pred):
+        y_pred[-1] = 1
     tp = sum(t and q for t, q in zip(y_true, y_pred))
-    prec = tp / sum(y_true) if sum(y_true) else 0.0
-    rec = tp / sum(y_pred) if sum(y_pred) else 0.0
-    return 2 * prec * rec / (prec + rec) if prec + rec else 0.0
+    prec = tp / sum(y_true) if sum(y_true) else 0.0  # released: 0/0 is NaN, which its mean counts as 0
+    rec = tp / sum(y_pred)
+    return 2 * prec * rec / (prec + rec) if prec and rec else 0.0
+
+
+# pandas' default NA strings: the released scorer writes answers to CSV and reads them back, so
+# an answer (or reference) equal to one of these, or empty, becomes NaN and is embedded as "nan"
+PANDAS_NA = {"", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN", "<NA>", "N/A",
+             "NA", "NULL", "NaN", "None", "n/a", "nan", "null"}
+
+
+def released_text(text: str | None) -> str:
+    """A text as the released scorer embeds it after its CSV round trip."""
+    return "nan" if text is None or text in PANDAS_NA else text
 
 
 def table2(scores: dict[str, float | None]) -> dict[str, float | None]:
@@ -130,6 +143,10 @@ class _CFB(Task):
             "stop": "first newline: the released post-processing keeps only the first line, so the score is unchanged",
             "post_processing": f"text after the {'4th' if self.few else '1st'} '回答：' of prompt + response, first line, stripped",
             "limit": "--limit N takes the first N rows of each of the 8 sub-tasks",
+            "chat_template": "none by default: the released code tokenizes the raw prompt (--chat on applies one)",
+            "f1": "released get_y: extra y_pred slot when y_pred.sum() == 0 or len(output set) > y_pred.sum()",
+            "missing_text": "released: an empty answer or a missing reference is embedded as the string 'nan' "
+                            "(pandas CSV round trip); extras.missing_as_zero scores those rows 0",
         }
         return Prepared(items=items, settings=settings, state={"fewshot": fewshot if self.few else None, "labels": labels, "mode": mode})
 
@@ -147,9 +164,10 @@ class _CFB(Task):
             prefix, prompt = build_prompt(item, few[item["task"]] if few else None)
             max_tokens, penalty = decoding(item["task"], self.few, prep.state["mode"])
             return {"response": Generate(prompt=prompt, prefix=prefix, max_tokens=max_tokens, stop=("\n",),
-                                         stop_after_text=False, repeat_penalty=penalty, chat=True)}
-        if item["task"] in GENERATION and item["response"] is not None and "similarity" not in outputs:
-            return {"similarity": Similarity(self._answer(item, prep, outputs["response"]), item["response"])}
+                                         stop_after_text=False, repeat_penalty=penalty)}
+        if item["task"] in GENERATION and "similarity" not in outputs:
+            answer, reference = self._answer(item, prep, outputs["response"]), item["response"]
+            return {"similarity": Similarity(released_text(answer), released_text(reference))}
         return {}
 
     def score(self, item, outputs, prep):
@@ -160,9 +178,10 @@ class _CFB(Task):
             rec["f1"] = row_f1(item["response"], answer, item["response"].split("，"))
         elif t in CLASSIFICATION:
             rec["f1"] = row_f1(item["response"], answer, prep.state["labels"][t])
-        elif item["response"] is None:
-            rec["similarity"] = 0.0  # the released code scores a failed embedding 0
-            rec["note"] = "reference missing upstream"
+        else:
+            substituted = [k for k, v in (("answer", answer), ("reference", item["response"])) if released_text(v) != v]
+            if substituted:  # embedded as "nan", as the released scorer did
+                rec["nan_substituted"] = substituted
         return rec
 
     def aggregate(self, records, prep):
@@ -174,25 +193,34 @@ class _CFB(Task):
             "table": "CFBenchmark-Basic Table 2",
             "n_scored": len(records), "n_unparsed": sum(1 for r in records if not r["answer"]),
             "paper": table2(scores),
-            "extras": {"n_per_subtask": {t: len(per.get(t, [])) for t in SUBTASKS}},
+            "extras": {"n_per_subtask": {t: len(per.get(t, [])) for t in SUBTASKS},
+                       "nan_substituted": {"description": "generation rows whose empty answer or missing reference was "
+                                                          "embedded as 'nan' (the released CSV round trip)",
+                                           "n": sum(1 for r in records if r.get("nan_substituted"))},
+                       "missing_as_zero": {"description": "Table 2 with those rows scored 0 instead",
+                                           **table2({t: mean([0.0 if r.get("nan_substituted") else (r["f1"] if "f1" in r else r["similarity"])
+                                                              for r in records if r["subtask"] == t]) for t in per})}},
         }
 
     def headline(self, result):
         p = result["paper"]
         return {k: p[k] for k in ("R.Avg", "C.Avg", "G.Avg", "Avg")}
 
+    def table_numbers(self, result):
+        return dict(result["paper"])
+
 
 @registry.task
 class ZeroShot(_CFB):
     name = "cfbenchmark-zero"
-    prompt_version = "cfbenchmark-zero/1"
+    prompt_version = "cfbenchmark-zero/2"  # /2: the raw prompt by default (no chat template), as released
     description = "CFBenchmark-Basic, 8 tasks zero-shot (Table 2)"
 
 
 @registry.task
 class FewShot(_CFB):
     name = "cfbenchmark-few"
-    prompt_version = "cfbenchmark-few/1"
+    prompt_version = "cfbenchmark-few/2"
     description = "CFBenchmark-Basic, 8 tasks few-shot with the upstream 3-case prompts (Table 2)"
     few = True
 

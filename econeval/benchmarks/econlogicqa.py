@@ -139,7 +139,7 @@ class _FewShot(Task):
     def requests(self, item, prep, outputs):
         prefix = prep.state["prefix"]
         return {"response": Generate(prompt=prefix + format_question(item), prefix=prefix, max_tokens=MAX_TOKENS,
-                                     stop=STOP, chat=True)}
+                                     stop=STOP)}
 
     def score(self, item, outputs, prep):
         order, why = read_order(outputs["response"])
@@ -167,7 +167,7 @@ class _FewShot(Task):
 @registry.task
 class OneShot(_FewShot):
     name = "econlogicqa-1shot"
-    prompt_version = "econlogicqa-1shot/1"
+    prompt_version = "econlogicqa-1shot/2"  # /2: the raw prompt by default (no chat template), as the harness fed it
     description = "EconLogicQA event ordering, 1-shot (Table 2)"
     k = 1
 
@@ -175,7 +175,7 @@ class OneShot(_FewShot):
 @registry.task
 class FiveShot(_FewShot):
     name = "econlogicqa-5shot"
-    prompt_version = "econlogicqa-5shot/1"
+    prompt_version = "econlogicqa-5shot/2"
     description = "EconLogicQA event ordering, 5-shot (Table 2)"
     k = 5
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .. import data, registry
 from ..metrics import classification_report
-from ..types import JUDGE, MODEL, Generate, OptionLogprobs, Prepared, Task
+from ..types import JUDGE, MODEL, Generate, OptionLogprobs, Prepared, Task, TaskOption
 
 BENCHMARK = "econnli"
 
@@ -29,26 +29,24 @@ ICL = (
     "premise: {p_neg}, hypothesis: {h_neg}, answer:No\n"
     "Conduct inference on the following premise and hypothesis: premise: {premise}, hypothesis: {hypothesis}, answer:"
 )
-COT_QUESTION = (
-    "### Question: Conduct inference on economic events. We provide a premise and a hypothesis, both of "
-    "them are economic events. Infer whether the premise can cause the hypothesis to happen. Write the "
-    "reasoning chain on the first line, and summarize the answer as 'Yes' or 'No' in the second line. "
-    "premise: {premise}, hypothesis: {hypothesis}.\n\n### Answer:"
-)
-# Appendix D.4's two demonstrations. The paper's text lost the second question; it is
-# reconstructed from its answer (government borrowing → interest rates decrease: No).
+# The released notebook's CoT prompt (ICL_COT_model_evaluation.ipynb, `cot_prompt`), character
+# for character, line continuations resolved: the paper's Appendix D.4 lost the second
+# demonstration's question; this is its actual text.
+_COT_Q = ("### Question: Conduct inference on economic events. We provide a premise and a hypothesis,both of them are "
+          "economic events. Infer whether the premise can cause the hypothesis to happen. Write the reasoning chain on "
+          "the first line, and summarize the answer as 'Yes' or 'No' in the second line. ")
 COT_DEMOS = (
-    COT_QUESTION.format(premise="demand increases", hypothesis="price increases")
-    + " When demand for a product or service increases, more people want to buy it. This creates a "
-    "situation where there are more buyers than available supply, which leads to an increase in "
-    "competition among buyers. As a result, sellers can raise their prices because they know that buyers "
-    "are willing to pay more to get the product or service they want.\n Yes. \n\n"
-    + COT_QUESTION.format(premise="the government borrows money", hypothesis="interest rates decrease across the market")
-    + " When the government borrows money, it creates higher demand for credit in the financial markets. "
-    "This is because the government is competing with other borrowers for available funds, which can "
-    "drive up interest rates. Therefore, it is unlikely that government borrowing would cause interest "
-    "rates to decrease across the market.\n No. \n\n"
+    "\n" + _COT_Q + "premise: demand increases, hypothesis: price increases. \n ### Answer: When demand for a product or "
+    "service increases, more people want to buy it. This creates a situation where there are more buyers than available "
+    "supply, which leads to an increase in competition among buyers. As a result, sellers can raise their prices because "
+    "they know that buyers are willing to pay more to get the product or service they want.\nYes.\n\n"
+    + _COT_Q + "premise: government borrowing creates higher demand for credit in the financial markets,hypothesis: interest "
+    "rates decreases across the market. \n ### Answer:When the government borrows money, it creates higher demand for "
+    "credit in the financial markets. This is because the government is competing with other borrowers for available "
+    "funds, which can drive up interest rates. Therefore, it is unlikely that government borrowing would cause interest "
+    "rates to decrease across the market. \n No. \n\n"
 )
+COT_QUESTION = _COT_Q + "premise:{premise}, hypothesis: {hypothesis} \n \n### Answer:\n"
 
 CLASSES = {0: "Negative Pairs", 1: "Positive Pairs"}
 
@@ -84,15 +82,32 @@ def parse_answer(text: str) -> int | None:
     return None
 
 
-def parse_cot(text: str) -> int | None:
-    """CoT answers put the reasoning on the first line and Yes/No on a later one: the first
-    later line that the released rule can read decides."""
-    lines = [line for line in text.split("\n") if line.strip()]
-    for line in lines[1:]:
-        value = parse_answer(line)
-        if value is not None:
-            return value
-    return None
+def released_icl_parse(prompt: str, response: str) -> int | None:
+    """The released ICL code for open models: it decodes prompt + output and reads the text after
+    the *first* "answer:" — the positive demonstration's "answer:Yes" — with the released rule."""
+    parts = (prompt + response).split("answer:")
+    return parse_answer(parts[1]) if len(parts) > 1 else None
+
+
+def cot_votes(text: str, rule: str) -> list[int]:
+    """The predictions the released CoT code records for one answer (the text after the prompt's
+    last "### Answer:", up to the next "### Question:"):
+    - released-llama (LLAMA2 7B/13B and Alpaca rows): 'Yes.' in it → 1, elif 'No.' in it → 0;
+    - released-finma (the FINMA row, the notebook's live code): 'Yes' in it → 1 and, independently,
+      'No' in it → 0 (case-sensitive substrings: "Now", "Not" count as No; an answer with both is
+      counted twice);
+    - released-gpt (ChatGPT / GPT-4 rows): the last line, lower-cased: 'yes' in it → 1, elif 'no' → 0.
+    An answer the rule cannot read gives no prediction (it is dropped, as released)."""
+    pred = text.split("### Question:")[0].strip()
+    if rule == "released-llama":
+        return [1] if "Yes." in pred else [0] if "No." in pred else []
+    if rule == "released-finma":
+        return ([1] if "Yes" in pred else []) + ([0] if "No" in pred else [])
+    last = pred.split("\n")[-1].lower()
+    return [1] if "yes" in last else [0] if "no" in last else []
+
+
+COT_RULES = ("released-llama", "released-finma", "released-gpt")
 
 
 def table_row(y_true: list[int], y_pred: list[int]) -> dict:
@@ -218,44 +233,101 @@ class ICLTask(_EconNLITask):
     def score(self, item, outputs, prep):
         rec = super().score(item, outputs, prep)
         rec["demonstrations"] = [d["id"] for d in self.demos(item, prep)]
+        rec["released_code_pred"] = released_icl_parse(self.prompt(item, prep)[1], outputs["response"])
         return rec
+
+    def aggregate(self, records, prep):
+        out = super().aggregate(records, prep)
+        rel = [r for r in records if r.get("released_code_pred") is not None]
+        out["extras"]["released_code"] = {
+            "description": "the released open-model code's parse: prompt + output split at the first 'answer:' (the "
+                           "positive demonstration's), so every item reads Yes — the published open-model ICL rows",
+            "n": len(rel), **table_row([r["gold"] for r in rel], [r["released_code_pred"] for r in rel])}
+        return out
 
 
 @registry.task
 class CoTTask(_EconNLITask):
     name = "econnli-cot"
-    prompt_version = "econnli-cot/1"
-    description = "EconNLI classification, chain-of-thought with the two Appendix D.4 demonstrations"
+    prompt_version = "econnli-cot/2"  # /2: the released notebook's prompt (both demonstrations' real text)
+    description = "EconNLI classification, chain-of-thought with the released notebook's two demonstrations"
     logprobs = False  # the answer follows the model's own reasoning: no fixed answer position
-    max_tokens = 192
-    stop = ("###",)
+    max_tokens = 200  # the released code's max_new_tokens
+    stop = ("### Question:", "### Answer:")  # where the released split ends the answer
     settled = None  # the answer comes after the reasoning
-    parse_rule = "the first line after the reasoning line that the released rule can read (unparsable otherwise)"
+    options = (TaskOption("cot_parse", "released-llama",
+                          "which released CoT rule gives the headline: released-llama (the LLAMA2/Alpaca rows: 'Yes.' "
+                          "then 'No.'), released-finma (the FINMA row: independent 'Yes'/'No' substrings, an answer "
+                          "with both counted twice), released-gpt (the ChatGPT/GPT-4 rows: the last line)",
+                          COT_RULES, "choice"),)
+
+    @property
+    def parse_rule(self):
+        return "released CoT rule named by the cot_parse option (run.json: options); the other two are extras"
+
+    def prepare(self, ctx):
+        prep = super().prepare(ctx)
+        prep.settings["parse_rule"] = ctx.options_for(self)["cot_parse"]
+        return prep
 
     def prompt(self, item, prep):
         return COT_DEMOS, COT_DEMOS + COT_QUESTION.format(premise=item["premise"], hypothesis=item["hypothesis"])
 
-    def parse(self, text):
-        return parse_cot(text)
+    def score(self, item, outputs, prep):
+        votes = {rule: cot_votes(outputs["response"], rule) for rule in COT_RULES}
+        mine = votes[prep.options["cot_parse"]]
+        parsed = mine[0] if len(mine) == 1 else None
+        return {"parsed": parsed, "gold": item["label"], "correct": None if parsed is None else parsed == item["label"],
+                "votes": votes}
+
+    def aggregate(self, records, prep):
+        def row(rule):
+            pairs = [(r["gold"], v) for r in records for v in r["votes"][rule]]
+            return {"n_predictions": len(pairs), "n_dropped": sum(1 for r in records if not r["votes"][rule]),
+                    "n_counted_twice": sum(1 for r in records if len(r["votes"][rule]) == 2),
+                    **table_row([g for g, _ in pairs], [v for _, v in pairs])}
+
+        rule = prep.options["cot_parse"]
+        mine = row(rule)
+        out = {"table": "EconNLI Table 4 (classification)", "n": len(records),
+               "n_scored": len(records) - mine["n_dropped"], "n_unparsed": mine["n_dropped"],
+               "parse_rule": rule, "paper": {k: mine[k] for k in (CLASSES[0], CLASSES[1], "Average", "accuracy")},
+               "extras": {r: {"description": f"the {r} rule", **row(r)} for r in COT_RULES if r != rule}}
+        out["extras"]["headline_rule_counts"] = {k: mine[k] for k in ("n_predictions", "n_dropped", "n_counted_twice")}
+        out["extras"]["strict"] = {"description": "unparsable (or doubly counted) answers count as wrong (all items, one prediction each)",
+                                   **table_row([r["gold"] for r in records],
+                                               [r["parsed"] if r["parsed"] is not None else 1 - r["gold"] for r in records])}
+        return out
 
 
 GEN_PROMPT = ("If the event {premise} happens, what event will be caused? Answer the possible resulting event "
               "very briefly in one sentence. answer:")
+# The released judge prompt (generation_evaluation.ipynb, `prompt2`), filled as the released code
+# did: event 1 = the reference hypothesis, event 2 = the model's answer (Appendix D.5 shows the
+# reverse order and slightly different wording).
 JUDGE_PROMPT = (
     "I will give you two economical events. Determine the connection between these two events, choosing from "
-    "'entailment', 'contradiction', and 'irrelevant'. 'Entailment' means the two events describe similar economic "
-    "phenomena, 'contradiction' means the two events describe the opposite economic phenomena, 'irrelevant' means "
-    "the two events are unrelated or do not belong to one of the above two classes. Only provide the label. "
-    "Event 1: {answer}, event 2:{hypothesis}"
+    "'entailment', 'contradiction', and 'irrelevant'. 'Entailment' means the two events describe the similar "
+    "economical phenomena, 'contradiction' means the two events describe the opposite economical phenomena, "
+    "'irrelevant' means the two events are not related or not belonging to one of the above two classes. "
+    "Only provide the label.Event 1: {hypothesis}, event 2:{answer}"
 )
 JUDGE_LABELS = ("entailment", "contradiction", "irrelevant")
+GEN_MAX_TOKENS = 100  # prompt_llama_like_model's default max_new_tokens
+JUDGE_MAX_TOKENS = 16  # room for a label and a little more (GPT-4 answered with the label)
 
 
 def parse_judge(text: str) -> str | None:
-    """The first of the three labels the judge's answer names (case-insensitive), else None."""
+    """The released check, in its fixed order: the lower-cased answer contains "entailment", else
+    "contradiction", else "irrelevant"; otherwise the answer is not counted."""
     low = text.lower()
-    hits = [(low.find(lab), lab) for lab in JUDGE_LABELS if lab in low]
-    return min(hits)[1] if hits else None
+    return next((lab for lab in JUDGE_LABELS if lab in low), None)
+
+
+def released_gen_answer(prompt: str, response: str) -> str:
+    """The released open-model code: prompt + output split at the first "answer:", stripped."""
+    parts = (prompt + response).split("answer:")
+    return parts[1].strip() if len(parts) > 1 else response.strip()
 
 
 @registry.task
@@ -266,28 +338,35 @@ class GenTask(Task):
     name = "econnli-gen"
     suite = "econnli"
     benchmark = BENCHMARK
-    prompt_version = "econnli-gen/1"
+    prompt_version = "econnli-gen/2"  # /2: the released code's generation length and judge prompt
     description = "EconNLI generation of consequences, judged entailment/contradiction/irrelevant by --judge (Table 6)"
     roles = (MODEL, JUDGE)
     stages = 2  # the evaluated model's answer, then the judge's label
 
     def prepare(self, ctx):
         items = [r for r in data.load(BENCHMARK, "test.jsonl") if r["label"] == 1]
-        return Prepared(items=items, settings={"items": "the 513 positive test pairs", "max_tokens": 64, "stop": "first newline after the answer starts",
-                                               "judge_prompt": "Appendix D.5", "judge_max_tokens": 8,
-                                               "judge_parse": "first label named in the judge's answer; unparsable otherwise"})
+        return Prepared(items=items, settings={
+            "items": "the 513 positive test pairs",
+            "max_tokens": GEN_MAX_TOKENS, "stop": "none (the released code generates 100 tokens and keeps all of it)",
+            "answer": "prompt + output split at the first 'answer:', stripped (released open-model code)",
+            "chat_template": "none for the answer (released: raw prompt); the judge's request asks for one (GPT-4 chat API)",
+            "judge_prompt": "released notebook prompt2, filled (hypothesis, answer); Appendix D.5 shows (answer, hypothesis)",
+            "judge_max_tokens": JUDGE_MAX_TOKENS,
+            "judge_parse": "released: 'entailment' in the lower-cased answer, else 'contradiction', else 'irrelevant'; "
+                           "otherwise not counted"})
 
     def requests(self, item, prep, outputs):
+        prompt = GEN_PROMPT.format(premise=item["premise"])
         if "response" not in outputs:
-            return {"response": Generate(prompt=GEN_PROMPT.format(premise=item["premise"]), max_tokens=64, stop=("\n",),
-                                         chat=True)}
-        judge = JUDGE_PROMPT.format(answer=outputs["response"].strip(), hypothesis=item["hypothesis"])
+            return {"response": Generate(prompt=prompt, max_tokens=GEN_MAX_TOKENS)}
+        judge = JUDGE_PROMPT.format(hypothesis=item["hypothesis"], answer=released_gen_answer(prompt, outputs["response"]))
         return {"judge_option_logprobs": OptionLogprobs(prompt=judge, options=JUDGE_LABELS, chat=True, role=JUDGE),
-                "judge_response": Generate(prompt=judge, max_tokens=8, stop=("\n",), chat=True, role=JUDGE)}
+                "judge_response": Generate(prompt=judge, max_tokens=JUDGE_MAX_TOKENS, stop=("\n",), chat=True, role=JUDGE)}
 
     def score(self, item, outputs, prep):
         scored = outputs.get("judge_option_logprobs") or {}
-        return {"answer": outputs["response"].strip(), "reference": item["hypothesis"],
+        prompt = GEN_PROMPT.format(premise=item["premise"])
+        return {"answer": released_gen_answer(prompt, outputs["response"]), "reference": item["hypothesis"],
                 "parsed": parse_judge(outputs["judge_response"]),
                 "judge_logprob_label": max(scored, key=scored.get) if scored else None}
 
@@ -308,4 +387,3 @@ class GenTask(Task):
         return {k: p[k] for k in ("Ent.", "Con.", "Irr.", "Con./Ent.(%)")}
 
     table_numbers = headline
-
