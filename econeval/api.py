@@ -57,7 +57,8 @@ def evaluate(model: str | config.ModelSpec | None = None, tasks: Sequence[str] =
                                       api_key_env=api_key_env if judge.startswith("openai:") else None) if judge else None
     if judge_spec:
         check_model(judge_spec, LoadOptions(seed=seed))
-    ctx = runner.RunContext(seed=seed, limit=limit, task_options=dict(task_options or {}), bootstrap=bootstrap)
+    ctx = runner.RunContext(seed=seed, limit=limit, task_options=dict(task_options or {}), bootstrap=bootstrap,
+                            judge_given=judge_spec is not None)
     ctx.factories[EMBEDDER] = _embedder_factory(embedder)
     judge_load = LoadOptions(n_threads=threads, seed=seed, concurrency=concurrency, timeout=timeout, max_retries=max_retries) \
         if judge_spec and judge_spec.kind == "openai" else LoadOptions(n_gpu_layers=n_gpu_layers, n_threads=threads, seed=seed)

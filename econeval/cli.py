@@ -224,7 +224,7 @@ def score(task_name, predictions, seed, embedder, judge, out, n_boot, task_optio
     task = registry.get_task(task_name)
     options = _collect_options(task_option, adaptation=adaptation, car=car, questions=questions,
                                cfbenchmark_decoding=cfbenchmark_decoding)
-    ctx = runner.RunContext(seed=seed, task_options=options)
+    ctx = runner.RunContext(seed=seed, task_options=options, judge_given=bool(judge))
     ctx.factories[EMBEDDER] = _embedder_factory(embedder)
     if judge:
         judge_spec = config.resolve_model(judge)
@@ -249,6 +249,9 @@ def score(task_name, predictions, seed, embedder, judge, out, n_boot, task_optio
         outputs.append(_prediction_outputs(row, n, predictions, task, by_id[pid], prep))
     if not items:
         raise UsageError(f"{predictions} holds no predictions for {task_name}")
+    # the items as a run over exactly these ids had them (STEER-ME's CAR is balanced over the items that run)
+    final = {it["id"]: it for it in task.finalize_items([it for it in prep.items if it["id"] in seen], prep)}
+    items = [final[it["id"]] for it in items]
     for start in range(0, len(items), runner.CHUNK):  # the judge / embedder stages the task still needs
         runner.complete_outputs(task, items[start:start + runner.CHUNK], outputs[start:start + runner.CHUNK], prep, ctx)
     records = runner.score_records(task, items, outputs, prep)

@@ -211,13 +211,12 @@ def steer_tables(runs: list[Run]) -> list[Table]:
         tab.notes = [STEER_NOTE, "Rows are the groups, columns the runs; n: items per run."]
         out.append(tab)
     pub = published("steer_me")["tables"]["table2"]
-    car = [(r, res) for r, res in mine if (res["paper"].get("car") or {}).get("f1") is not None
-           or (res["paper"].get("car") or {}).get("recall") is not None]
+    car = [(r, res) for r, res in mine if res["paper"]["overall"].get("car")]
     if car:
         tab = Table("steer-me-table2", "STEER-ME Table 2: choosing \"No other option is correct\" under CAR", pub["columns"], 3)
         tab.rows = _published_rows(pub)
         for run, res in car:
-            c = res["paper"]["car"]
+            c = res["paper"]["overall"]["car"]
             tab.rows.append({"source": "run", "label": run.label, "values": [c.get("recall"), c.get("precision"), c.get("f1")],
                              "intervals": None, "n": c.get("n")})
         tab.notes = [STEER_NOTE, "Published: aggregated over 20 elements; random guessing gives 0.25."]

@@ -51,6 +51,7 @@ class RunContext:
     limit: int | None = None
     bootstrap: int = 1000  # resamples for the headline numbers' intervals (0: none)
     task_options: dict[str, Any] = field(default_factory=dict)  # option name → value, for every task declaring it
+    judge_given: bool = False  # a judge model was named (--judge); otherwise the judge role is the evaluated model
     factories: dict[str, Callable[[], Any]] = field(default_factory=dict)  # role → factory
     _made: dict[str, Any] = field(default_factory=dict)
 
@@ -95,7 +96,7 @@ def prompt_hash(text: str) -> str:
 
 
 def select_items(task: Task, prep: Prepared, limit: int | None) -> list[dict]:
-    return prep.items if limit is None else task.limit_items(prep.items, limit)
+    return task.finalize_items(prep.items if limit is None else task.limit_items(prep.items, limit), prep)
 
 
 def dataset_fingerprint(task: Task, prep: Prepared) -> dict:
@@ -226,9 +227,13 @@ def prepare(tasks: list[Task], ctx: RunContext, make_embedder: bool = True) -> d
         prep = t.prepare(ctx)
         prep.options = ctx.options_for(t)
         preps[t.name] = prep
-    if make_embedder and any(EMBEDDER in t.roles for t in tasks):
+    if make_embedder and any(EMBEDDER in task_roles(t, preps[t.name]) for t in tasks):
         ctx.role(EMBEDDER)
     return preps
+
+
+def task_roles(task: Task, prep: Prepared) -> tuple[str, ...]:
+    return prep.roles if prep.roles is not None else task.roles
 
 
 def task_identity(tasks: list[Task], preps: dict[str, Prepared], ctx: RunContext) -> dict:
@@ -236,8 +241,8 @@ def task_identity(tasks: list[Task], preps: dict[str, Prepared], ctx: RunContext
                      "options": preps[t.name].options, "dataset": dataset_fingerprint(t, preps[t.name])} for t in tasks}
 
 
-def _role_info(tasks: list[Task], ctx: RunContext, role: str) -> dict | None:
-    if not any(role in t.roles for t in tasks):
+def _role_info(tasks: list[Task], preps: dict[str, Prepared], ctx: RunContext, role: str) -> dict | None:
+    if not any(role in task_roles(t, preps[t.name]) for t in tasks):
         return None
     obj = ctx.role(role)
     if role == EMBEDDER:
@@ -304,8 +309,8 @@ def run(tasks: list[Task], backend, out_dir: Path, ctx: RunContext, preps: dict[
         "options": {t.name: preps[t.name].options for t in tasks if preps[t.name].options},
         "tasks": {t.name: {**tids[t.name], "description": t.description} for t in tasks},
         "backend": info.to_json(),
-        "embedder": _role_info(tasks, ctx, EMBEDDER),
-        "judge": _role_info(tasks, ctx, JUDGE),
+        "embedder": _role_info(tasks, preps, ctx, EMBEDDER),
+        "judge": _role_info(tasks, preps, ctx, JUDGE),
         "environment": {"python": sys.version.split()[0], "platform": platform.platform(),
                         "machine": platform.machine(), "cpu_count": os.cpu_count(), "frozen": bool(getattr(sys, "frozen", False))},
         "data_package": {"version": data.package_version(),

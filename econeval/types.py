@@ -237,6 +237,7 @@ class Prepared:
     state: dict[str, Any] = field(default_factory=dict)  # not recorded (prompt prefixes, ...)
     options: dict[str, Any] = field(default_factory=dict)  # the task's option values
     dataset: dict[str, Any] | None = None  # the data fingerprint (version, hashes); default: the benchmark's manifest
+    roles: tuple[str, ...] | None = None  # the roles this run of the task uses when its options decide; default: Task.roles
 
 
 class Task:
@@ -267,6 +268,11 @@ class Task:
     def limit_items(self, items: list[dict], limit: int) -> list[dict]:
         """What `--limit N` keeps: the first N items."""
         return items[:limit]
+
+    def finalize_items(self, items: list[dict], prep: Prepared) -> list[dict]:
+        """The items that run, after `--limit`: a task whose items depend on which others run
+        (STEER-ME's CAR balance per element) settles them here. Default: unchanged."""
+        return items
 
     def requests(self, item: dict, prep: Prepared, outputs: dict) -> dict[str, Request]:
         raise NotImplementedError

@@ -63,7 +63,7 @@ def two_runs(tmp_path_factory, tiny_model):
     for name in ("a", "b"):
         out = base / name
         rc, _, err = run_cli("run", "--task", "econnli-zero", "--task", "steer-me", "--task", "econlogicqa-1shot",
-                             "--limit", "6", "--bootstrap", "200", "--quiet", "--out", out, env=env)
+                             "--car", "--limit", "6", "--bootstrap", "200", "--quiet", "--out", out, env=env)
         assert rc == 0, err
         folders.append(out)
     return folders
@@ -84,7 +84,11 @@ def test_report_formats(cli, two_runs):
     assert len(mine) == 2 * 9 and all(r["n"] == "6" for r in mine)
     rc, text, _ = cli("report", a, b, "--format", "json")
     doc = json.loads(text)
-    assert {t["id"] for t in doc["tables"]} >= {"econnli-table4", "econlogicqa-table2", "steer-me-overall", "steer-me-element"}
+    assert {t["id"] for t in doc["tables"]} >= {"econnli-table4", "econlogicqa-table2", "steer-me-overall", "steer-me-element",
+                                                "steer-me-table2"}
+    car = next(t for t in doc["tables"] if t["id"] == "steer-me-table2")
+    assert [r["label"] for r in car["rows"]][:5] == ["o1-preview", "gpt-4o", "claude-3-5-sonnet", "gpt-4o-mini", "claude-3-haiku"]
+    assert [r["n"] for r in car["rows"] if r["source"] == "run"] == [6 * 64, 6 * 64]
     assert doc["compare"][0]["rows"] and all(r["verdict"] in ("ok", "n/a") for r in doc["compare"][0]["rows"])
     rc, _, err = cli("report", a.parent / "nothing-here")
     assert rc == 2 and "Traceback" not in err

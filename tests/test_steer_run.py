@@ -34,10 +34,13 @@ def test_generate_is_deterministic_and_usable_by_run(cli, tmp_path, registry):
 
 def test_run_direct_with_car_on_the_bundled_set(cli, tmp_path, registry):
     out = tmp_path / "run"
-    rc, stdout, err = cli("run", "--task", "steer-me", "--car", "--limit", "1", "--quiet", "--out", out, env=registry)
+    rc, stdout, err = cli("run", "--task", "steer-me", "--car", "--limit", "4", "--quiet", "--out", out, env=registry)
     assert rc == 0, err
     res = json.loads((out / "results.json").read_text())["tasks"]["steer-me"]
-    assert res["n"] == 64 and len(res["paper"]["element"]) == 64  # --limit counts per element
+    assert res["n"] == 256 and len(res["paper"]["element"]) == 64  # --limit counts per element
+    # CAR is balanced over the questions that ran: round(4/4) = 1 NOTA-correct question per element
+    assert all(e["car"]["n_nota_correct"] == 1 for e in res["paper"]["element"].values())
+    assert res["paper"]["overall"]["car"]["n"] == 256
     assert len(res["paper"]["setting"]) == 5
     assert res["adaptation"] == "direct+car"
     o = res["paper"]["overall"]
@@ -57,6 +60,15 @@ def test_free_text_adaptation_end_to_end(cli, tmp_path, registry):
     assert all("option_logprobs" not in s for s in samples)  # one generation per question, no letter scoring
     assert all(isinstance(s["response"], str) and "correct" in s for s in samples)
     assert all(s["answered"] == (s["parsed"] is not None) for s in samples)
+    assert json.loads((out / "run.json").read_text())["judge"] is None  # no --judge: the regex reads the number
+    judged = tmp_path / "judged"
+    rc, _, err = cli("run", "--task", "steer-me", "--adaptation", "free-text", "--judge", "tiny", "--limit", "1",
+                     "--quiet", "--out", judged, env=registry)
+    assert rc == 0, err
+    meta = json.loads((judged / "run.json").read_text())
+    assert meta["judge"]["identity"] and "evaluator" in meta["tasks"]["steer-me"]["settings"]["free_text_extractor"]
+    samples = [json.loads(l) for l in (judged / "samples.jsonl").read_text().splitlines()]
+    assert all(isinstance(s["extracted"], str) and "regex_parsed" in s for s in samples)
 
 
 def test_steer_errors(cli, tmp_path):

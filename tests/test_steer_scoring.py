@@ -145,3 +145,60 @@ def test_cot_requests_take_two_stages():
     assert task.requests(item, prep, {"reasoning": "x", "option_logprobs": {}}) == {}
     shown = SteerMe().prepare(RunContext(task_options={"adaptation": "cot-shown"}))
     assert "A. " in task.requests(item, shown, {})["reasoning"].prompt
+
+
+def test_car_table_hand_computed():
+    from econeval.benchmarks.steer_me import car_table
+
+    recs = [{"nota_is_correct": t, "chose_nota": c} for t, c in
+            [(True, True), (True, False), (False, True), (False, False), (False, False), (True, True)]]
+    recs.append({"nota_is_correct": True})  # unanswered: did not choose NOTA
+    t = car_table(recs)
+    assert (t["n"], t["n_nota_correct"], t["n_chose_nota"]) == (7, 4, 3)
+    assert t["precision"] == pytest.approx(2 / 3) and t["recall"] == pytest.approx(2 / 4)
+    assert t["f1"] == pytest.approx(2 * (2 / 3) * 0.5 / (2 / 3 + 0.5))
+    assert car_table([{"nota_is_correct": False, "chose_nota": False}])["recall"] is None  # nothing to recall: null
+
+
+def test_car_is_balanced_over_the_items_that_run_and_scored_as_table_2(cli, tmp_path):
+    """CAR is applied after --limit: 8 questions of an element get exactly round(8/4) = 2
+    NOTA-correct questions; choosing NOTA on those two and one other gives P 2/3, R 1, F1 0.8."""
+    items = [q for q in data.load("steer-me", "questions.jsonl") if q["element"] == "consumer_surplus"][:8]
+    car = apply_car(items, seed=1234)
+    assert sum(q["nota_is_correct"] for q in car) == 2
+    wrong_one = next(q for q in car if not q["nota_is_correct"])
+    lines = []
+    for q in car:
+        pick = q["car_replaced"] if (q["nota_is_correct"] or q is wrong_one) else (q["car_replaced"] + 1) % 4
+        lines.append({"id": q["id"], "response": "", "option_logprobs": {L: (-0.1 if i == pick else -4.0) for i, L in enumerate("ABCD")}})
+    p = tmp_path / "p.jsonl"
+    p.write_text("\n".join(json.dumps(x) for x in lines))
+    rc, out, err = cli("score", "--task", "steer-me", "--car", "--predictions", p)
+    assert rc == 0, err
+    t = json.loads(out)["tasks"]["steer-me"]["paper"]["overall"]["car"]
+    assert (t["n"], t["n_nota_correct"], t["n_chose_nota"]) == (8, 2, 3)
+    assert t["precision"] == pytest.approx(2 / 3) and t["recall"] == 1.0 and t["f1"] == pytest.approx(0.8)
+
+
+def test_free_text_uses_the_evaluator_model_when_a_judge_is_given():
+    from econeval.benchmarks.steer_me import number_from_evaluator
+    from econeval.types import JUDGE
+
+    assert number_from_evaluator(" 12.5") == 12.5 and number_from_evaluator("None") is None
+    assert number_from_evaluator("The answer is $1,250.") == 1250.0 and number_from_evaluator("unclear") is None
+    task = SteerMe()
+    judged = task.prepare(RunContext(task_options={"adaptation": "free-text"}, judge_given=True))
+    plain = task.prepare(RunContext(task_options={"adaptation": "free-text"}))
+    assert judged.roles == ("model", "judge") and plain.roles is None and plain.state["extractor"] == "regex"
+    item = next(q for q in judged.items if q["element"] == "consumer_surplus")
+    gold = item["solution"]["value"]
+    response = f"The surplus is {gold:.2f} dollars, rounded to 2 decimals."
+    ask = task.requests(item, judged, {"response": response})["extracted"]
+    assert ask.role == JUDGE and response in ask.prompt and "None" in ask.prompt
+    assert task.requests(item, plain, {"response": response}) == {}  # no judge: the regex reads it
+    rec = task.score(item, {"response": response, "extracted": f" {gold:.2f}"}, judged)
+    assert rec["correct"] and rec["parsed"] == pytest.approx(gold, abs=0.01)
+    assert rec["regex_parsed"] == 2.0 and not rec["regex_correct"]  # the last-number fallback grabs the stray 2
+    assert not task.score(item, {"response": response}, plain)["correct"]
+    agg = task.aggregate([rec], judged)
+    assert agg["extras"]["regex_extraction"]["agreement_with_evaluator"] == 0.0
