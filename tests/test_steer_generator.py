@@ -80,6 +80,45 @@ def _exchange_x1(a1, a2, ex1, ey1, ex2, ey2, T=0.0):
     return a1 * (px * ex1 + ey1 + T) / px
 
 
+def _firm_supply(c, P):
+    """A price-taking firm's output with C(q) = c·q²: where marginal cost (numerically) equals P."""
+    return bisect(lambda q: d(lambda x: c * x ** 2, q) - P, 0.0, P / c + 1, it=80)
+
+
+def _monopoly_dwl(p):
+    profit = lambda Q: (p["a"] - p["b"] * Q) * Q - p["F"] - p["c"] * Q  # noqa: E731
+    qm = grid_argmax(profit, 0, p["a"] / p["b"])
+    qc = bisect(lambda Q: p["a"] - p["b"] * Q - p["c"], 0, p["a"] / p["b"])
+    return integrate(lambda Q: p["a"] - p["b"] * Q - p["c"], qm, qc)
+
+
+def _incidence(p):
+    """Prices with the tax collected from the side named: buyers pay Pb, sellers keep Ps = Pb − t."""
+    p0 = bisect(lambda P: p["a"] - p["b"] * P - p["d"] * P, 0, p["a"] / p["b"])
+    if p["side"] == "sellers":  # sellers receive P and remit t
+        pb = bisect(lambda P: p["a"] - p["b"] * P - p["d"] * (P - p["t"]), 0, p["a"] / p["b"] + p["t"])
+        ps = pb - p["t"]
+    else:  # buyers pay P + t to the seller and the government together
+        ps = bisect(lambda P: p["a"] - p["b"] * (P + p["t"]) - p["d"] * P, 0, p["a"] / p["b"])
+        pb = ps + p["t"]
+    return pb - p0 if p["ask"] == "buyers" else p0 - ps
+
+
+def _production(p, t):
+    """Output as a function of labour at the question's capital."""
+    K = p["K"]
+    return {"cobb-douglas": lambda L: L ** p["a"] * K ** p["b"], "leontief": lambda L: min(p["a"] * L, p["b"] * K),
+            "linear": lambda L: p["a"] * L + p["b"] * K}[t]
+
+
+def _production2(p, t):
+    if t == "cobb-douglas":
+        return lambda L, K: L ** p["a"] * K ** p["b"]
+    if t == "leontief":
+        return lambda L, K: min(p["alpha"] * L, p["beta"] * K) ** p["g"]
+    return lambda L, K: (p["alpha"] * L + p["beta"] * K) ** p["g"]
+
+
 VERIFY = {
     "add_sub": lambda p, t: sum([p["start"], -p["sold"], p["received"]]),
     "mult_div": lambda p, t: np.divide(p["budget"], p["packs"]),
@@ -97,14 +136,14 @@ VERIFY = {
     "marginal_cost": lambda p, t: d(lambda q: p["f"] + p["c1"] * q + p["c2"] * q ** 2 + p["c3"] * q ** 3, p["q"]),
     "average_cost": lambda p, t: np.polyval([p["c2"], p["c1"], p["f"]], p["q"]) / p["q"],
     "profit_maximization": lambda p, t: grid_argmax(lambda q: p["p"] * q - p["c"] * q ** 2, 0, 4 * p["p"] / p["c"]),
-    "find_eq_price": lambda p, t: bisect(lambda P: (p["a"] - p["b"] * P) - (p["c"] + p["d"] * P), 0, p["a"] / p["b"]),
-    "aggregation_of_consumer_demand": lambda p, t: sum(p["a"] - p["b"] * p["p"] for _ in range(p["n"])),
+    "find_eq_price": lambda p, t: bisect(lambda P: (p["a"] - p["b"] * P) - p["n"] * _firm_supply(p["c"], P), 1e-9, p["a"] / p["b"], it=80),
+    "aggregation_of_consumer_demand": lambda p, t: sum(
+        n * _budget_demand({"px": p["p"], "py": 1.0, "m": m, "a": a, "b": 1 - a}, "cobb-douglas")
+        for n, a, m in ((p["n1"], p["a1"], p["m1"]), (p["n2"], p["a2"], p["m2"]))),
     "consumer_surplus": lambda p, t: integrate(lambda P: p["a"] - p["b"] * P, p["p"], p["a"] / p["b"]),
     "producer_surplus": lambda p, t: integrate(lambda P: p["d"] * (P - p["p0"]), p["p0"], p["p"]),
-    "deadweight_loss": lambda p, t: integrate(
-        lambda Q: (p["a"] - Q) / p["b"] - Q / p["d"],
-        p["a"] - p["b"] * _tax_eq(p, p["t"]), p["a"] - p["b"] * _tax_eq(p, 0)),
-    "tax_incidence": lambda p, t: _tax_eq(p, p["t"]) - _tax_eq(p, 0),
+    "deadweight_loss": lambda p, t: _monopoly_dwl(p),
+    "tax_incidence": lambda p, t: _incidence(p),
     # ---- batch 2
     "exponents": lambda p, t: math.exp((p["m"] + p["n"] - p["k"]) * math.log(p["base"])),
     "diminishing_marginal_utility": lambda p, t: d(lambda x: x ** p["a"] * p["y"] ** p["b"], p["x0"]) - d(lambda x: x ** p["a"] * p["y"] ** p["b"], p["x1"]),
@@ -129,8 +168,8 @@ VERIFY = {
     "output_elasticity": lambda p, t: (d(lambda L: L ** p["a"] * p["K"] ** p["b"], p["L"]) * p["L"] / (p["L"] ** p["a"] * p["K"] ** p["b"]))
     if t == "cobb-douglas" else d(lambda L: p["a"] * L + p["b"] * p["K"], p["L"]) * p["L"] / (p["a"] * p["L"] + p["b"] * p["K"]),
     "elasticity_of_substitution": lambda p, t: _ces_sigma(p["a"], p["rho"]),
-    "diminishing_marginal_product": lambda p, t: d(lambda L: L ** p["a"] * p["K"] ** p["b"], p["L0"]) - d(lambda L: L ** p["a"] * p["K"] ** p["b"], p["L1"]),
-    "returns_to_scale": lambda p, t: (lambda f: f(5 * p["lam"], 7 * p["lam"]) / f(5, 7))(lambda L, K: L ** p["a"] * K ** p["b"]),
+    "diminishing_marginal_product": lambda p, t: (lambda f: d(f, p["L0"]) - d(f, p["L1"]))(_production(p, t)),
+    "returns_to_scale": lambda p, t: (lambda f: f(5 * p["lam"], 7 * p["lam"]) / f(5, 7))(_production2(p, t)),
     "cost_minimization_problem": lambda p, t: grid_argmax(lambda L: -(p["w"] * L + p["r"] * (p["q"] / np.maximum(L, 1e-12) ** p["a"]) ** (1 / p["b"])), 1e-3, 50 * p["q"] ** (1 / (p["a"] + p["b"])) + 50),
     "factor_demand": lambda p, t: _input_demand(p["a"], p["p"], p["A"], p["w"]),
     "supply_elasticity": lambda p, t: d(lambda P: p["d"] * (P - p["p0"]), p["p"]) * p["p"] / (p["d"] * (p["p"] - p["p0"])),
@@ -147,16 +186,19 @@ VERIFY = {
     "fixed_factor_aggregation": lambda p, t: sum(a for a, r in zip(p["acres"], p["reserve"]) if not r > p["rent"]),
     "factor_shares_equilibrium": lambda p, t: (lambda L, K: d(lambda l: l ** p["a"] * K ** (1 - p["a"]), L) * L / (L ** p["a"] * K ** (1 - p["a"])))(30.0, 70.0) * p["Y"],
     "tfp_shocks": lambda p, t: _tfp_price(p, p["A1"]) - _tfp_price(p, p["A0"]),
-    "elastic_inelastic_supply": lambda p, t: (bisect(lambda P: p["a"] + p["shift"] - p["b"] * P - p["d"] * P, 0, 1e4)
-                                             - bisect(lambda P: p["a"] - p["b"] * P - p["d"] * P, 0, 1e4)),
+    "elastic_inelastic_supply": lambda p, t: (
+        bisect(lambda P: p["a"] + p["shift"] - p["b"] * P - p["S"], 0, 1e4) - bisect(lambda P: p["a"] - p["b"] * P - p["S"], 0, 1e4)
+        if t == "perfectly inelastic supply"  # vertical supply: only the price moves
+        else (p["a"] + p["shift"] - p["b"] * p["c"]) - (p["a"] - p["b"] * p["c"])),  # horizontal: only the quantity
     # ---- batch 5
     "welfare_theorem_1": lambda p, t: _exchange_x1(p["a1"], p["a2"], p["ex1"], p["ey1"], p["ex2"], p["ey2"]),
     "welfare_theorem_2": lambda p, t: bisect(lambda T: _exchange_x1(p["a"], p["a"], p["ex1"], p["ey1"], p["ex2"], p["ey2"], T) - p["target"], -1e4, 1e4),
     "capital_market_distortions": lambda p, t: _input_demand(p["a"], p["p"], p["A"], p["r"]) - _input_demand(p["a"], p["p"], p["A"], p["r"] * (1 + p["tau"])),
     "efficient_surplus": lambda p, t: integrate(lambda Q: (p["a"] - Q) / p["b"] - Q / p["d"], 0, bisect(lambda Q: (p["a"] - Q) / p["b"] - Q / p["d"], 0, p["a"])),
     "labor_supply_distortions": lambda p, t: _hours(p["alpha"], p["T"], p["w"], p["V"]) - _hours(p["alpha"], p["T"], p["w"] * (1 - p["tau"]), p["V"]),
+    # the lump-sum tax and the tax on land in fixed supply leave quantities unchanged: no triangle
     "non_distortionary_taxes": lambda p, t: integrate(lambda Q: (p["a"] - Q) / p["b"] - Q / p["d"],
-                                                      p["a"] - p["b"] * _tax_eq(p, p["t"]), p["a"] - p["b"] * _tax_eq(p, 0)) - 0.0,
+                                                      p["a"] - p["b"] * _tax_eq(p, p["t"]), p["a"] - p["b"] * _tax_eq(p, 0)),
 }
 
 
@@ -232,3 +274,31 @@ def test_perspectives_are_grammatical():
             assert q.startswith("You ")
         if it["perspective"] in ("third person female", "third person male"):
             assert q.split()[0][0].isupper() and (" her " in q or " his " in q or " she " in q or " he " in q)
+
+
+def test_no_do_does_agreement_errors_or_a_before_vowels():
+    elements = ["entry_exit_decisions", "deadweight_loss", "find_eq_price", "returns_to_scale"]
+    items = generate(elements, 60, 5, {e: {"setting": "s", "module": "m"} for e in elements})
+    for it in items:
+        q = it["question"]
+        assert "does you" not in q and "does I " not in q and "do she" not in q and "do the " not in q, q
+        assert not any(f"A {v}" in q[:3] for v in "aeiou"), q  # "An athlete", not "A athlete"
+    exits = [it["question"] for it in items if it["element"] == "entry_exit_decisions"]
+    assert any("price do you exit" in q for q in exits) and any("price do I exit" in q for q in exits)
+
+
+@pytest.mark.parametrize("element,types", [("diminishing_marginal_product", {"cobb-douglas", "leontief", "linear"}),
+                                           ("returns_to_scale", {"cobb-douglas", "leontief", "linear"}),
+                                           ("tax_incidence", {"tax on sellers", "tax on buyers"}),
+                                           ("elastic_inelastic_supply", {"perfectly inelastic supply", "perfectly elastic supply"})])
+def test_elements_cover_the_types_the_paper_compares(element, types):
+    items = generate([element], 100, 2025, {element: {"setting": "s", "module": "m"}})
+    assert {it["type"] for it in items} == types
+    counts = collections.Counter(it["type"] for it in items)
+    assert max(counts.values()) - min(counts.values()) <= 2  # balanced across types
+
+
+def test_tax_incidence_asks_about_both_legal_sides():
+    items = generate(["tax_incidence"], 100, 2025, {"tax_incidence": {"setting": "s", "module": "m"}})
+    pairs = {(it["params"]["side"], it["params"]["ask"]) for it in items}
+    assert pairs == {("sellers", "buyers"), ("sellers", "sellers"), ("buyers", "buyers"), ("buyers", "sellers")}

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .solvers import ELEMENTS, Draw
 
-GENERATOR_VERSION = "1"
+GENERATOR_VERSION = "2"  # 2: six elements rewritten to ask what they name, type variants, grammar
 HERE = Path(__file__).resolve().parent
 NEAR_MISSES = (1.1, 0.9, 1.25, 0.8, 1.5, 0.5, 2.0)
 LETTERS = "ABCD"
@@ -62,6 +62,8 @@ def fill(text: str, slots: dict[str, str], domain: str, perspective: str, rng: r
     names = {"female": rng.choice(lex["female_names"]), "male": rng.choice(lex["male_names"]), "agent": dom["agent"]}
     for k in ("Subj", "subj", "poss", "obj", "Poss"):
         per[k] = _SLOT.sub(lambda m: names[m.group(1)], per[k])
+    if per["Subj"].startswith("A ") and per["Subj"][2:3].lower() in "aeiou":
+        per["Subj"] = "An " + per["Subj"][2:]  # "An athlete"
     per["Subj2"] = per["subj"][0].upper() + per["subj"][1:] if perspective != "first person" else "I"
     values = {**per, "good": dom["goods"][0], "good2": dom["goods"][1], "product": dom["product"], "seller": dom["seller"],
               "market": dom["market"], "activity": dom["activity"], "agent": dom["agent"], **slots}
@@ -100,12 +102,27 @@ def options_for(draw: Draw, decimals: int) -> list[tuple[str, float, str]] | Non
     return None
 
 
+def _round_robin_types(order: list[int], cs: list[tuple[dict, str, str]]) -> list[int]:
+    """The shuffled combinations, taken one type at a time in turn: any number of questions
+    splits evenly across an element's types (the paper compares Cobb-Douglas, Leontief, linear)."""
+    by_type: dict[str, list[int]] = {}
+    for i in order:
+        by_type.setdefault(cs[i][0]["type"], []).append(i)
+    queues = list(by_type.values())
+    out = []
+    while any(queues):
+        for q in queues:
+            if q:
+                out.append(q.pop(0))
+    return out
+
+
 def generate(elements: list[str], per_element: int, seed: int, taxonomy: dict[str, dict]) -> list[dict]:
     items = []
     for el in elements:
         spec = ELEMENTS[el]
         cs = combos(el)
-        order = random.Random(f"{seed}/{el}/combos").sample(range(len(cs)), len(cs))
+        order = _round_robin_types(random.Random(f"{seed}/{el}/combos").sample(range(len(cs)), len(cs)), cs)
         n_types = {t["type"] for t, _, _ in cs}
         if not n_types <= set(spec.types):
             raise ValueError(f"{el}: template types {n_types} not solved by its solver")

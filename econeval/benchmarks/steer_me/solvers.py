@@ -253,29 +253,39 @@ def profit_maximization(rng, typ):
 
 
 # ---- 4 Markets ----------------------------------------------------------------------------
-@element("find_eq_price", types=("linear",))
+@element("find_eq_price", types=("quadratic cost",))
 def find_eq_price(rng, typ):
-    b, d = rng.choice([1, 2, 3, 4, 5]), rng.choice([1, 2, 3, 4])
-    p = rng.randint(5, 60)
-    cs = rng.randint(0, 40)
-    a = cs + (b + d) * p
-    ans = (a - cs) / (b + d)
-    return Draw({"a": a, "b": b, "c": cs, "d": d}, {"demand": f"Q_d = {a} - {term(b, 'P')}", "supply": f"Q_s = {cs} + {term(d, 'P')}"}, ans,
-                f"{a} - {b}P = {cs} + {d}P → P* = {a - cs}/{b + d} = {ans:.2f}",
-                {"subtracted the slopes": (a - cs) / (b - d) if b != d else (a - cs) / b + 1,
-                 "added the intercepts": (a + cs) / (b + d), "demand slope only": (a - cs) / b,
-                 "equilibrium quantity": a - b * ans})
+    """Market supply derived from n identical price-taking firms with C(q) = c·q² (P = MC = 2cq,
+    so each supplies P/(2c)), against linear demand Q = a − bP."""
+    n, c, b = rng.choice([10, 20, 40, 50, 100]), rng.choice([0.5, 1, 2, 2.5, 5]), rng.choice([1, 2, 4, 5, 10])
+    s_slope = n / (2 * c)  # market supply Q = s_slope·P
+    p = rng.randint(4, 60)
+    a = round((b + s_slope) * p + rng.choice([0, 0, 5, 10, 25]))
+    ans = a / (b + s_slope)
+    return Draw({"n": n, "c": c, "a": a, "b": b}, {"n": num(n), "cost": f"C(q) = {term(c, 'q')}^2", "demand": f"Q = {a} - {term(b, 'P')}"},
+                ans, f"firm: P = 2·{c:g}·q → q = P/{2 * c:g}; market supply {s_slope:g}P; {a} - {b}P = {s_slope:g}P → P* = {ans:.2f}",
+                {"forgot the number of firms": a / (b + 1 / (2 * c)), "marginal cost without the 2": a / (b + n / c),
+                 "supply from average cost (P = cq)": a / (b + n / c) if c != 0.5 else a / (b + 3 * n),
+                 "one firm's supply times demand slope": a / (b * n / (2 * c) + 1)})
 
 
-@element("aggregation_of_consumer_demand", types=("linear",))
+@element("aggregation_of_consumer_demand", types=("cobb-douglas",))
 def aggregation_of_consumer_demand(rng, typ):
-    n, b, p = rng.choice([20, 50, 100, 150, 250, 400]), rng.choice([1, 2, 3, 4]), rng.randint(2, 20)
-    a = b * p + rng.randint(5, 60)
-    ans = n * (a - b * p)
-    return Draw({"n": n, "a": a, "b": b, "p": p}, {"n": num(n), "demand": f"q = {a} - {term(b, 'P')}", "p": money(p)}, ans,
-                f"Q = {n}·({a} - {b}·{p}) = {ans:g}",
-                {"forgot the number of consumers": a - b * p, "scaled only the intercept": n * a - b * p,
-                 "one consumer too few": (n - 1) * (a - b * p)})
+    """Two groups of consumers with different Cobb-Douglas expenditure shares and incomes: each
+    spends share α of income m on the good, q = α·m/P; market demand sums over every consumer."""
+    n1, n2 = rng.choice([100, 200, 500, 1000, 2500]), rng.choice([150, 300, 400, 1200, 2000])
+    a1, a2 = rng.choice([0.1, 0.2, 0.25, 0.3]), rng.choice([0.4, 0.5, 0.6, 0.75])
+    m1, m2 = rng.choice([200, 400, 600, 1000]), rng.choice([300, 500, 800, 1500])
+    p = rng.choice([2, 4, 5, 8, 10, 20])
+    ans = (n1 * a1 * m1 + n2 * a2 * m2) / p
+    return Draw({"n1": n1, "n2": n2, "a1": a1, "a2": a2, "m1": m1, "m2": m2, "p": p},
+                {"n1": num(n1), "n2": num(n2), "u1": _cd(a1, round(1 - a1, 2)), "u2": _cd(a2, round(1 - a2, 2)),
+                 "m1": money(m1), "m2": money(m2), "p": money(p)}, ans,
+                f"Q = ({n1}·{a1:g}·{m1} + {n2}·{a2:g}·{m2})/{p} = {ans:g}",
+                {"forgot the number of consumers": (a1 * m1 + a2 * m2) / p,
+                 "treated everyone like the first group": (n1 + n2) * a1 * m1 / p,
+                 "averaged the shares and incomes": (n1 + n2) * ((a1 + a2) / 2) * ((m1 + m2) / 2) / p,
+                 "one consumer of each group, doubled": (a1 * m1 + a2 * m2) / p * 2})
 
 
 # ---- 5 Welfare ----------------------------------------------------------------------------
@@ -310,25 +320,41 @@ def _tax_market(rng):
     return a, b, d, p, t
 
 
-@element("deadweight_loss", types=("per-unit tax",))
+@element("deadweight_loss", types=("linear demand",))
 def deadweight_loss(rng, typ):
-    a, b, d, p, t = _tax_market(rng)
-    dq = t * b * d / (b + d)
-    q1 = d * p - dq
-    ans = 0.5 * t * dq
-    return Draw({"a": a, "b": b, "d": d, "t": t}, {"demand": f"Q_d = {a} - {term(b, 'P')}", "supply": f"Q_s = {term(d, 'P')}", "t": money(t)}, ans,
-                f"ΔQ = t·b·d/(b+d) = {dq:.3f}; DWL = ½·{t}·{dq:.3f} = {ans:.2f}",
-                {"forgot the ½": t * dq, "wrong triangle (tax revenue)": t * q1, "½·t·Q after tax": 0.5 * t * q1,
-                 "½·t²": 0.5 * t * t})
+    """Deadweight loss of a monopoly: inverse demand P = a − bQ, cost C(Q) = F + cQ (MC = c).
+    MR = a − 2bQ = c gives Q_m; the efficient quantity has P = c; DWL = ½(P_m − c)(Q_c − Q_m)."""
+    b, c = rng.choice([0.5, 1, 2, 4, 5]), rng.randint(2, 40)
+    a = c + b * 2 * rng.randint(5, 60)  # Q_m an integer
+    f = rng.choice([50, 100, 200, 500, 1000])
+    qm = (a - c) / (2 * b)
+    pm = a - b * qm
+    qc = (a - c) / b
+    ans = 0.5 * (pm - c) * (qc - qm)
+    ac_m = c + f / qm
+    return Draw({"a": a, "b": b, "c": c, "F": f}, {"demand": f"P = {a:g} - {term(b, 'Q')}", "cost": f"C(Q) = {f} + {term(c, 'Q')}"}, ans,
+                f"Q_m = ({a:g} - {c})/(2·{b:g}) = {qm:g}, P_m = {pm:g}, Q_c = {qc:g}; DWL = ½·({pm:g} - {c})·({qc:g} - {qm:g}) = {ans:.2f}",
+                {"forgot the ½": (pm - c) * (qc - qm), "monopoly profit before fixed cost": (pm - c) * qm,
+                 "average cost instead of marginal cost": 0.5 * (pm - ac_m) * (qc - qm),
+                 "the demand intercept as the monopoly price": 0.5 * (a - c) * (qc - qm)})
 
 
-@element("tax_incidence", types=("per-unit tax",))
+@element("tax_incidence", types=("tax on sellers", "tax on buyers"))
 def tax_incidence(rng, typ):
+    """Irrelevance of tax incidence: the price buyers pay rises by t·d/(b+d) (and sellers' net
+    price falls by t·b/(b+d)) whichever side the tax is legally levied on."""
     a, b, d, p, t = _tax_market(rng)
-    ans = t * d / (b + d)
-    return Draw({"a": a, "b": b, "d": d, "t": t}, {"demand": f"Q_d = {a} - {term(b, 'P')}", "supply": f"Q_s = {term(d, 'P')}", "t": money(t)}, ans,
-                f"buyers' price rises by t·d/(b+d) = {t}·{d}/{b + d} = {ans:.2f}",
-                {"swapped the shares": t * b / (b + d), "the whole tax": float(t), "half the tax": t / 2})
+    side = "sellers" if typ == "tax on sellers" else "buyers"
+    ask_buyers = rng.random() < 0.5
+    buyers, sellers = t * d / (b + d), t * b / (b + d)
+    ans = buyers if ask_buyers else sellers
+    other = sellers if ask_buyers else buyers
+    return Draw({"a": a, "b": b, "d": d, "t": t, "side": side, "ask": "buyers" if ask_buyers else "sellers"},
+                {"demand": f"Q_d = {a} - {term(b, 'P')}", "supply": f"Q_s = {term(d, 'P')}", "t": money(t), "side": side,
+                 "question": "the price buyers pay (including the tax) rise" if ask_buyers else "the price sellers keep (after the tax) fall"},
+                ans, f"buyers bear t·d/(b+d) = {buyers:.2f}, sellers t·b/(b+d) = {sellers:.2f}, whoever remits the tax",
+                {"swapped the shares": other, "the side taxed bears it all": float(t) if (side == "buyers") == ask_buyers else 0.0,
+                 "half the tax": t / 2, "the whole tax": float(t)})
 
 
 # ==== coverage batch 2 ======================================================================
@@ -586,25 +612,61 @@ def elasticity_of_substitution(rng, typ):
                 {"used ρ": float(rho), "1/ρ": 1 / rho, "1/(1 + ρ)": 1 / (1 + rho) if rho != -1 else 2.0})
 
 
-@element("diminishing_marginal_product", types=("cobb-douglas",))
+@element("diminishing_marginal_product", types=("cobb-douglas", "leontief", "linear"))
 def diminishing_marginal_product(rng, typ):
-    a, b = rng.choice([0.3, 0.4, 0.5, 0.6]), rng.choice([0.3, 0.4, 0.5])
-    K, L0 = rng.randint(10, 100), rng.randint(4, 40)
-    L1 = L0 + rng.randint(2, 20)
-    mp = lambda L: a * L ** (a - 1) * K ** b  # noqa: E731
-    return Draw({"a": a, "b": b, "K": K, "L0": L0, "L1": L1}, {"f": _cd_prod(a, b), "K": num(K), "L0": num(L0), "L1": num(L1)},
-                mp(L0) - mp(L1), f"MP_L({L0}) - MP_L({L1}) = {mp(L0):.4f} - {mp(L1):.4f}",
-                {"sign flipped": mp(L1) - mp(L0), "change in output": L1 ** a * K ** b - L0 ** a * K ** b,
-                 "marginal product at the start": mp(L0)})
+    """How much the marginal product of labour falls when L rises, holding K: Cobb-Douglas
+    (diminishing), Leontief min(αL, βK) (α until labour stops binding, then 0), linear αL + βK
+    (constant: no fall)."""
+    K = rng.randint(10, 100)
+    if typ == "cobb-douglas":
+        a, b = rng.choice([0.3, 0.4, 0.5, 0.6]), rng.choice([0.3, 0.4, 0.5])
+        L0 = rng.randint(4, 40)
+        L1 = L0 + rng.randint(2, 20)
+        mp = lambda L: a * L ** (a - 1) * K ** b  # noqa: E731
+        f = _cd_prod(a, b)
+        mistakes = {"sign flipped": mp(L1) - mp(L0), "change in output": L1 ** a * K ** b - L0 ** a * K ** b,
+                    "marginal product at the start": mp(L0)}
+    elif typ == "leontief":
+        a, b = rng.choice([1, 2, 3, 4]), rng.choice([1, 2, 3, 5])
+        kink = b * K / a  # labour stops binding here
+        L0 = max(1, int(kink * rng.choice([0.3, 0.5, 0.7])))
+        L1 = int(kink * rng.choice([1.5, 2, 3])) + 1
+        mp = lambda L: float(a) if a * L < b * K else 0.0  # noqa: E731
+        f = f"Q = min({term(a, 'L')}, {term(b, 'K')})"
+        mistakes = {"no fall (as if linear)": 0.0, "capital's coefficient": float(b) if b != a else a + 1.0,
+                    "change in output": float(min(a * L1, b * K) - min(a * L0, b * K))}
+    else:
+        a, b = rng.choice([2, 3, 4, 5, 8]), rng.choice([1, 2, 3, 6])
+        L0 = rng.randint(4, 40)
+        L1 = L0 + rng.randint(2, 20)
+        mp = lambda L: float(a)  # noqa: E731
+        f = f"Q = {term(a, 'L')} + {term(b, 'K')}"
+        mistakes = {"the marginal product itself": float(a), "change in output": float(a * (L1 - L0)),
+                    "marginal product per worker at the start": a / L0}
+    return Draw({"a": a, "b": b, "K": K, "L0": L0, "L1": L1}, {"f": f, "K": num(K), "L0": num(L0), "L1": num(L1)},
+                mp(L0) - mp(L1), f"MP_L({L0}) - MP_L({L1}) = {mp(L0):.4f} - {mp(L1):.4f}", mistakes)
 
 
-@element("returns_to_scale", types=("cobb-douglas",))
+@element("returns_to_scale", types=("cobb-douglas", "leontief", "linear"))
 def returns_to_scale(rng, typ):
-    a, b, lam = rng.choice([0.2, 0.3, 0.4, 0.5, 0.6]), rng.choice([0.3, 0.4, 0.5, 0.6, 0.7]), rng.choice([1.5, 2, 3, 4])
-    ans = lam ** (a + b)
-    return Draw({"a": a, "b": b, "lam": lam}, {"f": _cd_prod(a, b), "lam": f"{lam:g}"}, ans,
-                f"Q(λL, λK) = λ^(a+b)·Q = {lam:g}^{a + b:g} = {ans:.4f}",
-                {"constant returns assumed": float(lam), "multiplied by the exponent sum": lam * (a + b), "labour only": lam ** a})
+    """The factor by which output changes when every input is scaled by λ: λ^(a+b) for
+    Cobb-Douglas L^a K^b, λ^γ for min(αL, βK)^γ and (αL + βK)^γ."""
+    lam = rng.choice([1.5, 2, 3, 4])
+    if typ == "cobb-douglas":
+        a, b = rng.choice([0.2, 0.3, 0.4, 0.5, 0.6]), rng.choice([0.3, 0.4, 0.5, 0.6, 0.7])
+        deg, f = a + b, _cd_prod(a, b)
+        mistakes = {"constant returns assumed": float(lam), "multiplied by the exponent sum": lam * (a + b), "labour only": lam ** a}
+        params = {"a": a, "b": b}
+    else:
+        al, be, g = rng.choice([1, 2, 3]), rng.choice([1, 2, 4]), rng.choice([0.5, 0.75, 1.25, 1.5, 2])
+        inner = f"min({term(al, 'L')}, {term(be, 'K')})" if typ == "leontief" else f"({term(al, 'L')} + {term(be, 'K')})"
+        deg, f = g, f"Q = {inner}^{g:g}"
+        mistakes = {"constant returns assumed": float(lam), "multiplied by the exponent": lam * g,
+                    "squared the factor": lam ** (2 * g)}
+        params = {"alpha": al, "beta": be, "g": g}
+    ans = lam ** deg
+    return Draw({**params, "lam": lam}, {"f": f, "lam": f"{lam:g}"}, ans,
+                f"Q(λL, λK) = λ^{deg:g}·Q = {lam:g}^{deg:g} = {ans:.4f}", mistakes)
 
 
 @element("cost_minimization_problem", types=("cobb-douglas",))
@@ -781,14 +843,30 @@ def tfp_shocks(rng, typ):
                 {"sign flipped": -ans, "new price level": price(A1), "ignored the number of firms": a / (b + A1 ** 2 / (2 * w)) - a / (b + A0 ** 2 / (2 * w))})
 
 
-@element("elastic_inelastic_supply", types=("linear",))
+@element("elastic_inelastic_supply", types=("perfectly inelastic supply", "perfectly elastic supply"))
 def elastic_inelastic_supply(rng, typ):
-    a, b, shift = rng.choice([100, 200, 400]), rng.choice([1, 2, 4]), rng.choice([10, 20, 40, 60])
-    d = rng.choice([0.5, 1, 5, 10, 20])
-    ans = shift / (b + d)
-    return Draw({"a": a, "b": b, "d": d, "shift": shift}, {"demand": f"Q_d = {a} - {term(b, 'P')}", "supply": f"Q_s = {term(d, 'P')}", "shift": num(shift)}, ans,
-                f"ΔP = Δa/(b + d) = {shift}/{b + d:g} = {ans:.4f}",
-                {"ignored supply": shift / b, "ignored demand's slope": shift / d, "subtracted the slopes": shift / abs(b - d) if b != d else shift / (2 * b)})
+    """A demand shift against a vertical supply (fixed quantity S: only the price moves, by
+    shift/b) or a horizontal supply (price fixed at c: only the quantity moves, by the shift)."""
+    b, shift = rng.choice([0.5, 1, 2, 4, 5]), rng.choice([10, 20, 40, 60, 90])
+    if typ == "perfectly inelastic supply":
+        S = rng.choice([100, 200, 400, 600])
+        a = S + b * rng.randint(10, 80)
+        ans = shift / b
+        return Draw({"a": a, "b": b, "S": S, "shift": shift, "ask": "price"},
+                    {"demand": f"Q_d = {a:g} - {term(b, 'P')}", "supply": f"fixed at Q_s = {S} units whatever the price",
+                     "shift": num(shift), "question": "the equilibrium price rise"}, ans,
+                    f"Q = {S} stays; {a:g} + {shift} - {b:g}P = {S} → ΔP = {shift}/{b:g} = {ans:.2f}",
+                    {"the quantity change": float(shift) if float(shift) != ans else shift * 2.0, "no change": 0.0,
+                     "multiplied by the slope": shift * b, "half the shift over the slope": shift / (2 * b)})
+    c = rng.randint(5, 60)
+    a = b * c + rng.randint(20, 300)
+    ans = float(shift)
+    return Draw({"a": a, "b": b, "c": c, "shift": shift, "ask": "quantity"},
+                {"demand": f"Q_d = {a:g} - {term(b, 'P')}", "supply": f"perfectly elastic at a price of {money(c)}",
+                 "shift": num(shift), "question": "the equilibrium quantity rise"}, ans,
+                f"P stays at {c}; Q rises by the whole shift, {shift}",
+                {"price change over the slope": shift / b if shift / b != shift else shift / 2, "no change": 0.0,
+                 "half the shift": shift / 2, "shift times the slope": shift * b if b != 1 else shift * 3})
 
 
 # ==== coverage batch 5: welfare =============================================================
@@ -859,12 +937,27 @@ def labor_supply_distortions(rng, typ):
                 {"sign flipped": -ans, "proportional cut τ·h": tau * h(w), "ignored non-labour income (no response)": 0.0})
 
 
-@element("non_distortionary_taxes", types=("lump-sum vs per-unit",))
+@element("non_distortionary_taxes", types=("lump-sum and per-unit", "land and per-unit"))
 def non_distortionary_taxes(rng, typ):
+    """Two taxes, one non-distortionary (a lump-sum tax, or a per-unit tax on land in fixed
+    supply) and one per-unit tax on a market with sloped supply: the total deadweight loss is the
+    second tax's triangle alone. Identifying which tax distorts is the point."""
     b, d, p, t = rng.choice([1, 2, 3, 4]), rng.choice([1, 2, 3, 4]), rng.randint(10, 60), rng.choice([1, 2, 3, 4, 5, 6])
     a = (b + d) * p
     dq = t * b * d / (b + d)
     ans = 0.5 * t * dq
-    return Draw({"a": a, "b": b, "d": d, "t": t}, {"demand": f"Q_d = {a} - {term(b, 'P')}", "supply": f"Q_s = {term(d, 'P')}", "t": money(t)}, ans,
-                f"a lump-sum tax has no deadweight loss; the per-unit tax's is ½·t·ΔQ = {ans:.2f}",
-                {"forgot the ½": t * dq, "tax revenue": t * (d * p - dq), "½·t²": 0.5 * t * t})
+    if typ == "lump-sum and per-unit":
+        L = rng.choice([50, 100, 200, 500])
+        other = f"a lump-sum tax of {money(L)} on every household"
+        wrong = {"counted the lump-sum tax as a loss": ans + L, "doubled: as if the lump-sum tax distorted too": 2 * ans}
+        params = {"L": L}
+    else:
+        S, t2 = rng.choice([100, 200, 500]), rng.choice([2, 5, 10])
+        other = f"a tax of {money(t2)} per acre on land, whose supply is fixed at {S} acres"
+        wrong = {"a triangle for the land tax too": ans + 0.5 * t2 * t2 * b * d / (b + d),
+                 "counted the land tax revenue as a loss": ans + t2 * S}
+        params = {"S": S, "t2": t2}
+    return Draw({"a": a, "b": b, "d": d, "t": t, **params},
+                {"demand": f"Q_d = {a} - {term(b, 'P')}", "supply": f"Q_s = {term(d, 'P')}", "t": money(t), "other": other}, ans,
+                f"only the per-unit tax on the sloped market distorts: ½·t·ΔQ = ½·{t}·{dq:.3f} = {ans:.2f}",
+                {**wrong, "no deadweight loss at all": 0.0, "forgot the ½": t * dq})
