@@ -46,6 +46,7 @@ class Table:
     decimals: int = 3
     unit: str = ""
     rows: list[dict] = field(default_factory=list)  # {"source": "paper"|"run", "label", "setting", "values", "intervals", "n"}
+    row_label: str = "model"  # what a row's label names (a model, or a STEER-ME group)
     notes: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
@@ -203,7 +204,7 @@ def steer_tables(runs: list[Run]) -> list[Table]:
     for group, title in (("module", "STEER-ME by module (normalized accuracy)"), ("setting", "STEER-ME by setting (normalized accuracy)"),
                          ("element", "STEER-ME by element (normalized accuracy)")):
         keys = sorted({k for _, res in mine for k in res["paper"].get(group, {})})
-        tab = Table(f"steer-me-{group}", title, [run.label for run, _ in mine], 3)
+        tab = Table(f"steer-me-{group}", title, [run.label for run, _ in mine], 3, row_label=group)
         for k in keys:
             cells = [res["paper"].get(group, {}).get(k) or {} for _, res in mine]
             tab.rows.append({"source": "run", "label": k, "values": [c.get("normalized_accuracy") for c in cells],
@@ -313,7 +314,7 @@ def _row_cells(t: dict, row: dict) -> list[str]:
 
 
 def _head(t: dict) -> list[str]:
-    return ["source", "model", "setting", *t["columns"], "n"]
+    return ["source", t.get("row_label", "model"), "setting", *t["columns"], "n"]
 
 
 def render_md(doc: dict) -> str:

@@ -99,7 +99,7 @@ def _plots(doc: dict[str, Any]) -> list[tuple[str, str]]:
 
 def _table(t: dict) -> str:
     e = html.escape
-    head = "".join(f"<th>{e(c)}</th>" for c in ["source", "model", "setting", *t["columns"], "n"])
+    head = "".join(f"<th>{e(c)}</th>" for c in ["source", t.get("row_label", "model"), "setting", *t["columns"], "n"])
     rows = []
     for row in t["rows"]:
         ivs = row.get("intervals") or [None] * len(row["values"])
