@@ -35,7 +35,8 @@ class Run:
 
     @property
     def model(self) -> str:
-        return self.meta.get("backend", {}).get("model", {}).get("name") or "?"
+        """The model's name; a folder written by `econeval score --out` has none: its folder name."""
+        return (self.meta.get("backend") or {}).get("model", {}).get("name") or self.folder.name
 
 
 @dataclass
