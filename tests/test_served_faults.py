@@ -19,7 +19,8 @@ MODELS = [{"id": "econ-1", "object": "model", "owned_by": "me"}, {"id": "vllm-1"
           {"id": "acme-1", "object": "model", "owned_by": "acme"}, {"id": "flaky", "object": "model", "owned_by": "me"},
           {"id": "broken", "object": "model", "owned_by": "me"}, {"id": "nochoices", "object": "model", "owned_by": "me"},
           {"id": "ctx", "object": "model", "owned_by": "me"}, {"id": "ctxguess", "object": "model", "owned_by": "me"},
-          {"id": "echo401", "object": "model", "owned_by": "me"}, {"id": "redirect", "object": "model", "owned_by": "me"}]
+          {"id": "echo401", "object": "model", "owned_by": "me"}, {"id": "redirect", "object": "model", "owned_by": "me"},
+          {"id": "slow", "object": "model", "owned_by": "me"}]
 FAULTS = ("429", "500", "hang", "badjson", "drop", None)
 
 
@@ -81,6 +82,9 @@ class Handler(BaseHTTPRequestHandler):
         if fault == "drop":
             self.connection.shutdown(socket.SHUT_RDWR)
             return
+        if model == "slow":  # answers after 30 s
+            time.sleep(30)
+            return self._send(500, {"error": {"message": "too late"}})
         if model == "nochoices":
             return self._send(200, {"object": "error", "message": "model is loading"})
         if model == "ctx":
@@ -266,3 +270,29 @@ def test_models_check(cli, server):
     assert rc == 1 and "does not serve model 'missing'" in err and "econ-1" in err
     rc, _, err = cli("models", "check", "openai:econ-1")
     assert rc == 2 and "--base-url" in err
+
+
+def test_ctrl_c_returns_at_once_with_requests_in_flight(tmp_path, server):
+    """An interrupt does not wait for answers still in flight (120 s timeouts, retry waits)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    state, url = server
+    out = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, "-m", "econeval", "run", "--model", "openai:slow", "--base-url", url,
+                             "--task", "econnli-zero", "--limit", "8", "--quiet", "--out", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO, env=dict(os.environ))
+    deadline = time.monotonic() + 30
+    while len(state.bodies) < 2 and time.monotonic() < deadline:  # requests are in flight
+        time.sleep(0.05)
+    assert len(state.bodies) >= 2
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert time.monotonic() - t0 < 5, "the interrupt waited for the server"
+    assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err
+    assert json.loads((out / "run.json").read_text())["status"] == "interrupted"

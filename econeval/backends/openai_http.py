@@ -32,12 +32,12 @@ from __future__ import annotations
 
 import math
 import os
+import queue
 import random
 import re
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from email.utils import parsedate_to_datetime
 from typing import Callable, Sequence
 
@@ -129,6 +129,7 @@ class OpenAIHTTPBackend:
         self.fingerprints: set[str] = set()
         self.top_logprobs = TOP_LOGPROBS[0]
         self.fallbacks: set[str] = set()
+        self._stop = threading.Event()  # set when the current evaluate() call ends
         self.served = self._check_server()
         param = spec.options.get("repeat_penalty_param")
         owner = (self.served or {}).get("owned_by")
@@ -183,6 +184,7 @@ class OpenAIHTTPBackend:
     def _post(self, path: str, body: dict) -> dict | object:
         """One request with retries. Returns the answer (a dict with `choices`), or _CONTEXT."""
         url = self.base + path
+        stop = self._stop
         body = {"model": self.spec.api_model, "temperature": 0, "seed": self.seed, **body}
         last = ""
         for attempt in range(self.max_retries + 1):
@@ -224,7 +226,8 @@ class OpenAIHTTPBackend:
             with self._lock:
                 self.n["retries"] += 1
             self._note(f"{url}: {last}; retrying in {wait:.1f} s (attempt {attempt + 2} of {self.max_retries + 1})")
-            time.sleep(wait)
+            if stop.wait(wait):  # the call ended (an error elsewhere, an interrupt): give up quietly
+                raise ModelError(f"{self.base}: stopped while retrying")
         raise ModelError(f"{self.base} failed {self.max_retries + 1} times in a row; last: {last}",
                          hint="finished items are kept: rerun the same command to resume (--max-retries, --timeout)")
 
@@ -311,22 +314,41 @@ class OpenAIHTTPBackend:
         return self._option_scores(r) if isinstance(r, OptionLogprobs) else self._generate(r)
 
     def evaluate(self, requests: Sequence[Generate | OptionLogprobs], on_done=None) -> list:
-        """All requests, `concurrency` in flight at a time; results in request order."""
+        """All requests, `concurrency` in flight at a time; results in request order. The workers
+        are daemon threads: on an error or an interrupt the call returns at once (no new request
+        starts, retry waits end) instead of waiting for answers still in flight."""
         if not requests:
             return []
+        stop = self._stop = threading.Event()
+        todo = iter(enumerate(requests))
+        take = threading.Lock()
+        results: queue.Queue = queue.Queue()
+
+        def worker():
+            while not stop.is_set():
+                with take:
+                    nxt = next(todo, None)
+                if nxt is None:
+                    return
+                i, req = nxt
+                try:
+                    results.put((i, self._one(req), None))
+                except BaseException as exc:  # handed to the caller's thread
+                    results.put((i, None, exc))
+
+        for _ in range(min(self.concurrency, len(requests))):
+            threading.Thread(target=worker, daemon=True, name="econeval-http").start()
         out: list = [None] * len(requests)
-        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(requests))) as pool:
-            futures = {pool.submit(self._one, r): i for i, r in enumerate(requests)}
-            try:
-                for fut in as_completed(futures):
-                    i = futures[fut]
-                    out[i] = fut.result()
-                    if on_done:
-                        on_done(i)
-            except BaseException:
-                for f in futures:
-                    f.cancel()
-                raise
+        try:
+            for _ in range(len(requests)):
+                i, res, exc = results.get()
+                if exc is not None:
+                    raise exc
+                out[i] = res
+                if on_done:
+                    on_done(i)
+        finally:
+            stop.set()
         return out
 
     def generate(self, requests: Sequence[Generate]) -> list[Completion]:
