@@ -53,15 +53,16 @@ def evaluate(model: str | config.ModelSpec | None = None, tasks: Sequence[str] =
     load = LoadOptions(n_ctx=n_ctx, n_gpu_layers=n_gpu_layers, n_threads=threads, seed=seed, parallel=parallel,
                        concurrency=concurrency, timeout=timeout, max_retries=max_retries)
     check_model(spec, load)
-    judge_spec = config.resolve_model(judge, base_url=base_url if judge.startswith("openai:") else None,
-                                      api_key_env=api_key_env if judge.startswith("openai:") else None) if judge else None
+    served_judge = bool(judge) and judge.split(":", 1)[0] in config.SERVED_PREFIXES
+    judge_spec = config.resolve_model(judge, base_url=base_url if served_judge else None,
+                                      api_key_env=api_key_env if served_judge else None) if judge else None
     if judge_spec:
         check_model(judge_spec, LoadOptions(seed=seed))
     ctx = runner.RunContext(seed=seed, limit=limit, task_options=dict(task_options or {}), bootstrap=bootstrap,
                             judge_given=judge_spec is not None)
     ctx.factories[EMBEDDER] = _embedder_factory(embedder)
     judge_load = LoadOptions(n_threads=threads, seed=seed, concurrency=concurrency, timeout=timeout, max_retries=max_retries) \
-        if judge_spec and judge_spec.kind == "openai" else LoadOptions(n_gpu_layers=n_gpu_layers, n_threads=threads, seed=seed)
+        if judge_spec and judge_spec.kind in config.SERVED_PREFIXES else LoadOptions(n_gpu_layers=n_gpu_layers, n_threads=threads, seed=seed)
     ctx.factories[JUDGE] = (lambda: make_backend(judge_spec, judge_load)) \
         if judge_spec else (lambda: ctx.role(MODEL))
     preps = runner.prepare(selected, ctx)  # data, options and embedder problems show before a model loads

@@ -99,8 +99,8 @@ def _collect_options(task_option, **shortcuts) -> dict:
 
 # ---- run ---------------------------------------------------------------------------------
 @cli.command()
-@click.option("--model", "-m", help="Path to a .gguf file, a name from models.toml, or openai:NAME with --base-url "
-                                    "(default: the embedded Gemma 3 270M).")
+@click.option("--model", "-m", help="Path to a .gguf file, a name from models.toml, openai:NAME with --base-url, or "
+                                    "anthropic:NAME (default: the embedded Gemma 3 270M).")
 @click.option("--suite", "-s", default=None, help="Suite to run: " + ", ".join(registry.suites()) + " (default: all).")
 @click.option("--task", "-t", "tasks", multiple=True, help="Run only this task (repeatable); instead of --suite.")
 @click.option("--limit", "-n", type=click.IntRange(min=1, max=10**9),
@@ -417,7 +417,7 @@ def models_check(name, base_url, api_key_env, timeout):
     from .backends import LoadOptions, check_model, make_backend
 
     spec = config.resolve_model(name, base_url=base_url, api_key_env=api_key_env)
-    if spec.kind != "openai":
+    if spec.kind not in config.SERVED_PREFIXES:
         check_model(spec)
         click.echo(f"{spec.name}: {spec.kind} model, {spec.path or 'package ' + str(spec.package)}: ok")
         return

@@ -168,17 +168,23 @@ def load_registry(paths: list[Path] | None = None) -> Registry:
     return reg
 
 
-def served_model(name: str, base_url: str | None, api_key_env: str | None = None) -> ModelSpec:
-    """`--model openai:NAME --base-url URL`: a served model without a registry entry. The key comes
-    from `api_key_env` or, when that is not given, OPENAI_API_KEY if it is set."""
+SERVED_PREFIXES = {"openai": (None, "OPENAI_API_KEY"), "anthropic": ("https://api.anthropic.com", "ANTHROPIC_API_KEY")}
+
+
+def served_model(name: str, base_url: str | None, api_key_env: str | None = None, kind: str = "openai") -> ModelSpec:
+    """`--model openai:NAME --base-url URL` (or `anthropic:NAME`, whose base URL defaults to
+    Anthropic's): a served model without a registry entry. The key comes from `api_key_env` or,
+    when that is not given, OPENAI_API_KEY / ANTHROPIC_API_KEY if it is set."""
+    default_url, default_env = SERVED_PREFIXES[kind]
     if not name:
-        raise UsageError("--model openai:NAME needs the served model's name after 'openai:'")
+        raise UsageError(f"--model {kind}:NAME needs the served model's name after '{kind}:'")
+    base_url = base_url or default_url
     if not base_url:
-        raise UsageError(f"--model openai:{name} needs --base-url URL (the server, e.g. http://127.0.0.1:8000/v1)")
-    if api_key_env is None and os.environ.get("OPENAI_API_KEY"):
-        api_key_env = "OPENAI_API_KEY"
-    return ModelSpec(name=name, kind="openai", base_url=base_url, api_model=name, api_key_env=api_key_env,
-                     chat="auto", source="--model openai:NAME")
+        raise UsageError(f"--model {kind}:{name} needs --base-url URL (the server, e.g. http://127.0.0.1:8000/v1)")
+    if api_key_env is None and os.environ.get(default_env):
+        api_key_env = default_env
+    return ModelSpec(name=name, kind=kind, base_url=base_url, api_model=name, api_key_env=api_key_env,
+                     chat="auto", source=f"--model {kind}:NAME")
 
 
 def resolve_model(arg: str | None, registry: Registry | None = None, base_url: str | None = None,
@@ -186,12 +192,13 @@ def resolve_model(arg: str | None, registry: Registry | None = None, base_url: s
     """`--model` is a path to a .gguf file, a registry name or `openai:NAME` (with `base_url`);
     None means the registry default. `base_url` / `api_key_env` also override a served registry
     entry's."""
-    if arg and arg.startswith("openai:"):
-        return served_model(arg[len("openai:"):], base_url, api_key_env)
+    prefix = arg.split(":", 1)[0] if arg and ":" in arg else None
+    if prefix in SERVED_PREFIXES:
+        return served_model(arg.split(":", 1)[1], base_url, api_key_env, kind=prefix)
     reg = registry or load_registry()
     if base_url or api_key_env:
         spec = resolve_model(arg, reg)
-        if spec.kind != "openai":
+        if spec.kind not in SERVED_PREFIXES:
             raise UsageError("--base-url and --api-key-env apply to served models (--model openai:NAME or a base_url entry)")
         return replace(spec, base_url=base_url or spec.base_url, api_key_env=api_key_env or spec.api_key_env)
     if arg is None:

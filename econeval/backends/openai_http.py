@@ -52,7 +52,8 @@ DEFAULT_CONCURRENCY = 8
 DEFAULT_TIMEOUT = 120.0  # seconds per request (a long generation on a loaded server)
 DEFAULT_MAX_RETRIES = 5
 BACKOFF_BASE, BACKOFF_CAP, RETRY_AFTER_CAP = 0.5, 30.0, 120.0
-RETRY_STATUS = (408, 409, 425, 429, 500, 502, 503, 504)
+RETRY_STATUS = (408, 409, 425, 429, 500, 502, 503, 504, 529)  # 529: Anthropic's "overloaded"
+TEXT_ANSWER_TOKENS = 8
 PENALTY_PARAMS = ("repeat_penalty", "repetition_penalty", "none")
 # what /v1/models' owned_by says about the server's name for the repetition penalty
 OWNERS = {"vllm": "repetition_penalty", "sglang": "repetition_penalty", "llamacpp": "repeat_penalty",
@@ -88,7 +89,7 @@ class OpenAIHTTPBackend:
     @staticmethod
     def validate(spec: ModelSpec, load) -> None:
         if not spec.base_url or not spec.api_model:
-            raise UsageError(f"model '{spec.name}' (kind openai) needs base_url and api_model")
+            raise UsageError(f"model '{spec.name}' (kind {spec.kind}) needs base_url and api_model")
         if not re.match(r"(?i)^https?://[^/\s]+", spec.base_url.strip()):
             raise UsageError(f"model '{spec.name}': base_url must be an http:// or https:// URL, not {spec.base_url!r}")
         if load.n_gpu_layers is not None:
@@ -116,8 +117,7 @@ class OpenAIHTTPBackend:
         key = os.environ.get(spec.api_key_env, "") if spec.api_key_env else ""
         self.redact = Redactor(key)
         self.use_chat = spec.chat == "on"
-        headers = {"Authorization": f"Bearer {key}"} if key else {}
-        self.client = httpx.Client(headers=headers, follow_redirects=False,
+        self.client = httpx.Client(headers=self._headers(key), follow_redirects=False,
                                    timeout=httpx.Timeout(self.timeout, connect=min(10.0, self.timeout)),
                                    limits=httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency))
         self._httpx = httpx
@@ -134,6 +134,20 @@ class OpenAIHTTPBackend:
         param = spec.options.get("repeat_penalty_param")
         owner = (self.served or {}).get("owned_by")
         self.penalty_param = param or OWNERS.get(str(owner).lower(), "none")
+
+    # ---- what differs between APIs (AnthropicBackend overrides these) ---------------------
+    def _headers(self, key: str) -> dict:
+        return {"Authorization": f"Bearer {key}"} if key else {}
+
+    def _fixed(self) -> dict:
+        """Fields every request carries."""
+        return {"model": self.spec.api_model, "temperature": 0, "seed": self.seed}
+
+    def _as_completion(self, doc) -> dict | None:
+        """A 200 answer as a completion ({"choices": [...], "usage": ...}), or None if it is not one."""
+        if isinstance(doc, dict) and isinstance(doc.get("choices"), list) and doc["choices"] and isinstance(doc["choices"][0], dict):
+            return doc
+        return None
 
     # ---- the server -----------------------------------------------------------------------
     def _check_server(self) -> dict | None:
@@ -185,7 +199,7 @@ class OpenAIHTTPBackend:
         """One request with retries. Returns the answer (a dict with `choices`), or _CONTEXT."""
         url = self.base + path
         stop = self._stop
-        body = {"model": self.spec.api_model, "temperature": 0, "seed": self.seed, **body}
+        body = {**self._fixed(), **body}
         last = ""
         for attempt in range(self.max_retries + 1):
             wait = self._rng.uniform(0, min(BACKOFF_CAP, BACKOFF_BASE * 2 ** attempt))  # full jitter
@@ -206,8 +220,8 @@ class OpenAIHTTPBackend:
                         doc = resp.json()
                     except ValueError:
                         doc = None
-                    if isinstance(doc, dict) and isinstance(doc.get("choices"), list) and doc["choices"] \
-                            and isinstance(doc["choices"][0], dict):
+                    doc = self._as_completion(doc)
+                    if doc is not None:
                         if doc.get("system_fingerprint"):
                             self.fingerprints.add(str(doc["system_fingerprint"]))
                         return doc
@@ -277,7 +291,8 @@ class OpenAIHTTPBackend:
     def _option_scores(self, r: OptionLogprobs) -> OptionScores:
         while True:
             k = self.top_logprobs
-            path, body = self._body(r.prompt, max_tokens=1, **({"logprobs": k} if k else {}),
+            # without log-probabilities the letter is read from the text: room for "(B)" or "B."
+            path, body = self._body(r.prompt, max_tokens=1 if k else TEXT_ANSWER_TOKENS, **({"logprobs": k} if k else {}),
                                     **self._penalty(1.0))
             try:
                 resp = self._post(path, body)
