@@ -3,22 +3,18 @@
 
 import json
 import re
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from conftest import read_lines
+from fake_http import JSONHandler, serve
 
 KEY = "sk-ant-test-0123456789abcdef"
 
 
-class Messages(BaseHTTPRequestHandler):
+class Messages(JSONHandler):
     seen: list = []
     overloaded: set = set()
-
-    def log_message(self, *args):
-        pass
 
     def do_GET(self):
         if self.path == "/v1/models" and self.headers.get("x-api-key") == KEY:
@@ -26,7 +22,7 @@ class Messages(BaseHTTPRequestHandler):
         self._send(401, {"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}})
 
     def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        body = self.read_json()
         Messages.seen.append((self.path, body, dict(self.headers)))
         if self.headers.get("x-api-key") != KEY or self.headers.get("anthropic-version") != "2023-06-01":
             return self._send(401, {"type": "error", "error": {"type": "authentication_error", "message": "bad key"}})
@@ -42,22 +38,11 @@ class Messages(BaseHTTPRequestHandler):
         self._send(200, {"type": "message", "role": "assistant", "content": [{"type": "text", "text": text}],
                          "stop_reason": "end_turn", "usage": {"input_tokens": 12, "output_tokens": 5}})
 
-    def _send(self, code, doc, headers=None):
-        data = json.dumps(doc).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        for k, v in (headers or {}).items():
-            self.send_header(k, v)
-        self.end_headers()
-        self.wfile.write(data)
-
 
 @pytest.fixture(scope="module")
 def server():
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), Messages)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{srv.server_address[1]}"
+    srv, url = serve(Messages)
+    yield url
     srv.shutdown()
 
 

@@ -2,23 +2,20 @@
 
 import json
 import math
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from fake_http import JSONHandler, serve
 
-class FakeOpenAI(BaseHTTPRequestHandler):
+
+class FakeOpenAI(JSONHandler):
     """Completions answer 'Yes' for prompts that mention 'increases', else 'No'; one-token
     log-prob requests return a top list with ' Yes'/'Yes' duplicates and the letters."""
 
     requests_seen: list = []
 
-    def log_message(self, *args):
-        pass
-
     def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        body = self.read_json()
         FakeOpenAI.requests_seen.append((self.path, body, self.headers.get("Authorization")))
         if self.path == "/v1/completions" and body.get("model") == "overloaded":
             self.send_response(503)
@@ -30,7 +27,7 @@ class FakeOpenAI(BaseHTTPRequestHandler):
             if body.get("logprobs"):
                 choice["logprobs"] = {"content": [{"token": "Yes", "top_logprobs": [
                     {"token": "Yes", "logprob": math.log(0.7 if yes else 0.1)}, {"token": "No", "logprob": math.log(0.2 if yes else 0.8)}]}]}
-            return self._send({"choices": [choice]})
+            return self._send(200, {"choices": [choice]})
         if self.path != "/v1/completions":
             self.send_response(404)
             self.end_headers()
@@ -46,23 +43,13 @@ class FakeOpenAI(BaseHTTPRequestHandler):
             choice = {"text": " Yes", "logprobs": {"top_logprobs": [top]}, "finish_reason": "length"}
         else:
             choice = {"text": " Yes, it does." if yes else " No.", "finish_reason": "stop"}
-        self._send({"choices": [choice], "usage": {"prompt_tokens": 12, "completion_tokens": 3}})
-
-    def _send(self, doc):
-        data = json.dumps(doc).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        self._send(200, {"choices": [choice], "usage": {"prompt_tokens": 12, "completion_tokens": 3}})
 
 
 @pytest.fixture(scope="module")
 def server():
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), FakeOpenAI)
-    thread = threading.Thread(target=srv.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{srv.server_address[1]}"
+    srv, url = serve(FakeOpenAI)
+    yield url
     srv.shutdown()
 
 

@@ -8,11 +8,11 @@ import json
 import socket
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from conftest import read_lines
+from fake_http import JSONHandler, serve
 
 KEY = "sk-econeval-test-0123456789"
 MODELS = [{"id": "econ-1", "object": "model", "owned_by": "me"}, {"id": "vllm-1", "object": "model", "owned_by": "vllm"},
@@ -34,11 +34,8 @@ class State:
         self.redirect_to = ""
 
 
-class Handler(BaseHTTPRequestHandler):
+class Handler(JSONHandler):
     state: State = None
-
-    def log_message(self, *args):
-        pass
 
     def do_GET(self):
         if self.path == "/v1/models":
@@ -47,7 +44,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self):
         st = self.state
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        body = self.read_json()
         with st.lock:
             st.in_flight += 1
             st.max_in_flight = max(st.max_in_flight, st.in_flight)
@@ -120,24 +117,9 @@ class Handler(BaseHTTPRequestHandler):
             choice["finish_reason"] = finish
         self._send(200, {"choices": [choice], "usage": {"prompt_tokens": 10, "completion_tokens": 4}, "system_fingerprint": "fp-1"})
 
-    def _send(self, code, doc, headers=None):
-        self._send_raw(code, json.dumps(doc).encode(), headers)
-
-    def _send_raw(self, code, data, headers=None):
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        for k, v in (headers or {}).items():
-            self.send_header(k, v)
-        self.end_headers()
-        self.wfile.write(data)
-
 
 def _serve(state):
-    handler = type("H", (Handler,), {"state": state})
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    return srv, f"http://127.0.0.1:{srv.server_address[1]}"
+    return serve(type("H", (Handler,), {"state": state}))
 
 
 @pytest.fixture

@@ -1,0 +1,32 @@
+"""A JSON HTTP handler and server on 127.0.0.1 for the tests' fake model servers."""
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class JSONHandler(BaseHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+    def read_json(self) -> dict:
+        return json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+
+    def _send(self, code, doc, headers=None):
+        self._send_raw(code, json.dumps(doc).encode(), headers)
+
+    def _send_raw(self, code, data, headers=None):
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def serve(handler) -> tuple[ThreadingHTTPServer, str]:
+    """Start `handler` on a free port of 127.0.0.1: (server, base URL); call server.shutdown()."""
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv, f"http://127.0.0.1:{srv.server_address[1]}"
