@@ -45,7 +45,6 @@ class Table:
     title: str
     columns: list[str]
     decimals: int = 3
-    unit: str = ""
     rows: list[dict] = field(default_factory=list)  # {"source": "paper"|"run", "label", "setting", "values", "intervals", "n"}
     row_label: str = "model"  # what a row's label names (a model, or a STEER-ME group)
     notes: list[str] = field(default_factory=list)
@@ -92,9 +91,11 @@ def _limit_note(runs_rows: list[tuple[Run, dict]]) -> list[str]:
     return out
 
 
-def _published_rows(table: dict, with_setting: bool = False) -> list[dict]:
-    return [{"source": "paper", "label": r["model"], "setting": r.get("prompting") if with_setting else None,
-             "values": r["values"], "intervals": None, "n": None, "size": r.get("size")} for r in table["rows"]]
+def _published_rows(table: dict) -> list[dict]:
+    """The paper's rows; their setting column holds the prompting method (EconNLI) or the model
+    size (CFBenchmark) where the paper prints one."""
+    return [{"source": "paper", "label": r["model"], "setting": r.get("prompting") or r.get("size"),
+             "values": r["values"], "intervals": None, "n": None} for r in table["rows"]]
 
 
 # ---- one builder per paper table ----------------------------------------------------------------
@@ -105,7 +106,7 @@ def econnli_table4(runs: list[Run]) -> Table | None:
     if not mine:
         return None
     tab = Table("econnli-table4", "EconNLI Table 4: classification (precision / recall / F1 per class)", pub["columns"], 3)
-    tab.rows = _published_rows(pub, with_setting=True)
+    tab.rows = _published_rows(pub)
     for run, task, res in mine:
         p = res["paper"]
         vals = [p[c][m] for c in ("Negative Pairs", "Positive Pairs", "Average") for m in ("precision", "recall", "f1")]
@@ -141,7 +142,7 @@ def econlogicqa_table2(runs: list[Run]) -> Table | None:
     mine = [r for r in runs if "econlogicqa-1shot" in r.results or "econlogicqa-5shot" in r.results]
     if not mine:
         return None
-    tab = Table("econlogicqa-table2", "EconLogicQA Table 2: accuracy (%)", pub["columns"], 2, unit="percent")
+    tab = Table("econlogicqa-table2", "EconLogicQA Table 2: accuracy (%)", pub["columns"], 2)
     tab.rows = _published_rows(pub)
     for run in mine:
         vals, ivs, ns = [], [], []

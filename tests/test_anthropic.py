@@ -60,7 +60,9 @@ def test_messages_api_run(cli, tmp_path, server):
     assert all(s["parsed"] == 0 for s in samples)  # "(A) because ..." → A
     bodies = [b for p, b, _ in Messages.seen if p == "/v1/messages"]
     assert bodies and all("seed" not in b and "logprobs" not in b and b["temperature"] == 0 for b in bodies)
-    assert all(" " not in (b.get("stop_sequences") or []) for b in bodies)  # EconNLI's " " applied client-side
+    assert all(" " not in (b.get("stop_sequences") or []) for b in bodies)
+    letters = [b for b in bodies if "A. " in b["messages"][0]["content"]]
+    assert letters and all(b["max_tokens"] == 8 for b in letters)  # room for "(A) ...", not one token  # EconNLI's " " applied client-side
     meta = json.loads((out / "run.json").read_text())
     assert meta["backend"]["backend"] == "Anthropic Messages API" and meta["backend"]["model"]["served"]["id"] == "claude-test"
     assert meta["timing"]["econnli-zero"]["retries"] >= 2  # every prompt was "overloaded" once

@@ -208,5 +208,8 @@ def test_missing_reference_and_empty_answers_are_embedded_as_nan():
     assert sim.a == "nan" and sim.b == item["response"]
     rec = ZeroShot().score(item, {"response": "", "similarity": 0.3}, prep)
     assert rec["nan_substituted"] == ["answer"]
+    agg = ZeroShot().aggregate([{**rec, "similarity": 0.3}], prep)
+    assert agg["paper"]["Risk"] == 0.3 and agg["extras"]["missing_as_zero"]["Risk"] == 0.0
+    assert agg["extras"]["nan_substituted"]["n"] == 1
     assert not FewShot().requests(item, Prepared(items=[], state={"fewshot": {"risk": "x"}, "labels": {}, "mode": "released"}),
                                   {"response": ""})["similarity"].a == ""

@@ -78,6 +78,7 @@ def test_report_formats(cli, two_runs):
     run_rows = [line for line in md.splitlines() if line.startswith("| run | tiny |")]
     assert run_rows and any(re.search(r"\d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\]", line) for line in run_rows)  # value [interval]
     assert "re-implementation" in md and "partial train split" in md and "--limit 6" in md
+    assert "| source | element | setting |" in md and "| source | module | setting |" in md  # group tables name their rows
     rc, text, _ = cli("report", a, b, "--format", "csv")
     rows = list(csv.DictReader(io.StringIO(text)))
     mine = [r for r in rows if r["source"] == "run" and r["table"] == "econnli-table4"]

@@ -20,7 +20,7 @@ MODELS = [{"id": "econ-1", "object": "model", "owned_by": "me"}, {"id": "vllm-1"
           {"id": "broken", "object": "model", "owned_by": "me"}, {"id": "nochoices", "object": "model", "owned_by": "me"},
           {"id": "ctx", "object": "model", "owned_by": "me"}, {"id": "ctxguess", "object": "model", "owned_by": "me"},
           {"id": "echo401", "object": "model", "owned_by": "me"}, {"id": "redirect", "object": "model", "owned_by": "me"},
-          {"id": "slow", "object": "model", "owned_by": "me"}]
+          {"id": "slow", "object": "model", "owned_by": "me"}, {"id": "max5", "object": "model", "owned_by": "me"}]
 FAULTS = ("429", "500", "hang", "badjson", "drop", None)
 
 
@@ -82,6 +82,8 @@ class Handler(JSONHandler):
         if model == "slow":  # answers after 30 s
             time.sleep(30)
             return self._send(500, {"error": {"message": "too late"}})
+        if model == "max5" and (body.get("logprobs") or 0) > 5:  # OpenAI's legacy completions limit
+            return self._send(400, {"error": {"message": "logprobs must be at most 5", "type": "invalid_request_error"}})
         if model == "nochoices":
             return self._send(200, {"object": "error", "message": "model is loading"})
         if model == "ctx":
@@ -278,3 +280,37 @@ def test_ctrl_c_returns_at_once_with_requests_in_flight(tmp_path, server):
     assert time.monotonic() - t0 < 5, "the interrupt waited for the server"
     assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err
     assert json.loads((out / "run.json").read_text())["status"] == "interrupted"
+
+
+def test_a_server_allowing_fewer_log_probabilities_gets_asked_for_five(cli, tmp_path, server):
+    state, url = server
+    out = tmp_path / "run"
+    rc, _, err = cli("run", "--model", "openai:max5", "--base-url", url, "--task", "econnli-zero", "--limit", "3",
+                     "--quiet", "--out", out)
+    assert rc == 0, err
+    res = json.loads((out / "results.json").read_text())["tasks"]["econnli-zero"]
+    assert res["extras"]["logprob"]["n"] == 3  # scored from the top 5 after the refusal of 20
+    asked = [b.get("logprobs") for _, b in state.bodies if b.get("logprobs")]
+    assert 20 in asked and asked.count(5) >= 3
+    assert any("refused 20" in f for f in json.loads((out / "run.json").read_text())["backend"]["fallbacks"])
+
+
+def test_retry_after_in_seconds_or_as_a_date():
+    from email.utils import formatdate
+
+    from econeval.backends.openai_http import _retry_after
+
+    assert _retry_after("2") == 2.0 and _retry_after("-3") == 0.0
+    assert 8 <= _retry_after(formatdate(time.time() + 10, usegmt=True)) <= 10
+    assert _retry_after("soon") is None and _retry_after(None) is None
+
+
+def test_a_served_run_resumes_at_another_concurrency(cli, tmp_path, server):
+    """Batching is the server's: the chunk size is not part of a served run's identity."""
+    _, url = server
+    out = tmp_path / "run"
+    args = ("run", "--model", "openai:econ-1", "--base-url", url, "--task", "econnli-zero", "--quiet", "--out", out)
+    assert cli(*args, "--limit", "2", "--concurrency", "4")[0] == 0
+    rc, _, err = cli(*args, "--limit", "4", "--concurrency", "16")  # chunks of 32 items instead of 16
+    assert rc == 0, err
+    assert json.loads((out / "results.json").read_text())["tasks"]["econnli-zero"]["n"] == 4

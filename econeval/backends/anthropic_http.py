@@ -13,8 +13,7 @@ from .. import registry
 from ..config import ModelSpec
 from .openai_http import OpenAIHTTPBackend
 
-API_VERSION = "2023-06-01"
-DEFAULT_BASE_URL = "https://api.anthropic.com"
+API_VERSION = "2023-06-01"  # the base URL defaults to Anthropic's in config.SERVED_PREFIXES
 
 
 @registry.backend("anthropic")

@@ -169,7 +169,7 @@ class OpenAIHTTPBackend:
             return None  # no model list here (some gateways): the first request will tell
         try:
             models = [m for m in resp.json().get("data", []) if isinstance(m, dict)]
-        except ValueError:
+        except (ValueError, AttributeError, TypeError):  # not JSON, or not a model list
             return None
         for m in models:
             if m.get("id") == self.spec.api_model:
