@@ -7,8 +7,8 @@ __version__ = "0.1.0"
 
 
 def __getattr__(name):
-    if name == "evaluate":  # imported on first use: `import econeval` stays light
-        from .api import evaluate
+    if name in ("evaluate", "score_predictions", "export_prompts"):  # imported on first use: `import econeval` stays light
+        from . import api
 
-        return evaluate
+        return getattr(api, name)
     raise AttributeError(name)

@@ -4,7 +4,8 @@ with a seeded paired bootstrap interval, McNemar's exact test where items are ri
 and a verdict per metric.
 
 A metric regresses when the candidate is worse by more than the margin and the interval of the
-difference excludes zero. Runs whose tasks differ in dataset, prompt version, settings or options
+difference excludes zero. Which way is worse, whether a metric is a count, and whether McNemar's
+test applies, each task declares in its `metrics`. Runs whose tasks differ in dataset, prompt version, settings or options
 are refused (the numbers would not be comparable).
 """
 
@@ -22,11 +23,7 @@ from .errors import UsageError
 from .folder import read_samples
 from .intervals import percentile_interval
 from .results import read_json
-
-# headline metrics for which smaller is better; counts carry no direction
-LOWER_IS_BETTER = {"ECE", "Brier", "Con./Ent.(%)"}
-COUNTS = {"Ent.", "Con.", "Irr."}
-
+from .tables import Metric
 
 @dataclass
 class Row:
@@ -72,6 +69,8 @@ def mcnemar_exact(b: int, c: int) -> float:
 
 def compare(base_dir: Path, cand_dir: Path, max_drop: float = 0.02, metrics: tuple[str, ...] = (),
             n_boot: int = 1000, seed: int = 0) -> list[Row]:
+    if not (isinstance(max_drop, (int, float)) and math.isfinite(max_drop) and max_drop >= 0):
+        raise UsageError(f"--max-drop must be a finite number at least 0, not {max_drop!r}")
     base_meta, base = _load(base_dir)
     cand_meta, cand = _load(cand_dir)
     common = [t for t in base_meta.get("tasks", {}) if t in cand_meta.get("tasks", {})]
@@ -85,6 +84,7 @@ def compare(base_dir: Path, cand_dir: Path, max_drop: float = 0.02, metrics: tup
     if base_meta.get("seed") != cand_meta.get("seed"):
         raise UsageError("the runs used different seeds (few-shot draws differ); their numbers are not comparable")
     rows: list[Row] = []
+    available: set[str] = set()
     rng = random.Random(seed)
     for t in common:
         task = registry.get_task(t)
@@ -101,25 +101,31 @@ def compare(base_dir: Path, cand_dir: Path, max_drop: float = 0.02, metrics: tup
             idx = [rng.randrange(len(ids)) for _ in ids]
             boots.append((task.headline(task.aggregate([pb[k] for k in idx], prep)),
                           task.headline(task.aggregate([pc[k] for k in idx], prep))))
+        available |= set(hb)
         for m in hb:
             if metrics and m not in metrics:
                 continue
+            spec = task.metric(m)
             vb, vc = hb.get(m), hc.get(m)
             diff = vc - vb if vb is not None and vc is not None else None
             iv = percentile_interval([y[m] - x[m] for x, y in boots if x.get(m) is not None and y.get(m) is not None])
             low, high = iv if iv else (None, None)
             p = None
-            if m.lower().startswith("acc") and all(isinstance(r.get("correct"), bool) for r in pb + pc):
+            if spec.paired_exact and all(isinstance(r.get("correct"), bool) for r in pb + pc):
                 p = mcnemar_exact(sum(x["correct"] and not y["correct"] for x, y in zip(pb, pc)),
                                   sum(y["correct"] and not x["correct"] for x, y in zip(pb, pc)))
-            rows.append(Row(t, m, len(ids), vb, vc, diff, low, high, p, _verdict(m, diff, low, high, max_drop)))
+            rows.append(Row(t, m, len(ids), vb, vc, diff, low, high, p, _verdict(spec, diff, low, high, max_drop)))
+    unknown = [m for m in metrics if m not in available]
+    if unknown:
+        raise UsageError(f"no task of these runs has the metric {', '.join(repr(m) for m in unknown)}",
+                         hint=f"their metrics: {', '.join(sorted(available))}")
     return rows
 
 
-def _verdict(metric: str, diff, low, high, max_drop: float) -> str:
-    if diff is None or low is None or metric in COUNTS:
+def _verdict(metric: Metric, diff, low, high, max_drop: float) -> str:
+    if diff is None or low is None or metric.direction == 0:
         return "n/a"
-    sign = -1 if metric in LOWER_IS_BETTER else 1  # worse = sign * diff < 0
+    sign = metric.direction  # worse = sign * diff < 0
     worse, lo, hi = sign * diff, sign * (low if sign > 0 else high), sign * (high if sign > 0 else low)
     if worse < -max_drop and hi < 0:
         return "regression"

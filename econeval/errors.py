@@ -40,3 +40,10 @@ class Interrupted(EconevalError):
         self.signum = signum
         self.exit_code = 128 + signum
         super().__init__(f"interrupted by {signal.Signals(signum).name}")
+
+
+def warn(message: str) -> None:
+    """The one way econeval prints a warning (stderr, one line)."""
+    import sys
+
+    print(f"econeval: warning: {message}", file=sys.stderr, flush=True)

@@ -1,11 +1,11 @@
-"""Registries of tasks, benchmark data builders and model backends.
+"""Registries of tasks, benchmarks and backends.
 
-Nothing here is a hand-kept list: each benchmark module registers its tasks and its data
-builder where they are defined (`@task`, `benchmark(...)`), each backend module registers its
-kind (`@backend("llamacpp")`), and `discover()` imports every module of `econeval.benchmarks`
-and `econeval.backends`, the modules of installed plugins (entry point group `econeval`) and the
-modules named in `ECONEVAL_PLUGINS` (comma-separated). Backend modules import their heavy
-libraries only when a backend is made.
+Nothing here is a hand-kept list: each benchmark module registers its tasks (`@task`) and its
+benchmark (`benchmark(NAME, build=..., tables=..., commands=...)`) where they are defined, each
+backend module registers its kind (`@backend("llamacpp")`), and `discover()` imports every module
+of `econeval.benchmarks` and `econeval.backends`, the modules of installed plugins (entry point
+group `econeval`) and the modules named in `ECONEVAL_PLUGINS` (comma-separated). Backend modules
+import their heavy libraries only when a backend is made.
 """
 
 from __future__ import annotations
@@ -13,15 +13,31 @@ from __future__ import annotations
 import importlib
 import os
 import pkgutil
+from dataclasses import dataclass
 from typing import Callable
 
 from .errors import UsageError
 from .types import Task
 
 TASKS: dict[str, Task] = {}
-BUILDERS: dict[str, Callable] = {}  # benchmark → build(source_folder) -> {file name: rows}
+BENCHMARKS: dict[str, "Benchmark"] = {}
 BACKENDS: dict[str, type] = {}  # kind → backend class
 _discovered = False
+
+
+@dataclass
+class Benchmark:
+    """What a benchmark registers besides its tasks.
+
+    build     build(source_folder) -> {file name: rows}: its data package step (`econeval data build`)
+    tables    tables(runs: list[tables.RunView]) -> list[tables.Table]: its paper tables (`econeval report`)
+    commands  "module:attribute" of a click command or group added to the CLI (imported by the CLI only)
+    """
+
+    name: str
+    build: Callable | None = None
+    tables: Callable | None = None
+    commands: str | None = None
 
 
 def task(cls: type[Task]) -> type[Task]:
@@ -35,14 +51,18 @@ def task(cls: type[Task]) -> type[Task]:
     return cls
 
 
-def benchmark(name: str, build: Callable) -> None:
-    """Register the data builder of a benchmark (its committed manifest lives in datasets_bundled/)."""
-    BUILDERS[name] = build
+def benchmark(name: str, build: Callable | None = None, tables: Callable | None = None, commands: str | None = None) -> None:
+    """Register a benchmark's data builder, paper tables and CLI commands (each optional)."""
+    BENCHMARKS[name] = Benchmark(name, build, tables, commands)
 
 
 def backend(kind: str):
-    """Class decorator: register a model backend under a kind (the `kind` of a models.toml entry)."""
+    """Class decorator: register a backend under a kind (the `kind` of a models.toml entry).
+    The class may declare `prefix` (`--model PREFIX:NAME`) and `implied_by` (models.toml keys
+    that imply this kind when an entry names none)."""
     def wrap(cls):
+        if kind in BACKENDS and BACKENDS[kind] is not cls:
+            raise ValueError(f"backend kind {kind} registered twice")
         cls.kind = kind
         BACKENDS[kind] = cls
         return cls
@@ -56,6 +76,15 @@ def _import_package(pkg: str) -> None:
             importlib.import_module(f"{pkg}.{info.name}")
 
 
+def _load_plugin(what: str, load: Callable[[], object]) -> None:
+    try:
+        load()
+    except Exception as exc:  # noqa: BLE001 - a broken plugin is the user's input: one line naming it
+        detail = f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__
+        raise UsageError(f"{what} cannot be loaded ({detail})",
+                         hint="fix or remove the plugin (ECONEVAL_PLUGINS, or the package's 'econeval' entry point)") from None
+
+
 def discover() -> None:
     global _discovered
     if _discovered:
@@ -66,12 +95,9 @@ def discover() -> None:
     from importlib.metadata import entry_points
 
     for ep in entry_points(group="econeval"):
-        ep.load()
+        _load_plugin(f"plugin entry point '{ep.name}' ({ep.value})", ep.load)
     for name in filter(None, (s.strip() for s in os.environ.get("ECONEVAL_PLUGINS", "").split(","))):
-        try:
-            importlib.import_module(name)
-        except ImportError as exc:
-            raise UsageError(f"ECONEVAL_PLUGINS names module '{name}', which cannot be imported: {exc}") from None
+        _load_plugin(f"ECONEVAL_PLUGINS names module '{name}', which", lambda n=name: importlib.import_module(n))
 
 
 def tasks() -> dict[str, Task]:
@@ -88,9 +114,17 @@ def suites() -> dict[str, list[str]]:
     return out
 
 
+def did_you_mean(name: str, known) -> str | None:
+    import difflib
+
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.75)
+    return f"did you mean '{close[0]}'?" if close else None
+
+
 def get_task(name: str) -> Task:
     if name not in tasks():
-        raise UsageError(f"unknown task '{name}'", hint="`econeval list` shows suites and tasks")
+        hint = did_you_mean(name, TASKS)
+        raise UsageError(f"unknown task '{name}'", hint=(hint + "; " if hint else "") + "`econeval list` shows suites and tasks")
     return TASKS[name]
 
 
@@ -103,19 +137,39 @@ def select(suite: str | None, names: tuple[str, ...] | list[str] = ()) -> list[T
         return [get_task(n) for n in dict.fromkeys(names)]
     s = suites()
     if (suite or "all") not in s:
-        raise UsageError(f"unknown suite '{suite}'", hint=f"suites: {', '.join(s)}")
+        hint = did_you_mean(suite, s)
+        raise UsageError(f"unknown suite '{suite}'", hint=(hint + "; " if hint else "") + f"suites: {', '.join(s)}")
     return [TASKS[n] for n in s[suite or "all"]]
 
 
-def builder(name: str) -> Callable:
+def benchmarks() -> dict[str, Benchmark]:
     discover()
-    if name not in BUILDERS:
+    return BENCHMARKS
+
+
+def builder(name: str) -> Callable:
+    b = benchmarks().get(name)
+    if b is None or b.build is None:
         raise UsageError(f"no data builder for benchmark '{name}'")
-    return BUILDERS[name]
+    return b.build
+
+
+def backends() -> dict[str, type]:
+    discover()
+    return BACKENDS
 
 
 def backend_class(kind: str) -> type:
-    discover()
-    if kind not in BACKENDS:
+    if kind not in backends():
         raise UsageError(f"unknown backend kind '{kind}'", hint=f"kinds: {', '.join(sorted(BACKENDS))}")
     return BACKENDS[kind]
+
+
+def prefixes() -> dict[str, type]:
+    """`--model PREFIX:NAME` → the backend class that registered the prefix."""
+    return {cls.prefix: cls for cls in backends().values() if getattr(cls, "prefix", None)}
+
+
+def implied_kind(keys) -> list[str]:
+    """The kinds a models.toml entry without `kind` may mean, by the keys it has."""
+    return [k for k, cls in backends().items() if set(getattr(cls, "implied_by", ())) & set(keys)]

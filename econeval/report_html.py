@@ -9,7 +9,7 @@ import html
 import io
 from typing import Any
 
-from .report import cell
+from .tables import cell
 
 CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2rem auto;max-width:1200px;color:#222;padding:0 1rem}
@@ -32,8 +32,7 @@ def _svg(fig) -> str:
     return text[text.index("<svg"):]
 
 
-def _plots(doc: dict[str, Any]) -> list[tuple[str, str]]:
-    """(caption, inline svg) for each plot the report's data allows."""
+def _matplotlib():
     try:
         import matplotlib
 
@@ -41,59 +40,93 @@ def _plots(doc: dict[str, Any]) -> list[tuple[str, str]]:
         import matplotlib.pyplot as plt
         import numpy as np
     except ImportError:
-        return []
+        return None
     matplotlib.rcParams["svg.fonttype"] = "none"  # text stays text (no embedded glyph paths)
-    out: list[tuple[str, str]] = []
-    figs = doc.get("figures") or {}
-    nli = figs.get("econnli_f1")
-    if nli:
-        fig, ax = plt.subplots(figsize=(max(4, 1.2 * len(nli["rows"]) + 2), 3))
-        x = np.arange(len(nli["rows"]))
-        neg = [np.nan if v is None else v for v in nli["negative"]]
-        pos = [np.nan if v is None else v for v in nli["positive"]]
-        ax.bar(x - 0.2, neg, 0.4, label="Negative F1", color="#d95f02")
-        ax.bar(x + 0.2, pos, 0.4, label="Positive F1", color="#1b9e77")
-        ax.axhline(0.5, color="#888", lw=1, ls="--", label="random")
-        ax.set_xticks(x, nli["rows"], rotation=20, ha="right")
-        ax.set_ylim(0, 1)
-        ax.legend(fontsize=8)
-        out.append(("EconNLI: F1 per class for each run and prompting method (dashed: random guessing).", _svg(fig)))
-    heat = figs.get("steer_heatmap")
-    if heat and heat["columns"]:
-        vals = np.array([[np.nan if v is None else v for v in row] for row in heat["values"]], dtype=float)
-        fig, ax = plt.subplots(figsize=(max(6, 0.18 * len(heat["columns"]) + 2), 0.5 * len(heat["rows"]) + 2.2))
-        im = ax.imshow(vals, aspect="auto", cmap="viridis", vmin=min(0.0, np.nanmin(vals)) if np.isfinite(vals).any() else 0, vmax=1)
-        ax.set_yticks(range(len(heat["rows"])), heat["rows"])
-        ax.set_xticks(range(len(heat["columns"])), heat["columns"], rotation=90, fontsize=6)
-        fig.colorbar(im, ax=ax, label="normalized accuracy")
-        out.append(("STEER-ME: normalized accuracy, models × elements (empty cells: not run).", _svg(fig)))
-    for rel in figs.get("reliability") or []:
-        fig, ax = plt.subplots(figsize=(3.6, 3.4))
-        ax.plot([0, 1], [0, 1], color="#888", ls="--", lw=1)
-        conf = [b["confidence"] for b in rel["bins"]]
-        acc = [b["accuracy"] for b in rel["bins"]]
-        ax.plot(conf, acc, marker="o", color="#1f77b4")
-        for b in rel["bins"]:
-            ax.annotate(str(b["n"]), (b["confidence"], b["accuracy"]), fontsize=6, xytext=(3, 3), textcoords="offset points")
-        ax.set_xlim(0, 1)
-        ax.set_ylim(0, 1)
-        ax.set_xlabel("confidence (renormalised)")
-        ax.set_ylabel("accuracy")
-        out.append((f"STEER-ME reliability diagram, {rel['label']}: 10 confidence bins (labels: items per bin).", _svg(fig)))
-    for comp in doc.get("compare") or []:
-        rows = [r for r in comp.get("rows", []) if r.get("diff") is not None and r.get("low") is not None]
-        if not rows:
-            continue
-        fig, ax = plt.subplots(figsize=(6, 0.32 * len(rows) + 1.2))
-        y = np.arange(len(rows))[::-1]
-        colors = ["#d62728" if r["verdict"] == "regression" else "#2ca02c" if r["verdict"] == "improvement" else "#444" for r in rows]
-        for yi, r, c in zip(y, rows, colors):
-            ax.plot([r["low"], r["high"]], [yi, yi], color=c, lw=2)
-            ax.plot([r["diff"]], [yi], "o", color=c)
-        ax.axvline(0, color="#888", lw=1)
-        ax.set_yticks(y, [f"{r['task']} {r['metric']}" for r in rows], fontsize=7)
-        ax.set_xlabel("candidate − baseline (95% paired bootstrap interval)")
-        out.append((f"Compare: {comp['candidate']} against {comp['baseline']} (red: regression beyond the margin).", _svg(fig)))
+    if "text.parse_math" in matplotlib.rcParams:
+        matplotlib.rcParams["text.parse_math"] = False  # a model named "$x$" is a name, not math
+    return plt, np
+
+
+def _nan(values):
+    return [float("nan") if v is None else v for v in values]
+
+
+def _bars(plt, np, fig_doc):
+    groups = fig_doc["groups"]
+    fig, ax = plt.subplots(figsize=(max(4, 1.2 * len(groups) + 2), 3))
+    x = np.arange(len(groups))
+    k = len(fig_doc["series"])
+    width = 0.8 / max(k, 1)
+    colors = ["#d95f02", "#1b9e77", "#7570b3", "#e7298a"]
+    for i, ser in enumerate(fig_doc["series"]):
+        pos = x - 0.4 + width * (i + 0.5)
+        vals = _nan(ser["values"])
+        ivs = ser.get("intervals") or [None] * len(vals)
+        lo = [v - iv[0] if iv and v == v else 0 for v, iv in zip(vals, ivs)]
+        hi = [iv[1] - v if iv and v == v else 0 for v, iv in zip(vals, ivs)]
+        ax.bar(pos, vals, width, label=ser["name"], color=colors[i % len(colors)], yerr=[lo, hi], capsize=2,
+               error_kw={"lw": 0.8})
+    ref = fig_doc.get("reference")
+    if ref:
+        ax.axhline(ref["value"], color="#888", lw=1, ls="--", label=ref.get("label"))
+    ax.set_xticks(x, groups, rotation=20, ha="right")
+    if fig_doc.get("ylim"):
+        ax.set_ylim(*fig_doc["ylim"])
+    ax.legend(fontsize=8)
+    return fig
+
+
+def _heatmap(plt, np, fig_doc):
+    vals = np.array([_nan(row) for row in fig_doc["values"]], dtype=float)
+    fig, ax = plt.subplots(figsize=(max(6, 0.18 * len(fig_doc["columns"]) + 2), 0.5 * len(fig_doc["rows"]) + 2.2))
+    im = ax.imshow(vals, aspect="auto", cmap="viridis", vmin=min(0.0, np.nanmin(vals)) if np.isfinite(vals).any() else 0, vmax=1)
+    ax.set_yticks(range(len(fig_doc["rows"])), fig_doc["rows"])
+    ax.set_xticks(range(len(fig_doc["columns"])), fig_doc["columns"], rotation=90, fontsize=6)
+    fig.colorbar(im, ax=ax, label=fig_doc.get("colorbar", ""))
+    return fig
+
+
+def _reliability(plt, np, fig_doc):
+    fig, ax = plt.subplots(figsize=(3.6, 3.4))
+    ax.plot([0, 1], [0, 1], color="#888", ls="--", lw=1)
+    ax.plot([b["confidence"] for b in fig_doc["bins"]], [b["accuracy"] for b in fig_doc["bins"]], marker="o", color="#1f77b4")
+    for b in fig_doc["bins"]:
+        ax.annotate(str(b["n"]), (b["confidence"], b["accuracy"]), fontsize=6, xytext=(3, 3), textcoords="offset points")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("confidence (renormalised)")
+    ax.set_ylabel("accuracy")
+    return fig
+
+
+def _forest(plt, np, fig_doc):
+    rows = fig_doc["rows"]
+    fig, ax = plt.subplots(figsize=(6, 0.32 * len(rows) + 1.2))
+    y = np.arange(len(rows))[::-1]
+    for yi, r in zip(y, rows):
+        c = "#d62728" if r["verdict"] == "regression" else "#2ca02c" if r["verdict"] == "improvement" else "#444"
+        ax.plot([r["low"], r["high"]], [yi, yi], color=c, lw=2)
+        ax.plot([r["diff"]], [yi], "o", color=c)
+    ax.axvline(0, color="#888", lw=1)
+    ax.set_yticks(y, [f"{r['task']} {r['metric']}" for r in rows], fontsize=7)
+    ax.set_xlabel("candidate − baseline (95% paired bootstrap interval)")
+    return fig
+
+
+KINDS = {"bars": _bars, "heatmap": _heatmap, "reliability": _reliability, "forest": _forest}
+
+
+def _figures(figs: list[dict], mpl) -> list[str]:
+    """Each figure as a <figure> with inline SVG (a kind this page cannot draw is skipped)."""
+    if not figs or mpl is None:
+        return []
+    plt, np = mpl
+    out = []
+    for f in figs:
+        draw = KINDS.get(f.get("kind"))
+        if draw:
+            out.append(f'<figure class="plot">{_svg(draw(plt, np, f))}<figcaption>{html.escape(f.get("caption", ""))}'
+                       "</figcaption></figure>")
     return out
 
 
@@ -120,14 +153,19 @@ def _table(t: dict) -> str:
 
 def render_html(doc: dict[str, Any]) -> str:
     e = html.escape
+    mpl = _matplotlib()
     parts = ["<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>econeval report</title>",
              f"<style>{CSS}</style></head><body><h1>econeval report</h1>",
-             "<p>Runs: " + "; ".join(f"<b>{e(r['label'])}</b> ({e(', '.join(r['tasks']))}; seed {r['seed']}; "
+             "<p>Runs: " + "; ".join(f"<b>{e(r['label'])}</b> ({e(', '.join(r['tasks']))}; seed {e(str(r['seed']))}; "
                                        f"econeval {e(str(r['econeval_version']))}; data {e(str(r['data_package']))}"
-                                       f"{'; --limit ' + str(r['limit']) if r['limit'] else ''})" for r in doc["runs"]) + "</p>",
+                                       f"{'; --limit ' + e(str(r['limit'])) if r['limit'] else ''})" for r in doc["runs"]) + "</p>",
              '<p class="muted">Highlighted rows are this report\'s runs (value, then the 95% bootstrap interval over items); '
              "the others are the papers' published rows. n: the items a row rests on; –: not computed.</p>"]
-    parts += [_table(t) for t in doc["tables"]]
+    wanted = False
+    for t in doc["tables"]:
+        parts.append(_table(t))
+        parts += _figures(t.get("figures") or [], mpl)
+        wanted = wanted or bool(t.get("figures"))
     for c in doc.get("compare") or []:
         parts.append(f"<h2>Compare: {e(c['candidate'])} against {e(c['baseline'])}</h2>")
         if "refused" in c:
@@ -137,13 +175,12 @@ def render_html(doc: dict[str, Any]) -> str:
         body = "".join("<tr>" + "".join(f"<td class=l>{e(str(r[k]))}</td>" if k in ("task", "metric", "verdict")
                                         else f"<td>{e(cell(r[k], 4))}</td>" for k in cols) + "</tr>" for r in c["rows"])
         parts.append(f"<table class=compare><thead><tr>{''.join(f'<th>{k}</th>' for k in cols)}</tr></thead><tbody>{body}</tbody></table>")
-    plots = _plots(doc)
-    parts.append("<h2>Plots</h2>")
-    if plots:
-        parts += [f'<figure class="plot">{svg}<figcaption>{e(cap)}</figcaption></figure>' for cap, svg in plots]
-    elif doc.get("figures"):
+        rows = [r for r in c["rows"] if r.get("diff") is not None and r.get("low") is not None]
+        if rows:
+            wanted = True
+            parts += _figures([{"kind": "forest", "rows": rows, "caption": f"Compare: {c['candidate']} against {c['baseline']} "
+                                                                          "(red: regression beyond the margin)."}], mpl)
+    if wanted and mpl is None:
         parts.append('<p class="muted">Plots need matplotlib: pip install "econeval[report]".</p>')
-    else:
-        parts.append('<p class="muted">No plot applies to these runs.</p>')
     parts.append("</body></html>")
     return "\n".join(parts)

@@ -11,35 +11,20 @@ from __future__ import annotations
 
 import hashlib
 import math
-import os
-import platform
 import resource
 import signal
-import sys
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from . import __version__, data
+from . import __version__
 from .errors import Interrupted, UsageError
 from .folder import RunFolder
 from .intervals import headline_intervals
 from .progress import Progress
-from .types import EMBEDDER, JUDGE, MODEL, Completion, OptionScores, Prepared, Similarity, Task, \
-    evaluate_in_order
-
-CHUNK = 16  # items whose requests go to the backend together and are appended to samples.jsonl together
-
-
-def chunk_size(parallel: int) -> int:
-    """Items per chunk: at least 16, and twice the backend's parallel sequences (so finished
-    sequences are refilled)."""
-    return max(CHUNK, 2 * parallel)
-
-
-RUN_FORMAT = 2  # run.json / samples.jsonl layout; folders of another format are refused, never mixed
+from .runmeta import now, role_entry, run_meta
+from .types import EMBEDDER, JUDGE, MODEL, Completion, OptionScores, Prepared, Task, TaskResult
 
 
 @dataclass
@@ -77,6 +62,24 @@ class RunContext:
             self._made[name] = self.factories[name]()
         return self._made[name]
 
+    def role_made(self, name: str, backend):
+        """Record a role's backend made elsewhere (the evaluated model); returns it."""
+        self._made[name] = backend
+        self.factories.setdefault(name, lambda: backend)
+        return backend
+
+    def made(self, name: str) -> bool:
+        return name in self._made
+
+    def close(self) -> None:
+        """Close every backend this context made (each once: the judge may be the evaluated model)."""
+        closed: set[int] = set()
+        for obj in self._made.values():
+            if id(obj) not in closed and hasattr(obj, "close"):
+                closed.add(id(obj))
+                obj.close()
+        self._made.clear()
+
 
 def check_task_options(tasks: list[Task], given: dict[str, Any]) -> None:
     """Every option given must be declared by at least one selected task, and parse there."""
@@ -87,25 +90,12 @@ def check_task_options(tasks: list[Task], given: dict[str, Any]) -> None:
             raise UsageError(f"no selected task has the option '{name}'", hint=f"options of the selected tasks: {', '.join(owners)}")
 
 
-def now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
 def prompt_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 def select_items(task: Task, prep: Prepared, limit: int | None) -> list[dict]:
     return task.finalize_items(prep.items if limit is None else task.limit_items(prep.items, limit), prep)
-
-
-def dataset_fingerprint(task: Task, prep: Prepared) -> dict:
-    if prep.dataset is not None:
-        return prep.dataset
-    if task.benchmark in data.benchmarks():
-        return data.fingerprint(task.benchmark)
-    digest = hashlib.sha256(data.jsonl_bytes(prep.items)).hexdigest()
-    return {"version": None, "items_sha256": digest}
 
 
 # ---- one chunk -------------------------------------------------------------------------------
@@ -141,12 +131,6 @@ def _store(out: dict, name: str, req, res) -> None:
             out.setdefault("error", "the embedder produced a non-finite similarity")
 
 
-def _similarities(embedder, reqs: list[Similarity]) -> list[float]:
-    vecs = embedder.embed([r.a for r in reqs] + [r.b for r in reqs])
-    n = len(reqs)
-    return [float(vecs[i] @ vecs[n + i]) for i in range(n)]
-
-
 def run_chunk(task: Task, items: list[dict], prep: Prepared, ctx: RunContext, outputs: list[dict] | None = None,
               skip_roles: tuple[str, ...] = (), progress: Callable[[float], None] | None = None) -> list[dict]:
     """Outputs of a chunk of items: each stage's requests of all the chunk's items go to their
@@ -167,12 +151,7 @@ def run_chunk(task: Task, items: list[dict], prep: Prepared, ctx: RunContext, ou
             server = ctx.role(role)
             reqs = [r for _, _, r in group]
             tick = (lambda _i: progress(step)) if step else None
-            if role == EMBEDDER:
-                results = _similarities(server, reqs)
-                if tick:
-                    progress(step * len(reqs))
-            else:
-                results = evaluate_in_order(server, reqs, on_done=tick)
+            results = server.evaluate(reqs, on_done=tick)
             for (i, name, req), res in zip(group, results):
                 _store(outputs[i], name, req, res)
     return outputs
@@ -198,7 +177,7 @@ def score_records(task: Task, items: list[dict], outputs: list[dict], prep: Prep
     return records
 
 
-def aggregate(task: Task, records: list[dict], prep: Prepared, n_boot: int = 0, seed: int = 0) -> dict:
+def aggregate(task: Task, records: list[dict], prep: Prepared, n_boot: int = 0, seed: int = 0) -> TaskResult:
     kept = [r for r in records if not r.get("skipped") and not r.get("error")]
     out = task.aggregate(kept, prep)
     intervals = headline_intervals(task, kept, prep, n_boot, seed)
@@ -236,19 +215,10 @@ def task_roles(task: Task, prep: Prepared) -> tuple[str, ...]:
     return prep.roles if prep.roles is not None else task.roles
 
 
-def task_identity(tasks: list[Task], preps: dict[str, Prepared], ctx: RunContext) -> dict:
-    return {t.name: {"prompt_version": t.prompt_version, "settings": preps[t.name].settings,
-                     "options": preps[t.name].options, "dataset": dataset_fingerprint(t, preps[t.name])} for t in tasks}
-
-
-def _role_info(tasks: list[Task], preps: dict[str, Prepared], ctx: RunContext, role: str) -> dict | None:
-    if not any(role in task_roles(t, preps[t.name]) for t in tasks):
-        return None
-    obj = ctx.role(role)
-    if role == EMBEDDER:
-        return obj.describe()
-    info = obj.info()
-    return {"model": info.model.get("name"), "identity": info.identity(), "chat_template_applied": info.chat_template_applied}
+def role_infos(tasks: list[Task], preps: dict[str, Prepared], ctx: RunContext) -> dict[str, dict | None]:
+    """run.json's entries for the judge and the embedder: the roles these tasks use (made now)."""
+    return {role: role_entry(ctx.role(role).info()) if any(role in task_roles(t, preps[t.name]) for t in tasks) else None
+            for role in (JUDGE, EMBEDDER)}
 
 
 class _Signals:
@@ -292,38 +262,10 @@ def run(tasks: list[Task], backend, out_dir: Path, ctx: RunContext, preps: dict[
     """Run `tasks` with `backend` as the evaluated model into `out_dir`. `folder` may be a
     RunFolder opened (locked and checked) before the model was loaded."""
     preps = preps or prepare(tasks, ctx)
-    ctx.factories.setdefault(MODEL, lambda: backend)
-    ctx._made[MODEL] = backend
+    ctx.role_made(MODEL, backend)
     info = backend.info()
-    tids = task_identity(tasks, preps, ctx)
-    identity = {"run_format": RUN_FORMAT, "model": info.identity(), "seed": ctx.seed, "tasks": tids}
-    meta = {
-        "run_format": RUN_FORMAT,
-        "econeval_version": __version__,
-        "command": argv or sys.argv,
-        "started": now(),
-        "status": "running",
-        "seed": ctx.seed,
-        "limit": ctx.limit,
-        "bootstrap": ctx.bootstrap,
-        "options": {t.name: preps[t.name].options for t in tasks if preps[t.name].options},
-        "tasks": {t.name: {**tids[t.name], "description": t.description} for t in tasks},
-        "backend": info.to_json(),
-        "embedder": _role_info(tasks, preps, ctx, EMBEDDER),
-        "judge": _role_info(tasks, preps, ctx, JUDGE),
-        "environment": {"python": sys.version.split()[0], "platform": platform.platform(),
-                        "machine": platform.machine(), "cpu_count": os.cpu_count(), "frozen": bool(getattr(sys, "frozen", False))},
-        "data_package": {"version": data.package_version(),
-                         "locations": {t.benchmark: str(data.files_dir(t.benchmark)) for t in tasks if t.benchmark in data.benchmarks()}},
-    }
-    identity["embedder"] = (meta["embedder"] or {}).get("sha256")
-    identity["judge"] = (meta["judge"] or {}).get("identity")
-    meta["identity"] = identity
-    meta["schedule"] = {"chunk_items": chunk_size(info.parallel),
-                        "description": "each task's items in fixed chunks of its item list; a chunk's requests go to the "
-                                       "backend together, stage by stage; a chunk is written whole or not at all"}
-    if info.composition_matters:
-        identity["chunk_items"] = meta["schedule"]["chunk_items"]
+    meta = run_meta(tasks, preps, info, role_infos(tasks, preps, ctx), seed=ctx.seed, limit=ctx.limit,
+                    bootstrap=ctx.bootstrap, argv=argv)
     own = folder is None
     folder = folder or RunFolder.open(out_dir)
     try:

@@ -9,7 +9,9 @@ outputs back to the task to score. Backends answer with Completion and OptionSco
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol, Sequence, TypedDict, Union
+from typing import Any, TypedDict, Union
+
+from .tables import Metric
 
 # ---- requests --------------------------------------------------------------------------------
 MODEL, JUDGE, EMBEDDER = "model", "judge", "embedder"  # the roles a request can be sent to
@@ -107,8 +109,11 @@ class BackendInfo:
     # the chunk size is part of the run's identity
     composition_matters: bool = True
     details: dict[str, Any] = field(default_factory=dict)
+    fixed_identity: Any = None  # a backend whose identity is one value (an embedder: its weights' sha256)
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> Any:
+        if self.fixed_identity is not None:
+            return self.fixed_identity
         ident = self.model.get("identity") or {k: self.model.get(k) for k in ("sha256",)}
         return {"kind": self.kind, "model": ident, "n_ctx": self.n_ctx, "schedule": self.schedule,
                 "chat_template_applied": self.chat_template_applied, "chat_mode": self.details.get("chat_mode")}
@@ -118,45 +123,43 @@ class BackendInfo:
                 "schedule": self.schedule, "chat_template_applied": self.chat_template_applied, **self.details}
 
 
-class Backend(Protocol):
-    """A model backend: one batch method per request kind, metadata, counters."""
-
-    kind: str
-
-    def generate(self, requests: Sequence[Generate]) -> list[Completion]: ...
-
-    def option_logprobs(self, requests: Sequence[OptionLogprobs]) -> list[OptionScores]: ...
-
-    def info(self) -> BackendInfo: ...
-
-    def counters(self) -> dict[str, int]: ...  # e.g. tokens_evaluated, requests
+# The backend base class (validate, evaluate, info, counters, close) is econeval.backends.base.Backend.
 
 
-class Embedder(Protocol):
-    def embed(self, texts: Sequence[str]) -> Any: ...  # (n, d) float32, rows L2-normalised
+# ---- results ---------------------------------------------------------------------------------
+class TaskResult(TypedDict, total=False):
+    """One task's entry in results.json, as a task's `aggregate` returns it and the runner
+    completes it. report, compare and the CLI read it through these keys only.
 
-    def describe(self) -> dict[str, Any]: ...
+    table          the paper table the numbers belong to (a title)
+    paper          the paper's numbers, in the paper's layout (the task's own shape)
+    extras         what econeval adds, each labelled with a description
+    intervals      {number name: [low, high]} plus "method" and "seed"
+    n              items in the run; n_scored, n_unparsed, n_skipped, n_errors: how they fared
+    skip_reasons, error_reasons   {why: how many}
+    """
+
+    table: str
+    paper: dict[str, Any]
+    extras: dict[str, Any]
+    intervals: dict[str, Any]
+    n: int
+    n_scored: int
+    n_unparsed: int
+    n_skipped: int
+    n_errors: int
+    skip_reasons: dict[str, int]
+    error_reasons: dict[str, int]
 
 
-def evaluate_in_order(backend: Backend, requests: Sequence[Generate | OptionLogprobs],
-                      on_done: Callable[[int], None] | None = None) -> list[Completion | OptionScores]:
-    """Send requests to a backend: all at once to its `evaluate` when it has one, else in the
-    given order, consecutive requests of one kind together."""
-    if hasattr(backend, "evaluate"):
-        return backend.evaluate(requests, on_done=on_done)
-    out: list = []
-    i = 0
-    while i < len(requests):
-        j = i
-        while j < len(requests) and type(requests[j]) is type(requests[i]):
-            j += 1
-        group = list(requests[i:j])
-        out.extend(backend.option_logprobs(group) if isinstance(requests[i], OptionLogprobs) else backend.generate(group))
-        if on_done:
-            for k in range(i, j):
-                on_done(k)
-        i = j
-    return out
+class ResultsDoc(TypedDict, total=False):
+    """results.json (and what `econeval.evaluate` / `econeval score` return)."""
+
+    econeval_version: str
+    model: str | None
+    limit: int | None
+    predictions: str
+    tasks: dict[str, TaskResult]
 
 
 # ---- samples ---------------------------------------------------------------------------------
@@ -200,6 +203,7 @@ class TaskOption:
     help: str
     choices: tuple[str, ...] | None = None
     kind: str = "str"  # str | bool | path | choice
+    flag: str | None = None  # a documented command-line shortcut for `-T name=...`, e.g. "--adaptation"
 
     def parse(self, value: Any) -> Any:
         """A value from the command line (a string) or from Python; raises ValueError."""
@@ -261,6 +265,11 @@ class Task:
     stages: int = 1
     roles: tuple[str, ...] = (MODEL,)  # the roles its requests use (model, judge, embedder)
     options: tuple[TaskOption, ...] = ()
+    metrics: tuple[Metric, ...] = ()  # its headline metrics: direction, paired test, count (compare reads them)
+
+    def metric(self, name: str) -> Metric:
+        """The declared metric of that name; an undeclared headline number counts as larger-is-better."""
+        return next((m for m in self.metrics if m.name == name), Metric(name))
 
     def prepare(self, ctx: Any) -> Prepared:
         raise NotImplementedError

@@ -78,14 +78,13 @@ def test_messages_api_errors(cli, tmp_path, server):
 
 
 def test_no_repetition_penalty_in_the_messages_api(server, monkeypatch):
-    from econeval.backends import LoadOptions
     from econeval.backends.anthropic_http import AnthropicBackend
-    from econeval.config import served_model
+    from econeval.roles import resolve, with_options
     from econeval.errors import ModelError
     from econeval.types import Generate
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
-    be = AnthropicBackend(served_model("claude-test", server, kind="anthropic"), LoadOptions())
+    be = AnthropicBackend(with_options(resolve("anthropic:claude-test"), {"base_url": server}))
     assert be.generate([Generate(prompt="prices increase", max_tokens=4)])[0].text.startswith(" Yes")
     with pytest.raises(ModelError, match="repetition penalty 1.05"):
         be.generate([Generate(prompt="prices increase", max_tokens=4, repeat_penalty=1.05)])

@@ -95,7 +95,7 @@ def test_python_api(tmp_path, tiny_model):
     import econeval
     from econeval.config import ModelSpec
 
-    spec = ModelSpec(name="tiny", path=str(tiny_model), n_ctx=1024, chat="off")
+    spec = ModelSpec(name="tiny", options={"path": str(tiny_model)}, n_ctx=1024, chat="off")
     doc = econeval.evaluate(model=spec, tasks=["econnli-zero", "steer-me"], limit=2, out=tmp_path / "run",
                             task_options={"adaptation": "direct"})
     assert Path(doc["run_folder"]) == tmp_path / "run"
@@ -175,14 +175,14 @@ def test_layering_click_and_heavy_libraries():
     for path in PKG.rglob("*.py"):
         rel = path.relative_to(PKG).as_posix()
         mods = _imports(path)
-        if rel != "cli.py":
+        if rel != "cli.py" and not rel.endswith("/commands.py"):  # a benchmark's registered commands may use click
             assert not any(m == "click" or m.startswith("click.") for m in mods), rel
         for heavy, home in (("llama_cpp", "backends/llamacpp.py"), ("onnxruntime", "backends/onnx_embed.py"),
                             ("tokenizers", "backends/onnx_embed.py")):
             if rel != home:
                 assert not any(m == heavy or m.startswith(heavy + ".") for m in mods), (rel, heavy)
     # the core never imports the layers above it
-    for core in ("data.py", "types.py", "config.py", "results.py", "metrics.py", "folder.py", "errors.py"):
+    for core in ("data.py", "types.py", "config.py", "results.py", "metrics.py", "folder.py", "errors.py", "tables.py"):
         mods = _imports(PKG / core)
         assert not any("benchmarks" in m or "registry" in m or "runner" in m for m in mods), core
 

@@ -10,6 +10,8 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.slow  # the shipped product: wheel, binary or a real server
+
 from conftest import REPO
 
 

@@ -8,7 +8,7 @@ import pytest
 from econeval import data
 from econeval.backends.onnx_embed import OnnxEmbedder
 from econeval.benchmarks.cfbenchmark import build_prompt, decoding, extract, row_f1, table2
-from econeval.config import EmbedderSpec
+from econeval.config import ModelSpec
 from tiny_bert import write_tiny_bert
 
 
@@ -86,7 +86,7 @@ def test_table2_averages():
 # ---- the ONNX embedder --------------------------------------------------------------------
 def test_embedder_normalises_pads_and_truncates(tiny_embedder_dir):
     for pooling in ("cls", "mean"):
-        e = OnnxEmbedder(EmbedderSpec(name="t", path=str(tiny_embedder_dir), pooling=pooling))
+        e = OnnxEmbedder(ModelSpec(name="t", options={"path": str(tiny_embedder_dir), "pooling": pooling}))
         texts = ["公司营业收入同比增长", "公司营业收入同比增长", "银行股票基金", "公司" * 2000]
         v = e.embed(texts)
         assert v.shape == (4, 32) and v.dtype == np.float32
@@ -95,8 +95,8 @@ def test_embedder_normalises_pads_and_truncates(tiny_embedder_dir):
         assert v[0] @ v[2] < 0.999
         alone = e.embed(["银行股票基金"])[0]
         assert np.abs(alone - v[2]).max() < 1e-5  # padding inside a batch changes nothing
-    cls = OnnxEmbedder(EmbedderSpec(name="t", path=str(tiny_embedder_dir), pooling="cls")).embed(["银行股票"])
-    mean = OnnxEmbedder(EmbedderSpec(name="t", path=str(tiny_embedder_dir), pooling="mean")).embed(["银行股票"])
+    cls = OnnxEmbedder(ModelSpec(name="t", options={"path": str(tiny_embedder_dir), "pooling": "cls"})).embed(["银行股票"])
+    mean = OnnxEmbedder(ModelSpec(name="t", options={"path": str(tiny_embedder_dir), "pooling": "mean"})).embed(["银行股票"])
     assert not np.allclose(cls, mean)
 
 

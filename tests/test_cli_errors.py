@@ -86,7 +86,7 @@ def test_missing_predictions_file(cli, tmp_path):
 def test_unknown_key_in_registry(cli, tmp_path):
     reg = tmp_path / "models.toml"
     reg.write_text('[models.x]\npath = "x.gguf"\ncolour = "blue"\n')
-    assert_clean_failure(*cli("models", "list", env={"ECONEVAL_MODELS": str(reg)}), 2, "unknown key(s) colour")
+    assert_clean_failure(*cli("models", "list", env={"ECONEVAL_MODELS": str(reg)}), 2, "backend llamacpp has no option 'colour'")
 
 
 def test_debug_shows_the_traceback(cli, tmp_path):

@@ -17,7 +17,8 @@ def m3e():
     path = REAL_CACHE / "embedders" / "m3e-small"  # where models.toml's "{cache}" entry points
     if not (path / "model.onnx").is_file():
         pytest.skip("m3e-small is not built (tools/build_embedder.sh)")
-    return OnnxEmbedder(replace(load_registry().embedders["m3e-small"], path=str(path)))
+    spec = load_registry().embedders["m3e-small"]
+    return OnnxEmbedder(replace(spec, options={**spec.options, "path": str(path)}))
 
 
 def test_identical_texts_score_one_and_paraphrase_beats_unrelated(m3e):
@@ -33,5 +34,5 @@ def test_identical_texts_score_one_and_paraphrase_beats_unrelated(m3e):
 def test_long_inputs_are_truncated_not_fatal(m3e):
     v = m3e.embed(["风险提示：" + "市场竞争加剧，" * 400])
     assert v.shape == (1, 512)
-    d = m3e.describe()
+    d = m3e.info().model
     assert d["pooling"] == "mean" and "non-commercial" in d["licence"] and len(d["sha256"]) == 64

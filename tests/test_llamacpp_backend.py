@@ -6,7 +6,6 @@ import llama_cpp
 import numpy as np
 import pytest
 
-from econeval.backends import LoadOptions
 from econeval.backends.llamacpp import LlamaCppBackend
 from econeval.backends.llamacpp_batch import stop_at as _stop_at
 from econeval.config import ModelSpec
@@ -15,7 +14,7 @@ from econeval.types import Generate, OptionLogprobs
 
 @pytest.fixture(scope="module")
 def backend(tiny_model):
-    return LlamaCppBackend(ModelSpec(name="tiny", path=str(tiny_model), n_ctx=512, chat="off"))
+    return LlamaCppBackend(ModelSpec(name="tiny", options={"path": str(tiny_model)}, n_ctx=512, chat="off"))
 
 
 def reference_logprobs(model_path, text):
@@ -64,7 +63,7 @@ def test_multi_token_option_is_scored_as_a_sequence(backend, tiny_model):
 
 
 def test_prefix_reuse_is_order_independent_one_at_a_time_and_matches_a_fresh_prefix(tiny_model):
-    single = LlamaCppBackend(ModelSpec(name="tiny", path=str(tiny_model), n_ctx=512, chat="off"), LoadOptions(parallel=1))
+    single = LlamaCppBackend(ModelSpec(name="tiny", options={"path": str(tiny_model), "parallel": 1}, n_ctx=512, chat="off"))
     prefix = "Question: A B C D answer Yes\n\n"
     reqs = [OptionLogprobs(prompt=prefix + f"Question: {w} answer:", prefix=prefix, options=("Yes", "No"))
             for w in ("the order", "the event", "premise")]
@@ -87,7 +86,7 @@ def test_batched_calls_are_a_pure_function_of_the_request_list(backend, tiny_mod
     first = backend.evaluate(reqs)
     backend.generate([Generate(prompt="something else entirely", max_tokens=7)])
     assert backend.evaluate(reqs) == first  # bit-identical on repetition, whatever ran between
-    single = LlamaCppBackend(ModelSpec(name="tiny", path=str(tiny_model), n_ctx=512, chat="off"), LoadOptions(parallel=1))
+    single = LlamaCppBackend(ModelSpec(name="tiny", options={"path": str(tiny_model), "parallel": 1}, n_ctx=512, chat="off"))
     alone = single.evaluate(reqs)
     for a, b in zip(first, alone):  # batching moves log-probabilities only at rounding level
         if hasattr(a, "scores"):
@@ -98,7 +97,7 @@ def test_batched_calls_are_a_pure_function_of_the_request_list(backend, tiny_mod
 
 
 def test_finished_sequences_free_their_slots(tiny_model):
-    be = LlamaCppBackend(ModelSpec(name="tiny", path=str(tiny_model), n_ctx=512, chat="off"), LoadOptions(parallel=2))
+    be = LlamaCppBackend(ModelSpec(name="tiny", options={"path": str(tiny_model), "parallel": 2}, n_ctx=512, chat="off"))
     reqs = [Generate(prompt=f"Question: the order {i} is", max_tokens=2 + 3 * i) for i in range(6)]
     calls0, gen0 = be.counters()["decode_calls"], be.counters()["tokens_generated"]
     out = be.generate(reqs)
@@ -109,12 +108,11 @@ def test_finished_sequences_free_their_slots(tiny_model):
     # (prompt + tokens - 1 per request), more than if all six ran at once
     assert max(2 + 3 * i for i in range(6)) < calls < sum(2 + 3 * i for i in range(6))
     assert generated == sum(c.n_tokens for c in out)
-    assert out == LlamaCppBackend(ModelSpec(name="tiny", path=str(tiny_model), n_ctx=512, chat="off"),
-                                  LoadOptions(parallel=2)).generate(reqs)
+    assert out == LlamaCppBackend(ModelSpec(name="tiny", options={"path": str(tiny_model), "parallel": 2}, n_ctx=512, chat="off")).generate(reqs)
 
 
 def test_multi_token_options_in_a_batch(backend, tiny_model):
-    single = LlamaCppBackend(ModelSpec(name="tiny", path=str(tiny_model), n_ctx=512, chat="off"), LoadOptions(parallel=1))
+    single = LlamaCppBackend(ModelSpec(name="tiny", options={"path": str(tiny_model), "parallel": 1}, n_ctx=512, chat="off"))
     reqs = [OptionLogprobs(prompt=f"Question: {w} the answer is", options=("xq", "Yes", "premise")) for w in ("A", "B", "C", "D")]
     for a, b in zip(backend.option_logprobs(reqs), single.option_logprobs(reqs)):
         assert a.scores.keys() == b.scores.keys()
@@ -143,7 +141,7 @@ def test_repeat_penalty_changes_greedy_choice_only_through_seen_tokens(backend):
 
 
 def test_prompt_longer_than_context_is_reported_not_truncated(tiny_model):
-    small = LlamaCppBackend(ModelSpec(name="tiny", path=str(tiny_model), n_ctx=256, chat="off"))
+    small = LlamaCppBackend(ModelSpec(name="tiny", options={"path": str(tiny_model)}, n_ctx=256, chat="off"))
     c = small.generate([Generate(prompt="the order " * 200, max_tokens=4)])[0]
     assert c.finish == "context" and c.text == "" and c.n_prompt_tokens > 256
     lp = small.option_logprobs([OptionLogprobs(prompt="the order " * 200, options=("Yes",))])[0]
@@ -151,15 +149,15 @@ def test_prompt_longer_than_context_is_reported_not_truncated(tiny_model):
 
 
 def test_chat_template_applied_when_the_model_has_one(tiny_chat_model):
-    be = LlamaCppBackend(ModelSpec(name="tiny-chat", path=str(tiny_chat_model), n_ctx=512, chat="auto"))
+    be = LlamaCppBackend(ModelSpec(name="tiny-chat", options={"path": str(tiny_chat_model)}, n_ctx=512, chat="auto"))
     assert be.info().chat_template_applied is True
     chat = be.generate([Generate(prompt="the order", max_tokens=2, chat=True)])[0]
     plain = be.generate([Generate(prompt="the order", max_tokens=2, chat=False)])[0]
     assert chat.n_prompt_tokens == plain.n_prompt_tokens + 3  # <|user|> <|end|> <|assistant|>
     assert chat.rendered and chat.rendered.startswith("<|user|>") and plain.rendered is None
-    on = LlamaCppBackend(ModelSpec(name="tiny-chat", path=str(tiny_chat_model), n_ctx=512, chat="on"))
+    on = LlamaCppBackend(ModelSpec(name="tiny-chat", options={"path": str(tiny_chat_model)}, n_ctx=512, chat="on"))
     assert on.generate([Generate(prompt="the order", max_tokens=2, chat=False)])[0].rendered.startswith("<|user|>")
-    off = LlamaCppBackend(ModelSpec(name="tiny-chat", path=str(tiny_chat_model), n_ctx=512, chat="off"))
+    off = LlamaCppBackend(ModelSpec(name="tiny-chat", options={"path": str(tiny_chat_model)}, n_ctx=512, chat="off"))
     assert off.generate([Generate(prompt="the order", max_tokens=2, chat=True)])[0].rendered is None
     assert (be.info().identity()["chat_mode"], on.info().identity()["chat_mode"]) == ("auto", "on")
 

@@ -2,7 +2,6 @@
 127.0.0.1, the `server` extra), against the same GGUF file run in-process."""
 
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -10,6 +9,8 @@ import time
 import urllib.request
 
 import pytest
+
+pytestmark = pytest.mark.slow  # the shipped product: wheel, binary or a real server
 
 from conftest import read_lines
 

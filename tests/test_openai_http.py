@@ -69,7 +69,7 @@ def test_backend_generation_and_option_scores(server):
     from econeval.config import ModelSpec
     from econeval.types import Generate, OptionLogprobs
 
-    be = OpenAIHTTPBackend(ModelSpec(name="h", base_url=server, api_model="econ-1", chat="off"))
+    be = OpenAIHTTPBackend(ModelSpec(name="h", options={"base_url": server, "api_model": "econ-1"}, chat="off"))
     g = be.generate([Generate(prompt="demand increases", max_tokens=5, stop=("\n",))])[0]
     assert g.text == " Yes, it does." and g.n_prompt_tokens == 12
     res = be.option_logprobs([OptionLogprobs(prompt="demand increases", options=("Yes", "No", "C"))])[0]
@@ -86,7 +86,7 @@ def test_chat_endpoint(server):
     from econeval.config import ModelSpec
     from econeval.types import Generate, OptionLogprobs
 
-    be = OpenAIHTTPBackend(ModelSpec(name="h", base_url=server, api_model="econ-1", chat="on"))
+    be = OpenAIHTTPBackend(ModelSpec(name="h", options={"base_url": server, "api_model": "econ-1"}, chat="on"))
     assert be.generate([Generate(prompt="demand increases", max_tokens=5, chat=True)])[0].text == "Yes"
     lp = be.option_logprobs([OptionLogprobs(prompt="demand falls", options=("Yes", "No"), chat=True)])[0].scores
     assert lp["No"] == pytest.approx(math.log(0.8)) and lp["Yes"] == pytest.approx(math.log(0.1))

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # the shipped product: wheel, binary or a real server
+
 from conftest import REPO
 
 

@@ -8,7 +8,6 @@ import os
 import re
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 
@@ -110,6 +109,7 @@ def _chromium() -> str | None:
     return shutil.which("chromium")
 
 
+@pytest.mark.slow  # a real browser
 def test_html_report_renders_offline_in_chromium(cli, two_runs, tmp_path):
     pytest.importorskip("matplotlib", reason="plots need the report extra (installed by tools/bootstrap.sh)")
     page = tmp_path / "report.html"

@@ -86,26 +86,30 @@ def test_gpu_layers_on_a_build_without_offload_warn_loudly(cli, tmp_path, regist
         pytest.skip("this llama.cpp build offloads to a GPU")
     rc, _, err = cli("run", "--task", "econnli-zero", "--limit", "1", "--n-gpu-layers", "5", "--quiet",
                      "--out", tmp_path / "r", env=registry)
-    assert rc == 0 and "WARNING: --n-gpu-layers was given but this llama.cpp build has no GPU offload" in err
+    assert rc == 0 and "warning: n_gpu_layers was given but this llama.cpp build has no GPU offload" in err
     meta = json.loads((tmp_path / "r" / "run.json").read_text())
     assert meta["backend"]["device"] == "cpu" and meta["backend"]["n_gpu_layers"] == 0
 
 
 def test_model_kind_and_backend_options_in_the_registry(cli, tmp_path, tiny_model):
     reg = tmp_path / "models.toml"
-    reg.write_text(f'[models.tiny]\nkind = "llamacpp"\npath = "{tiny_model}"\n[models.tiny.options]\nnote = "x"\n'
-                   f'[models.other]\nkind = "vllm"\nbase_url = "http://127.0.0.1:9"\n'
-                   f'[models.hosted]\nbase_url = "http://127.0.0.1:9"\n')
+    reg.write_text(f'[models.tiny]\nkind = "llamacpp"\npath = "{tiny_model}"\n[models.tiny.options]\nparallel = 2\n')
     env = {"ECONEVAL_MODELS": str(reg)}
     rc, out, err = cli("models", "list", "--json", env=env)
     assert rc == 0, err
     models = json.loads(out)["models"]
-    assert models["tiny"]["kind"] == "llamacpp" and models["tiny"]["options"] == {"note": "x"}
-    rc, _, err = cli("run", "--model", "other", "--task", "econnli-zero", "--limit", "1", "--out", tmp_path / "r", env=env)
+    assert models["tiny"]["kind"] == "llamacpp" and models["tiny"]["options"] == {"path": str(tiny_model), "parallel": 2}
+    other = tmp_path / "other.toml"
+    other.write_text('[models.other]\nkind = "vllm"\nbase_url = "http://127.0.0.1:9"\n')
+    rc, _, err = cli("run", "--model", "other", "--task", "econnli-zero", "--limit", "1", "--out", tmp_path / "r",
+                     env={"ECONEVAL_MODELS": str(other)})
     assert rc == 2 and "unknown backend kind 'vllm'" in err and "llamacpp" in err and "openai" in err
     assert not (tmp_path / "r").exists()
-    rc, _, err = cli("run", "--model", "hosted", "--task", "econnli-zero", "--limit", "1", "--out", tmp_path / "h", env=env)
-    assert rc == 2 and "model 'hosted' (kind openai) needs base_url and api_model" in err  # the backend checks its own spec
+    hosted = tmp_path / "hosted.toml"
+    hosted.write_text('[models.hosted]\nbase_url = "http://127.0.0.1:9"\n')
+    rc, _, err = cli("run", "--model", "hosted", "--task", "econnli-zero", "--limit", "1", "--out", tmp_path / "h",
+                     env={"ECONEVAL_MODELS": str(hosted)})
+    assert rc == 2 and "model 'hosted' needs api_model" in err  # the backend checks its own spec
 
 
 def test_json_output_and_default_out_folder(cli, tmp_path, registry):

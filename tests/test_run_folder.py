@@ -186,7 +186,7 @@ def test_bad_arguments_fail_cleanly_before_the_model_loads(cli, tmp_path, env):
         rc, out, err = cli(*args, env=env)
         assert rc == code and needle in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
 
-    fails(2, "--threads 100000 is out of range", "run", "--task", "econnli-zero", "--threads", "100000", "--out", tmp_path / "t")
+    fails(2, "threads 100000 is out of range", "run", "--task", "econnli-zero", "--threads", "100000", "--out", tmp_path / "t")
     fails(2, "--limit", "run", "--task", "econnli-zero", "--limit", "99999999999999999999", "--out", tmp_path / "l")
     assert not (tmp_path / "l").exists()
     ro = tmp_path / "ro"

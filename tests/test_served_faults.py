@@ -215,19 +215,18 @@ def test_context_overflow_only_from_the_servers_explicit_error(cli, tmp_path, se
 
 
 def test_repetition_penalty_goes_out_under_the_servers_name(server):
-    from econeval.backends import LoadOptions
     from econeval.backends.openai_http import OpenAIHTTPBackend
-    from econeval.config import served_model
+    from econeval.roles import resolve, with_options
     from econeval.errors import ModelError
     from econeval.types import Generate
 
     state, url = server
     req = Generate(prompt="prices increase", max_tokens=4, repeat_penalty=1.1)
-    OpenAIHTTPBackend(served_model("vllm-1", url), LoadOptions()).generate([req])
+    OpenAIHTTPBackend(with_options(resolve("openai:vllm-1"), {"base_url": url})).generate([req])
     assert state.bodies[-1][1]["repetition_penalty"] == 1.1 and "repeat_penalty" not in state.bodies[-1][1]
-    OpenAIHTTPBackend(served_model("econ-1", url), LoadOptions()).generate([req])
+    OpenAIHTTPBackend(with_options(resolve("openai:econ-1"), {"base_url": url})).generate([req])
     assert state.bodies[-1][1]["repeat_penalty"] == 1.1
-    acme = OpenAIHTTPBackend(served_model("acme-1", url), LoadOptions())
+    acme = OpenAIHTTPBackend(with_options(resolve("openai:acme-1"), {"base_url": url}))
     assert acme.generate([Generate(prompt="prices increase", max_tokens=4)])[0].text.startswith(" Yes")
     assert "repeat_penalty" not in state.bodies[-1][1] and "repetition_penalty" not in state.bodies[-1][1]
     with pytest.raises(ModelError, match="does not know how .* names it"):
@@ -298,7 +297,7 @@ def test_a_server_allowing_fewer_log_probabilities_gets_asked_for_five(cli, tmp_
 def test_retry_after_in_seconds_or_as_a_date():
     from email.utils import formatdate
 
-    from econeval.backends.openai_http import _retry_after
+    from econeval.backends.http_client import retry_after as _retry_after
 
     assert _retry_after("2") == 2.0 and _retry_after("-3") == 0.0
     assert 8 <= _retry_after(formatdate(time.time() + 10, usegmt=True)) <= 10

@@ -30,13 +30,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import numpy as np  # noqa: E402
 
 import econeval  # noqa: E402
-from econeval import config, data  # noqa: E402
+from econeval import data, roles  # noqa: E402
 from econeval.backends.llamacpp import model_path  # noqa: E402
 from econeval.benchmarks.econnli import COT_DEMOS, COT_QUESTION, INSTRUCTION, ZERO, parse_answer  # noqa: E402
 
 
 def run(spec, tasks, limit, parallel, threads, out):
-    doc = econeval.evaluate(model=spec, tasks=tasks, limit=limit, out=out, parallel=parallel, threads=threads)
+    doc = econeval.evaluate(model=spec, tasks=tasks, limit=limit, out=out,
+                           model_options={k: v for k, v in (('parallel', parallel), ('threads', threads)) if v is not None})
     meta = json.loads((Path(out) / "run.json").read_text())
     samples = [json.loads(line) for line in (Path(out) / "samples.jsonl").read_text().splitlines()]
     return doc, meta, samples
@@ -147,7 +148,7 @@ def main() -> None:
     ap.add_argument("--cot-items", type=int, default=32)
     ap.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     args = ap.parse_args()
-    spec = config.resolve_model(args.model)
+    spec = roles.resolve(args.model)
     path = model_path(spec)
     items = data.load("econnli", "test.jsonl")[: args.items]
     tmp = Path(tempfile.mkdtemp(prefix="econeval-bench-"))

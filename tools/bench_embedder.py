@@ -13,7 +13,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from econeval import config, data  # noqa: E402
+from dataclasses import replace  # noqa: E402
+
+from econeval import data, roles  # noqa: E402
+from econeval.types import EMBEDDER  # noqa: E402
 from econeval.backends.onnx_embed import OnnxEmbedder  # noqa: E402
 
 
@@ -22,12 +25,12 @@ def main() -> None:
     ap.add_argument("--embedder", default=None)
     ap.add_argument("--n", type=int, default=64)
     args = ap.parse_args()
-    spec = config.resolve_embedder(args.embedder)
+    spec = roles.resolve(args.embedder, EMBEDDER)
     texts = [r["response"] for t in ("summary", "risk", "suggestion") for r in data.load("cfbenchmark", f"{t}.jsonl") if r["response"]]
     texts = texts[: args.n]
     rates = {}
     for threads in (1, 2):
-        emb = OnnxEmbedder(spec, threads=threads)
+        emb = OnnxEmbedder(replace(spec, options={**spec.options, "threads": threads}))
         emb.embed(texts[:4])  # warm-up
         t0 = time.perf_counter()
         emb.embed(texts)

@@ -42,9 +42,9 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     args = ap.parse_args()
     from econeval.backends.llamacpp import model_path
-    from econeval.config import resolve_model
+    from econeval.roles import resolve
 
-    gguf = model_path(resolve_model(None))
+    gguf = model_path(resolve(None))
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]

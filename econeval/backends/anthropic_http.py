@@ -1,4 +1,4 @@
-"""Anthropic's Messages API (POST /v1/messages), on the served-model adapter's client: the same
+"""Anthropic's Messages API (POST /v1/messages), on the shared served-model client: the same
 concurrency, retries (429 and 529 "overloaded" included), redaction, redirect refusal and
 client-side stop handling. Differences: the key goes in `x-api-key`; every prompt is a user
 message (the API has no raw completions, so `chat` is always on); there are no log-probabilities,
@@ -9,45 +9,96 @@ explicit context-overflow code, so a too-long prompt stops the run with the serv
 
 from __future__ import annotations
 
-from .. import registry
-from ..config import ModelSpec
-from .openai_http import OpenAIHTTPBackend
+import os
+from typing import Callable, Sequence
 
-API_VERSION = "2023-06-01"  # the base URL defaults to Anthropic's in config.SERVED_PREFIXES
+from .. import registry
+from ..errors import ModelError
+from ..types import BackendInfo, Completion, Generate, OptionLogprobs, OptionScores
+from .base import Backend, Settings
+from .http_client import ServedClient, ServedOptions, split_stops
+from .openai_http import TEXT_ANSWER_TOKENS
+
+API_VERSION = "2023-06-01"
+DEFAULT_URL = "https://api.anthropic.com"
 
 
 @registry.backend("anthropic")
-class AnthropicBackend(OpenAIHTTPBackend):
-    def __init__(self, spec: ModelSpec, load=None, warn=None):
-        super().__init__(spec, load, warn)
-        self.use_chat = True
-        self.top_logprobs = 0  # none: text answers
-        self.penalty_param = "none"
-        self.fallbacks.add("no log-probabilities in the Messages API: options read from the generated text")
+class AnthropicBackend(Backend):
+    prefix = "anthropic"
+    Options = ServedOptions
+    description = "a model behind Anthropic's Messages API"
 
-    def _headers(self, key: str) -> dict:
-        return {"x-api-key": key, "anthropic-version": API_VERSION} if key else {"anthropic-version": API_VERSION}
+    @classmethod
+    def from_prefix(cls, name: str) -> dict:
+        env = {"api_key_env": "ANTHROPIC_API_KEY"} if os.environ.get("ANTHROPIC_API_KEY") else {}
+        return {"api_model": name, "base_url": DEFAULT_URL, **env}
 
-    def _fixed(self) -> dict:
-        return {"model": self.spec.api_model, "temperature": 0}
+    @classmethod
+    def validate(cls, spec, options: ServedOptions, settings: Settings) -> None:
+        options.check_key(spec.name)
 
-    def _body(self, prompt: str, **kw) -> tuple[str, dict]:
-        kw.pop("logprobs", None)
-        if "stop" in kw:
-            kw["stop_sequences"] = kw.pop("stop")
-        return "/v1/messages", {"messages": [{"role": "user", "content": prompt}], **kw}
+    def __init__(self, spec, options: ServedOptions | None = None, settings: Settings | None = None,
+                 warn: Callable[[str], None] | None = None):
+        settings = settings or Settings()
+        options = options or self.Options.parse(spec.options, self.kind, f"model '{spec.name}'")
+        self.validate(spec, options, settings)
+        super().__init__(spec, options, settings)
+        key = options.key()
+        headers = {"anthropic-version": API_VERSION, **({"x-api-key": key} if key else {})}
+        self.client = ServedClient(options, headers, _as_completion, warn)
+        self.client.n.update(client_side_stops=0, text_only_answers=0)
+        self.served = self.client.check_server()
 
-    def _as_completion(self, doc) -> dict | None:
-        if not isinstance(doc, dict) or not isinstance(doc.get("content"), list):
-            return None
-        text = "".join(b.get("text", "") for b in doc["content"] if isinstance(b, dict) and b.get("type") == "text")
-        usage = doc.get("usage") or {}
-        finish = "stop" if doc.get("stop_reason") in ("end_turn", "stop_sequence") else "length"
-        return {"choices": [{"text": text, "finish_reason": finish}],
-                "usage": {"prompt_tokens": usage.get("input_tokens"), "completion_tokens": usage.get("output_tokens")}}
+    def _message(self, prompt: str, **kw) -> dict:
+        return self.client.post("/v1/messages", {"model": self.options.api_model, "temperature": 0,
+                                                 "messages": [{"role": "user", "content": prompt}], **kw})
 
-    def info(self):
-        info = super().info()
-        info.details.update(backend="Anthropic Messages API", endpoint="/v1/messages",
-                            decoding="temperature 0 (no seed in the API); option questions answered in text")
-        return info
+    def _generate(self, r: Generate) -> Completion:
+        if r.repeat_penalty != 1.0:
+            raise ModelError(f"a task asks for repetition penalty {r.repeat_penalty:g}, which the Messages API does not offer")
+        server_stops = split_stops(r)
+        resp = self._message(r.prompt, max_tokens=r.max_tokens, **({"stop_sequences": server_stops} if server_stops else {}))
+        return self.client.completion(resp, r, server_stops)
+
+    def _one(self, r):
+        if isinstance(r, OptionLogprobs):  # no log-probabilities: the letter is read from the text
+            self.client.count("text_only_answers")
+            choice = self._message(r.prompt, max_tokens=TEXT_ANSWER_TOKENS)["choices"][0]
+            return OptionScores(text=choice.get("text") or "")
+        return self._generate(r)
+
+    def evaluate(self, requests: Sequence[Generate | OptionLogprobs], on_done=None) -> list:
+        return self.client.map(self._one, requests, on_done)
+
+    def info(self) -> BackendInfo:
+        served = {"base_url": self.client.base, "api_model": self.options.api_model, "served": self.served}
+        return BackendInfo(
+            kind=self.kind,
+            model={"name": self.spec.name, "api_model": self.options.api_model, "base_url": self.client.base,
+                   "source": self.spec.source, "sha256": None, "served": self.served, "identity": served},
+            n_ctx=None, device="remote", schedule="server-side (not controlled by econeval)",
+            chat_template_applied=True, parallel=self.client.concurrency, composition_matters=False,
+            details={"backend": "Anthropic Messages API", "chat_mode": self.spec.chat, "endpoint": "/v1/messages",
+                     "decoding": "temperature 0 (no seed in the API); option questions answered in text",
+                     "concurrency": self.client.concurrency, "timeout_s": self.client.timeout,
+                     "max_retries": self.client.max_retries, "repeat_penalty_param": "none",
+                     "fallbacks": ["no log-probabilities in the Messages API: options read from the generated text"]
+                     + sorted(self.client.fallbacks)})
+
+    def counters(self) -> dict[str, int]:
+        with self.client.lock:
+            return dict(self.client.n)
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def _as_completion(doc) -> dict | None:
+    if not isinstance(doc, dict) or not isinstance(doc.get("content"), list):
+        return None
+    text = "".join(b.get("text", "") for b in doc["content"] if isinstance(b, dict) and b.get("type") == "text")
+    usage = doc.get("usage") if isinstance(doc.get("usage"), dict) else {}
+    finish = "stop" if doc.get("stop_reason") in ("end_turn", "stop_sequence") else "length"
+    return {"choices": [{"text": text, "finish_reason": finish}],
+            "usage": {"prompt_tokens": usage.get("input_tokens"), "completion_tokens": usage.get("output_tokens")}}

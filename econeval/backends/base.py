@@ -1,0 +1,164 @@
+"""What every backend is: a registered kind with its own options class, evaluating requests in
+batches. The shared layers know only this.
+
+- `Settings`: the few run-wide settings every backend shares (seed, n_ctx).
+- `BackendOptions`: a backend's own settings, a dataclass; each field is one option, set from a
+  models.toml entry (top-level keys or `[models.NAME.options]`) and from `-M key=value`, parsed
+  and validated here by the field's type and the backend's `check`. A field's metadata may give
+  `help` and `flags` (command-line aliases such as `--parallel`).
+- `Backend`: `evaluate(requests)` (the one method a backend must have; `generate` and
+  `option_logprobs` default to it), `info()`, `counters()`, `close()`; class attributes `prefix`
+  (`--model PREFIX:NAME`), `implied_by` (models.toml keys that imply the kind) and `serves` (the
+  roles it can fill).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from dataclasses import dataclass
+from typing import Any, Callable, ClassVar, Sequence
+
+from ..errors import UsageError
+from ..types import EMBEDDER, JUDGE, MODEL, BackendInfo, Completion, Generate, OptionLogprobs, OptionScores
+
+_TYPE_WORDS = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Run-wide settings every backend shares."""
+
+    seed: int = 0
+    n_ctx: int | None = None  # the context length; None: the model entry's
+
+
+def option(default: Any = None, help: str = "", flags: tuple[str, ...] = ()) -> Any:
+    """A field of a BackendOptions class."""
+    return dataclasses.field(default=default, metadata={"help": help, "flags": flags})
+
+
+def _base_type(hint: Any) -> type:
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    return args[0] if args else hint
+
+
+def _convert(value: Any, want: type, key: str, where: str) -> Any:
+    """A value from models.toml (typed) or from the command line (a string) as `want`."""
+    if isinstance(value, str) and want is not str:
+        text = value.strip()
+        try:
+            if want is bool:
+                low = text.lower()
+                if low in ("1", "true", "yes", "on"):
+                    return True
+                if low in ("0", "false", "no", "off"):
+                    return False
+                raise ValueError
+            return want(text)
+        except ValueError:
+            raise UsageError(f"{where}: {key} must be {_TYPE_WORDS.get(want, want.__name__)}, not {value!r}") from None
+    ok = isinstance(value, want) and (want is bool or not isinstance(value, bool))
+    if want is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if not ok:
+        raise UsageError(f"{where}: {key} must be {_TYPE_WORDS.get(want, want.__name__)}, not {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class BackendOptions:
+    """Base of a backend's options class (no options)."""
+
+    @classmethod
+    def fields(cls) -> dict[str, dataclasses.Field]:
+        return {f.name: f for f in dataclasses.fields(cls)}
+
+    @classmethod
+    def parse(cls, values: dict[str, Any], backend: str, where: str) -> "BackendOptions":
+        """The options from a mapping; an option the class does not declare is refused, naming
+        the backend and its options."""
+        fields = cls.fields()
+        unknown = sorted(set(values) - set(fields))
+        if unknown:
+            raise UsageError(f"{where}: backend {backend} has no option {', '.join(repr(k) for k in unknown)}",
+                             hint=f"its options: {', '.join(fields) or 'none'}")
+        hints = typing.get_type_hints(cls)
+        parsed = {k: (None if v is None else _convert(v, _base_type(hints[k]), k, where)) for k, v in values.items()}
+        opts = cls(**parsed)
+        opts.check(where)
+        return opts
+
+    def check(self, where: str) -> None:
+        """Refuse values out of range (UsageError naming `where`)."""
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+class Backend:
+    """Base of every backend (evaluated model, judge, embedder)."""
+
+    kind: ClassVar[str] = ""  # set by @registry.backend
+    prefix: ClassVar[str | None] = None  # `--model PREFIX:NAME` makes a spec of this kind
+    implied_by: ClassVar[tuple[str, ...]] = ()  # models.toml keys that imply this kind
+    serves: ClassVar[tuple[str, ...]] = (MODEL, JUDGE)
+    Options: ClassVar[type[BackendOptions]] = BackendOptions
+    description: ClassVar[str] = ""
+
+    @classmethod
+    def from_prefix(cls, name: str) -> dict[str, Any]:
+        """The options of `--model PREFIX:NAME`."""
+        raise UsageError(f"backend {cls.kind} has no --model prefix")
+
+    @classmethod
+    def from_path(cls, path: str) -> dict[str, Any] | None:
+        """The options for `--model PATH` if this backend takes such a file or folder, else None."""
+        return None
+
+    @classmethod
+    def validate(cls, spec, options: BackendOptions, settings: Settings) -> None:
+        """Everything that can be checked before anything is loaded (UsageError / ModelError)."""
+
+    @classmethod
+    def check(cls, spec, options: BackendOptions, settings: Settings) -> str:
+        """`econeval models check`: what can be verified without evaluating anything, as one line."""
+        cls.validate(spec, options, settings)
+        return f"{spec.name}: {cls.kind} model: ok"
+
+    @classmethod
+    def describe_spec(cls, spec) -> str:
+        """`econeval models list`: where the model is, in a few words."""
+        return ", ".join(f"{k} {v}" for k, v in spec.options.items()) or cls.kind
+
+    def __init__(self, spec, options: BackendOptions, settings: Settings):
+        self.spec, self.options, self.settings = spec, options, settings
+
+    def evaluate(self, requests: Sequence, on_done: Callable[[int], None] | None = None) -> list:
+        """Results of the requests, in order (Completion, OptionScores or a similarity);
+        `on_done(i)` as request i finishes."""
+        raise NotImplementedError
+
+    def generate(self, requests: Sequence[Generate]) -> list[Completion]:
+        return self.evaluate(requests)
+
+    def option_logprobs(self, requests: Sequence[OptionLogprobs]) -> list[OptionScores]:
+        return self.evaluate(requests)
+
+    def info(self) -> BackendInfo:
+        raise NotImplementedError
+
+    def counters(self) -> dict[str, int]:
+        return {}
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+__all__ = ["Backend", "BackendOptions", "Settings", "option", "MODEL", "JUDGE", "EMBEDDER"]

@@ -1,0 +1,324 @@
+"""The client every served-model backend composes: one pooled httpx client, `concurrency`
+requests in flight on worker threads (results in request order), retries with exponential
+backoff and full jitter on 408/409/425/429/5xx/529, timeouts, dropped connections and answers
+that are not completions (a server's `Retry-After` honoured), redirects never followed (the key
+would travel with them), and everything a server echoes redacted before it is shown.
+
+`ServedOptions` are the options every served backend shares (base URL, model name, key variable,
+concurrency, timeout, retries); a backend's own options class may extend them.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import random
+import re
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
+from typing import Callable, Sequence
+
+from ..errors import ModelError, UsageError
+from .base import BackendOptions, option
+
+DEFAULT_CONCURRENCY = 8
+DEFAULT_TIMEOUT = 120.0  # seconds per request (a long generation on a loaded server)
+DEFAULT_MAX_RETRIES = 5
+BACKOFF_BASE, BACKOFF_CAP, RETRY_AFTER_CAP = 0.5, 30.0, 120.0
+RETRY_STATUS = (408, 409, 425, 429, 500, 502, 503, 504, 529)  # 529: Anthropic's "overloaded"
+CONTEXT = object()  # a request the server refused as longer than its context
+
+
+@dataclass(frozen=True)
+class ServedOptions(BackendOptions):
+    base_url: str | None = option(None, "the server's URL (with or without /v1)", ("--base-url",))
+    api_model: str | None = option(None, "the model's name on the server")
+    api_key_env: str | None = option(None, "the environment variable holding the API key", ("--api-key-env",))
+    concurrency: int | None = option(None, f"requests in flight at once (default {DEFAULT_CONCURRENCY})", ("--concurrency", "-C"))
+    timeout: float | None = option(None, f"seconds to wait for one answer (default {DEFAULT_TIMEOUT:g})", ("--timeout",))
+    max_retries: int | None = option(None, f"retries of one request on 429/5xx/timeouts/dropped connections "
+                                           f"(default {DEFAULT_MAX_RETRIES})", ("--max-retries",))
+
+    def check(self, where: str) -> None:
+        if not self.base_url:
+            raise UsageError(f"{where} needs base_url (the server, e.g. --base-url http://127.0.0.1:8000/v1)")
+        if not self.api_model:
+            raise UsageError(f"{where} needs api_model (the model's name on the server)")
+        if not re.match(r"(?i)^https?://[^/\s]+", self.base_url.strip()):
+            raise UsageError(f"{where}: base_url must be an http:// or https:// URL, not {self.base_url!r}")
+        if self.concurrency is not None and not 1 <= self.concurrency <= 1024:
+            raise UsageError(f"{where}: concurrency {self.concurrency} is out of range (1 to 1024)")
+        if self.timeout is not None and not self.timeout >= 0.1:
+            raise UsageError(f"{where}: timeout must be at least 0.1 seconds")
+        if self.max_retries is not None and not 0 <= self.max_retries <= 100:
+            raise UsageError(f"{where}: max_retries {self.max_retries} is out of range (0 to 100)")
+
+    def key(self) -> str:
+        return os.environ.get(self.api_key_env, "") if self.api_key_env else ""
+
+    def check_key(self, name: str) -> None:
+        if self.api_key_env and not os.environ.get(self.api_key_env):
+            raise ModelError(f"model '{name}' needs an API key in the environment variable {self.api_key_env}")
+
+
+def normalise_base_url(url: str) -> str:
+    """`http://host:8000`, `http://host:8000/` and `http://host:8000/v1` name the same API."""
+    base = url.strip().rstrip("/")
+    return base[:-3] if base.endswith("/v1") else base
+
+
+class Redactor:
+    """Removes credentials from anything a server sends back before it is shown or stored."""
+
+    PATTERNS = (re.compile(r"(?i)(bearer\s+)[^\s\"',}]+"), re.compile(r"\bsk-[A-Za-z0-9_\-]{6,}"),
+                re.compile(r"(?i)((?:api[_-]?key|authorization|token|secret)[\"']?\s*[:=]\s*[\"']?)[^\s\"',}]+"))
+
+    def __init__(self, key: str):
+        self.key = key
+
+    def __call__(self, text: str) -> str:
+        if self.key:
+            text = text.replace(self.key, "[redacted]")
+        for p in self.PATTERNS:
+            text = p.sub(lambda m: (m.group(1) if m.groups() else "") + "[redacted]", text)
+        return text
+
+
+class ServedClient:
+    """Requests to one server for one backend. `headers`: sent with every request; `answer`
+    turns a 200 body into a completion ({"choices": [...], "usage": ...}) or None (not one)."""
+
+    def __init__(self, options: ServedOptions, headers: dict, answer: Callable[[object], dict | None],
+                 warn: Callable[[str], None] | None = None):
+        import httpx
+
+        self.base = normalise_base_url(options.base_url)
+        self.api_model = options.api_model
+        self.api_key_env = options.api_key_env
+        self.concurrency = options.concurrency or DEFAULT_CONCURRENCY
+        self.timeout = options.timeout or DEFAULT_TIMEOUT
+        self.max_retries = DEFAULT_MAX_RETRIES if options.max_retries is None else options.max_retries
+        self.redact = Redactor(options.key())
+        self.answer = answer
+        self.client = httpx.Client(headers=headers, follow_redirects=False,
+                                   timeout=httpx.Timeout(self.timeout, connect=min(10.0, self.timeout)),
+                                   limits=httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency))
+        self._httpx = httpx
+        self.lock = threading.Lock()
+        self._rng = random.Random()  # jitter only: never affects results
+        self._warned = 0.0
+        self.warn = warn or (lambda msg: print(f"econeval: {msg}", file=sys.stderr, flush=True))
+        self.n = {"requests": 0, "retries": 0}
+        self.fingerprints: set[str] = set()
+        self.fallbacks: set[str] = set()  # what the backends fell back to (run.json records them)
+        self._stop = threading.Event()  # set when the current map() call ends
+
+    def count(self, key: str, by: int = 1) -> None:
+        with self.lock:
+            self.n[key] = self.n.get(key, 0) + by
+
+    def check_server(self) -> dict | None:
+        """Ask /v1/models: fail fast when the server is unreachable or does not serve the model.
+        Returns the model's entry (what identifies it beyond its name), or None when the server
+        has no model list."""
+        url = self.base + "/v1/models"
+        try:
+            resp = self.client.get(url, timeout=min(15.0, self.timeout))
+        except self._httpx.HTTPError as exc:
+            raise ModelError(f"cannot reach {self.base}: {type(exc).__name__}{': ' + self.redact(str(exc)) if str(exc) else ''}",
+                             hint="check the base URL and that the server is running") from None
+        if 300 <= resp.status_code < 400:
+            raise self._redirect_error(url, resp)
+        if resp.status_code in (401, 403):
+            raise ModelError(f"{url} answered HTTP {resp.status_code}: {self._detail(resp)}",
+                             hint=f"check the API key{' in ' + self.api_key_env if self.api_key_env else ''}")
+        if resp.status_code != 200:
+            return None  # no model list here (some gateways): the first request will tell
+        try:
+            models = [m for m in resp.json().get("data", []) if isinstance(m, dict)]
+        except (ValueError, AttributeError, TypeError):  # not JSON, or not a model list
+            return None
+        for m in models:
+            if m.get("id") == self.api_model:
+                return {k: m[k] for k in ("id", "owned_by", "root", "parent", "max_model_len") if m.get(k) is not None}
+        if models:
+            names = ", ".join(str(m.get("id")) for m in models[:10])
+            raise ModelError(f"{self.base} does not serve model '{self.api_model}' (it serves: {names})")
+        return None
+
+    def _detail(self, resp) -> str:
+        return self.redact(resp.text[:300]).strip().replace("\n", " ")[:200] or "(empty body)"
+
+    def _redirect_error(self, url: str, resp) -> ModelError:
+        where = self.redact(resp.headers.get("location", "?"))
+        return ModelError(f"{url} redirected (HTTP {resp.status_code}) to {where}: econeval does not follow redirects, "
+                          "which would carry the API key to another address", hint="set base_url to the final address")
+
+    def _note(self, msg: str) -> None:
+        now = time.monotonic()
+        with self.lock:
+            if now - self._warned < 10:
+                return
+            self._warned = now
+        self.warn(msg)
+
+    def post(self, path: str, body: dict) -> dict | object:
+        """One request with retries. Returns the answer (a dict with `choices`), or _CONTEXT."""
+        url = self.base + path
+        stop = self._stop
+        last = ""
+        for attempt in range(self.max_retries + 1):
+            wait = self._rng.uniform(0, min(BACKOFF_CAP, BACKOFF_BASE * 2 ** attempt))  # full jitter
+            try:
+                resp = self.client.post(url, json=body)
+            except self._httpx.TimeoutException:
+                last = f"no answer within {self.timeout:g} s"
+            except self._httpx.TransportError as exc:
+                last = f"connection failed ({type(exc).__name__})"
+            else:
+                self.count("requests")
+                code = resp.status_code
+                if 300 <= code < 400:
+                    raise self._redirect_error(url, resp)
+                if code == 200:
+                    try:
+                        doc = resp.json()
+                    except ValueError:
+                        doc = None
+                    doc = self.answer(doc)
+                    if doc is not None:
+                        if doc.get("system_fingerprint"):
+                            self.fingerprints.add(str(doc["system_fingerprint"]))
+                        return doc
+                    last = "HTTP 200 with an answer that is not a completion (no choices)"
+                elif code == 400 and context_overflow(resp):
+                    return CONTEXT
+                elif code in RETRY_STATUS:
+                    last = f"HTTP {code}"
+                    after = retry_after(resp.headers.get("retry-after"))
+                    if after is not None:
+                        wait = min(after, RETRY_AFTER_CAP)
+                else:
+                    raise HTTPError(code, f"{url} answered HTTP {code}: {self._detail(resp)}")
+            if attempt == self.max_retries:
+                break
+            self.count("retries")
+            self._note(f"{url}: {last}; retrying in {wait:.1f} s (attempt {attempt + 2} of {self.max_retries + 1})")
+            if stop.wait(wait):  # the call ended (an error elsewhere, an interrupt): give up quietly
+                raise ModelError(f"{self.base}: stopped while retrying")
+        raise ModelError(f"{self.base} failed {self.max_retries + 1} times in a row; last: {last}",
+                         hint="finished items are kept: rerun the same command to resume (--max-retries, --timeout)")
+
+    def map(self, one: Callable, requests: Sequence, on_done=None) -> list:
+        """All requests, `concurrency` in flight at a time; results in request order. The workers
+        are daemon threads: on an error or an interrupt the call returns at once (no new request
+        starts, retry waits end) instead of waiting for answers still in flight."""
+        if not requests:
+            return []
+        stop = self._stop = threading.Event()
+        todo = iter(enumerate(requests))
+        take = threading.Lock()
+        results: queue.Queue = queue.Queue()
+
+        def worker():
+            while not stop.is_set():
+                with take:
+                    nxt = next(todo, None)
+                if nxt is None:
+                    return
+                i, req = nxt
+                try:
+                    results.put((i, one(req), None))
+                except BaseException as exc:  # handed to the caller's thread
+                    results.put((i, None, exc))
+
+        for _ in range(min(self.concurrency, len(requests))):
+            threading.Thread(target=worker, daemon=True, name="econeval-http").start()
+        out: list = [None] * len(requests)
+        try:
+            for _ in range(len(requests)):
+                i, res, exc = results.get()
+                if exc is not None:
+                    raise exc
+                out[i] = res
+                if on_done:
+                    on_done(i)
+        finally:
+            stop.set()
+        return out
+
+    def completion(self, resp, r, server_stops: list[str]):
+        """A generation answer as a Completion: the stop strings the server was not sent applied
+        here (those the task means "after the answer starts")."""
+        from ..types import Completion
+        from .llamacpp_batch import stop_at
+
+        if resp is CONTEXT:
+            return Completion(text="", finish="context")
+        choice = resp["choices"][0]
+        text = choice_text(choice)
+        finish = "stop" if choice.get("finish_reason") == "stop" else "length"
+        cut = stop_at(text, list(r.stop), after_text=r.stop_after_text)
+        if cut is not None and len(cut) < len(text):
+            text, finish = cut, "stop"
+            if len(server_stops) < len(r.stop):
+                self.count("client_side_stops")
+                with self.lock:
+                    self.fallbacks.add("stop strings that begin with whitespace applied client-side (after the answer starts)")
+        usage = resp.get("usage") if isinstance(resp.get("usage"), dict) else {}
+        tokens = [usage.get(k) for k in ("prompt_tokens", "completion_tokens")]
+        tokens = [t if isinstance(t, int) and not isinstance(t, bool) and t >= 0 else 0 for t in tokens]
+        return Completion(text=text, n_prompt_tokens=tokens[0], n_tokens=tokens[1], finish=finish)
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def split_stops(r) -> list[str]:
+    """The stop strings a server can be sent: all of them, except (when they apply only once
+    text exists) those that begin with whitespace, which a server would apply from the start."""
+    return [s for s in r.stop if s and not s[0].isspace()] if r.stop_after_text else list(r.stop)
+
+
+def choice_text(choice: dict) -> str:
+    """The text of a completion or chat choice (the answer checks have made it a string)."""
+    if "text" in choice:
+        return choice.get("text") or ""
+    return ((choice.get("message") or {}).get("content")) or ""
+
+
+class HTTPError(ModelError):
+    def __init__(self, code: int, message: str):
+        super().__init__(message)
+        self.code = code
+
+
+def context_overflow(resp) -> bool:
+    """Only the server's explicit word for it (OpenAI, vLLM, llama-cpp-python: code
+    context_length_exceeded; llama.cpp's server: type exceed_context_size_error)."""
+    try:
+        err = resp.json().get("error")
+    except (ValueError, AttributeError):
+        return False
+    if not isinstance(err, dict):
+        return False
+    return err.get("code") == "context_length_exceeded" or err.get("type") == "exceed_context_size_error"
+
+
+def retry_after(value: str | None) -> float | None:
+    """Seconds from a Retry-After header (a number of seconds or an HTTP date)."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+    except (TypeError, ValueError):
+        return None
+
+

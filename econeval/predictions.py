@@ -1,0 +1,39 @@
+"""Predictions made elsewhere (`econeval score`): each line checked and turned into the outputs a
+task scores. A line of a run's own samples.jsonl is taken as it is."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from .errors import UsageError
+
+MAX_RESPONSE = 1 << 20  # characters: a longer "response" is not a model answer
+
+
+def prediction_outputs(row: dict, n: int, where: Path, task, item, prep) -> dict:
+    """A prediction line (or a line of a run's samples.jsonl) as the outputs a task scores."""
+    if isinstance(row.get("calls"), dict):  # a run's own sample line: its outputs are the request results
+        return {k: row[k] for k in row["calls"] if k in row} | {"calls": row["calls"]}
+    resp = row.get("response")
+    if not isinstance(resp, str):
+        raise UsageError(f"{where}: prediction {n} needs a string field 'response'")
+    if len(resp) > MAX_RESPONSE:
+        raise UsageError(f"{where}: prediction {n}: response is longer than {MAX_RESPONSE} characters")
+    out: dict = {"response": resp}
+    if "option_logprobs" in row:
+        lp = row["option_logprobs"]
+        if not isinstance(lp, dict) or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in lp.values()):
+            raise UsageError(f"{where}: prediction {n}: option_logprobs must map options to numbers")
+        allowed = set(task.answer_options(item, prep) or ()) | {"<top>"}
+        unknown = sorted(set(lp) - allowed)
+        if unknown:
+            raise UsageError(f"{where}: prediction {n}: option_logprobs has option(s) {', '.join(unknown)} that "
+                             f"{task.name} does not ask for", hint=f"its options: {', '.join(sorted(allowed - {'<top>'}))}")
+        if not all(math.isfinite(v) and v <= 1e-6 for v in lp.values()):
+            raise UsageError(f"{where}: prediction {n}: log-probabilities must be finite and at most 0")
+        if sum(math.exp(v) for k, v in lp.items() if k != "<top>") > 1 + 1e-3:
+            raise UsageError(f"{where}: prediction {n}: the options' probabilities add up to more than 1")
+        out["option_logprobs"] = {k: float(v) for k, v in lp.items() if k != "<top>"}
+        out["calls"] = {"option_logprobs": {"kind": "option_logprobs", "top_logprob": lp.get("<top>")}}
+    return out

@@ -1,0 +1,107 @@
+"""run.json and the run's identity, written here alone (for `run` and for `score --out`).
+
+The identity is what a resumed run must match: the run format, the model's identity (its
+weights' sha256, or a served model's URL and name), the seed, each task's prompt version,
+settings, options and data fingerprint, the judge's and the embedder's identities, and (where
+the backend's results depend on batch composition) the chunk size.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import sys
+from datetime import datetime, timezone
+from typing import Any
+
+from . import __version__, data
+from .types import EMBEDDER, JUDGE, BackendInfo, Prepared, Task
+
+RUN_FORMAT = 2  # run.json / samples.jsonl layout; folders of another format are refused, never mixed
+CHUNK = 16  # items whose requests go to the backend together and are appended to samples.jsonl together
+
+
+def chunk_size(parallel: int) -> int:
+    """Items per chunk: at least 16, and twice the backend's parallel sequences (so finished
+    sequences are refilled)."""
+    return max(CHUNK, 2 * parallel)
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def dataset_fingerprint(task: Task, prep: Prepared) -> dict:
+    if prep.dataset is not None:
+        return prep.dataset
+    if task.benchmark in data.benchmarks():
+        return data.fingerprint(task.benchmark)
+    digest = hashlib.sha256(data.jsonl_bytes(prep.items)).hexdigest()
+    return {"version": None, "items_sha256": digest}
+
+
+def task_identity(tasks: list[Task], preps: dict[str, Prepared]) -> dict:
+    return {t.name: {"prompt_version": t.prompt_version, "settings": preps[t.name].settings,
+                     "options": preps[t.name].options, "dataset": dataset_fingerprint(t, preps[t.name])} for t in tasks}
+
+
+def role_entry(info: BackendInfo) -> dict:
+    """What run.json records of a judge or an embedder."""
+    return {**info.model, "kind": info.kind, "identity": info.identity(),
+            "chat_template_applied": info.chat_template_applied}
+
+
+def partial_identity(seed: int, tasks: list[Task], preps: dict[str, Prepared]) -> dict:
+    """What can be checked against a folder before any model is loaded."""
+    return {"run_format": RUN_FORMAT, "seed": seed, "tasks": task_identity(tasks, preps)}
+
+
+def run_meta(tasks: list[Task], preps: dict[str, Prepared], info: BackendInfo, roles: dict[str, dict | None], *,
+             seed: int, limit: int | None, bootstrap: int, argv: list[str] | None) -> dict:
+    """run.json of a run as it starts (status running), its identity included."""
+    tids = task_identity(tasks, preps)
+    identity: dict[str, Any] = {"run_format": RUN_FORMAT, "model": info.identity(), "seed": seed, "tasks": tids,
+                                "embedder": (roles.get(EMBEDDER) or {}).get("identity"),
+                                "judge": (roles.get(JUDGE) or {}).get("identity")}
+    schedule = {"chunk_items": chunk_size(info.parallel),
+                "description": "each task's items in fixed chunks of its item list; a chunk's requests go to the "
+                               "backend together, stage by stage; a chunk is written whole or not at all"}
+    if info.composition_matters:
+        identity["chunk_items"] = schedule["chunk_items"]
+    return {
+        "run_format": RUN_FORMAT,
+        "econeval_version": __version__,
+        "command": argv or sys.argv,
+        "started": now(),
+        "status": "running",
+        "seed": seed,
+        "limit": limit,
+        "bootstrap": bootstrap,
+        "options": {t.name: preps[t.name].options for t in tasks if preps[t.name].options},
+        "tasks": {t.name: {**tids[t.name], "description": t.description} for t in tasks},
+        "backend": info.to_json(),
+        "embedder": roles.get(EMBEDDER),
+        "judge": roles.get(JUDGE),
+        "environment": {"python": sys.version.split()[0], "platform": platform.platform(),
+                        "machine": platform.machine(), "cpu_count": os.cpu_count(), "frozen": bool(getattr(sys, "frozen", False))},
+        "data_package": {"version": data.package_version(),
+                         "locations": {t.benchmark: str(data.files_dir(t.benchmark)) for t in tasks if t.benchmark in data.benchmarks()}},
+        "identity": identity,
+        "schedule": schedule,
+    }
+
+
+def scored_meta(task: Task, prep: Prepared, *, seed: int, predictions: str, predictions_sha256: str,
+                argv: list[str] | None, roles: dict[str, dict | None]) -> dict:
+    """run.json of a folder written by `econeval score --out`: the model is the predictions file."""
+    tids = task_identity([task], {task.name: prep})
+    stamp = now()
+    return {"run_format": RUN_FORMAT, "econeval_version": __version__, "command": argv or sys.argv,
+            "started": stamp, "finished": stamp, "status": "complete", "seed": seed, "limit": None,
+            "options": {task.name: prep.options},
+            "tasks": {task.name: {**tids[task.name], "description": task.description}},
+            "backend": {"kind": "predictions", "model": {"name": None, "predictions": predictions, "sha256": predictions_sha256}},
+            "embedder": roles.get(EMBEDDER), "judge": roles.get(JUDGE),
+            "identity": {"run_format": RUN_FORMAT, "model": {"predictions_sha256": predictions_sha256}, "seed": seed,
+                         "tasks": tids}}

@@ -1,0 +1,133 @@
+"""What a benchmark declares about its numbers: metrics (direction, paired test, count) and paper
+tables (layout, rows from its runs' results, published rows, notes, figures).
+
+A benchmark registers a table builder with `registry.benchmark(NAME, tables=build)`; `econeval
+report` renders whatever is registered and `econeval compare` reads each metric's direction and
+test from the task's `metrics`. Nothing here names a benchmark.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+
+# ---- metrics ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Metric:
+    """A headline metric of a task (a key of `Task.headline(result)`)."""
+
+    name: str
+    lower_is_better: bool = False
+    # items are right or wrong (each record's `correct` is a bool): McNemar's exact test applies
+    paired_exact: bool = False
+    count: bool = False  # a count of items: no direction, no verdict
+
+    @property
+    def direction(self) -> int:
+        """+1 when larger is better, -1 when smaller is, 0 for a count."""
+        return 0 if self.count else (-1 if self.lower_is_better else 1)
+
+
+# ---- runs as a report sees them --------------------------------------------------------------
+@dataclass
+class RunView:
+    """A run folder read for a report: its run.json and its results per task."""
+
+    folder: Path
+    meta: dict
+    results: dict[str, dict]  # task → its results.json entry
+    label: str = ""
+
+    @property
+    def model(self) -> str:
+        """The model's name; a folder written by `econeval score --out` has none: its folder name."""
+        return (self.meta.get("backend") or {}).get("model", {}).get("name") or self.folder.name
+
+
+# ---- tables ----------------------------------------------------------------------------------
+@dataclass
+class Table:
+    """One table of a paper, the runs' rows beside the published ones.
+
+    rows: {"source": "paper" | "run", "label", "setting", "values", "intervals", "n"}.
+    figures: plots that belong beside the table, each {"kind", "caption", ...data}; kinds the
+    HTML report draws: `bars` (grouped bars per row, optional intervals and reference marks),
+    `heatmap` (rows × columns), `reliability` (confidence against accuracy bins)."""
+
+    id: str
+    title: str
+    columns: list[str]
+    decimals: int = 3
+    rows: list[dict] = field(default_factory=list)
+    row_label: str = "model"  # what a row's label names (a model, or a group of items)
+    notes: list[str] = field(default_factory=list)
+    figures: list[dict] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+@lru_cache(maxsize=None)
+def published(path: str | Path) -> dict:
+    """A published-rows file: {"source": paper text, "tables": {name: {"columns", "decimals", "rows"}}}."""
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def published_rows(table: dict) -> list[dict]:
+    """The paper's rows; their setting column holds what the paper prints beside the model (a
+    prompting method, a model size), if anything."""
+    return [{"source": "paper", "label": r["model"], "setting": r.get("prompting") or r.get("size"),
+             "values": r["values"], "intervals": None, "n": None, "reproduced_by": r.get("reproduced_by")}
+            for r in table["rows"]]
+
+
+def interval(res: dict | None, key: str) -> list | None:
+    """The 95% interval of one number of a result, if it has one."""
+    iv = ((res or {}).get("intervals") or {}).get(key)
+    return list(iv) if isinstance(iv, (list, tuple)) and len(iv) == 2 else None
+
+
+def limit_notes(pairs: list[tuple[RunView, dict | None]]) -> list[str]:
+    """One note per run that evaluated a subset (`--limit`)."""
+    out = []
+    for run, res in pairs:
+        if run.meta.get("limit"):
+            n = (res or {}).get("n", (res or {}).get("n_scored"))
+            out.append(f"{run.label}: --limit {run.meta['limit']} (a subset: {n} items)")
+    return list(dict.fromkeys(out))
+
+
+def task_rows(runs: list[RunView], settings: dict[str, str | None], values, columns: list[str],
+              interval_keys: list[str] | None = None) -> list[tuple[RunView, str, dict, dict]]:
+    """Rows of the common layout: one per run and task (`settings`: task → the setting column),
+    `values(result)` giving the row's numbers in column order; intervals read under
+    `interval_keys` (default: the column names). Returns (run, task, result, row)."""
+    keys = interval_keys or columns
+    out = []
+    for run in runs:
+        for task, setting in settings.items():
+            res = run.results.get(task)
+            if res is None:
+                continue
+            out.append((run, task, res, {"source": "run", "label": run.label, "setting": setting, "values": values(res),
+                                         "intervals": [interval(res, k) for k in keys], "n": res.get("n_scored")}))
+    return out
+
+
+def cell(value, decimals: int) -> str:
+    """A table cell as text: – for a number not computed."""
+    if value is None:
+        return "–"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if isinstance(value, float):
+        return f"{value:.{decimals}f}"
+    return str(value)
+
+
+def as_dict(obj: Any) -> Any:
+    return obj.as_dict() if hasattr(obj, "as_dict") else obj
