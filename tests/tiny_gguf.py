@@ -38,24 +38,40 @@ def vocabulary() -> tuple[list[str], list[float], list[int]]:
     return tokens, scores, types
 
 
-def write_tiny_llama(path: Path, chat_template: str | None = None, seed: int = 0, std: float = 0.5, nan: bool = False) -> Path:
-    """`nan`: one NaN in the output norm, so every logit is NaN (a broken model)."""
+def write_tiny_llama(path: Path, chat_template: str | None = None, seed: int = 0, std: float = 0.5, nan: bool = False,
+                     shapes: dict | None = None, dtype=np.float32) -> Path:
+    """`nan`: one NaN in the output norm, so every logit is NaN (a broken model). `shapes`
+    (n_layer, n_embd, n_head, n_head_kv, n_ff, n_vocab, ctx) writes a larger model of that shape,
+    its vocabulary padded with filler pieces, its weights tiled from one random block (fast; for
+    timing, not for answers), stored as `dtype` (tools/gpu_check.py writes a 7B-shaped F16 one)."""
     import gguf
 
     tokens, scores, types = vocabulary()
-    n_vocab, n_embd, n_ff, n_layer, n_head = len(tokens), 64, 128, 2, 4
+    sh = {"n_layer": 2, "n_embd": 64, "n_head": 4, "n_head_kv": 4, "n_ff": 128, "n_vocab": len(tokens), "ctx": 512,
+          **(shapes or {})}
+    for k in range(sh["n_vocab"] - len(tokens)):
+        tokens.append(f"\u2581filler{k}")
+        types.append(1)
+        scores.append(-1.0)
+    n_vocab, n_embd, n_ff, n_layer, n_head = len(tokens), sh["n_embd"], sh["n_ff"], sh["n_layer"], sh["n_head"]
     rng = np.random.default_rng(seed)
+    block = rng.standard_normal(1 << 22).astype(np.float32) if shapes else None
 
     def w(*shape):
-        return (rng.standard_normal(shape) * std / np.sqrt(shape[-1])).astype(np.float32)
+        if block is None:
+            return (rng.standard_normal(shape) * std / np.sqrt(shape[-1])).astype(np.float32)
+        n = int(np.prod(shape))
+        start = int(rng.integers(0, block.size))
+        flat = np.resize(np.roll(block, -start), n)
+        return (flat.reshape(shape) * (std / np.sqrt(shape[-1]))).astype(dtype)
 
     wr = gguf.GGUFWriter(str(path), "llama")
-    wr.add_context_length(512)
+    wr.add_context_length(sh["ctx"])
     wr.add_embedding_length(n_embd)
     wr.add_block_count(n_layer)
     wr.add_feed_forward_length(n_ff)
     wr.add_head_count(n_head)
-    wr.add_head_count_kv(n_head)
+    wr.add_head_count_kv(sh["n_head_kv"])
     wr.add_layer_norm_rms_eps(1e-5)
     wr.add_rope_dimension_count(n_embd // n_head)
     wr.add_rope_freq_base(10000.0)
@@ -82,8 +98,9 @@ def write_tiny_llama(path: Path, chat_template: str | None = None, seed: int = 0
     for i in range(n_layer):
         wr.add_tensor(f"blk.{i}.attn_norm.weight", np.ones(n_embd, dtype=np.float32))
         wr.add_tensor(f"blk.{i}.ffn_norm.weight", np.ones(n_embd, dtype=np.float32))
-        for name in ("attn_q", "attn_k", "attn_v", "attn_output"):
-            wr.add_tensor(f"blk.{i}.{name}.weight", w(n_embd, n_embd))
+        kv = n_embd // n_head * sh["n_head_kv"]
+        for name, rows in (("attn_q", n_embd), ("attn_k", kv), ("attn_v", kv), ("attn_output", n_embd)):
+            wr.add_tensor(f"blk.{i}.{name}.weight", w(rows, n_embd))
         wr.add_tensor(f"blk.{i}.ffn_gate.weight", w(n_ff, n_embd))
         wr.add_tensor(f"blk.{i}.ffn_up.weight", w(n_ff, n_embd))
         wr.add_tensor(f"blk.{i}.ffn_down.weight", w(n_embd, n_ff))
