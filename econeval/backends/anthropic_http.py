@@ -72,19 +72,11 @@ class AnthropicBackend(Backend):
         return self.client.map(self._one, requests, on_done)
 
     def info(self) -> BackendInfo:
-        served = {"base_url": self.client.base, "api_model": self.options.api_model, "served": self.served}
-        return BackendInfo(
-            kind=self.kind,
-            model={"name": self.spec.name, "api_model": self.options.api_model, "base_url": self.client.base,
-                   "source": self.spec.source, "sha256": None, "served": self.served, "identity": served},
-            n_ctx=None, device="remote", schedule="server-side (not controlled by econeval)",
-            chat_template_applied=True, parallel=self.client.concurrency, composition_matters=False,
-            details={"backend": "Anthropic Messages API", "chat_mode": self.spec.chat, "endpoint": "/v1/messages",
-                     "decoding": "temperature 0 (no seed in the API); option questions answered in text",
-                     "concurrency": self.client.concurrency, "timeout_s": self.client.timeout,
-                     "max_retries": self.client.max_retries, "repeat_penalty_param": "none",
-                     "fallbacks": ["no log-probabilities in the Messages API: options read from the generated text"]
-                     + sorted(self.client.fallbacks)})
+        return self.client.info(self.kind, self.spec, self.served, True, {
+            "backend": "Anthropic Messages API", "endpoint": "/v1/messages",
+            "decoding": "temperature 0 (no seed in the API); option questions answered in text", "repeat_penalty_param": "none",
+            "fallbacks": ["no log-probabilities in the Messages API: options read from the generated text"]
+            + sorted(self.client.fallbacks)})
 
     def counters(self) -> dict[str, int]:
         with self.client.lock:

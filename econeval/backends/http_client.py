@@ -273,6 +273,21 @@ class ServedClient:
         tokens = [t if isinstance(t, int) and not isinstance(t, bool) and t >= 0 else 0 for t in tokens]
         return Completion(text=text, n_prompt_tokens=tokens[0], n_tokens=tokens[1], finish=finish)
 
+    def info(self, kind: str, spec, served: dict | None, chat_applied: bool, details: dict):
+        """What run.json records of a served model; its identity is the server, the model's name
+        there and the server's entry for it (never the URLs of several servers or the concurrency)."""
+        from ..types import BackendInfo
+
+        ident = {"base_url": self.base, "api_model": self.api_model, "served": served}
+        return BackendInfo(
+            kind=kind,
+            model={"name": spec.name, "api_model": self.api_model, "base_url": self.base, "source": spec.source,
+                   "sha256": None, "served": served, "identity": ident},
+            n_ctx=None, device="remote", schedule="server-side (not controlled by econeval)",
+            chat_template_applied=chat_applied, parallel=self.concurrency, composition_matters=False,
+            details={"chat_mode": spec.chat, "concurrency": self.concurrency, "timeout_s": self.timeout,
+                     "max_retries": self.max_retries, "system_fingerprints": sorted(self.fingerprints), **details})
+
     def close(self) -> None:
         self.client.close()
 

@@ -197,23 +197,12 @@ class OpenAIHTTPBackend(Backend):
         return self.client.map(self._one, requests, on_done)
 
     def info(self) -> BackendInfo:
-        served = {"base_url": self.client.base, "api_model": self.options.api_model, "served": self.served}
-        return BackendInfo(
-            kind=self.kind,
-            model={"name": self.spec.name, "api_model": self.options.api_model, "base_url": self.client.base,
-                   "source": self.spec.source, "sha256": None, "served": self.served, "identity": served},
-            n_ctx=None, device="remote", schedule="server-side (not controlled by econeval)",
-            chat_template_applied=self.use_chat, parallel=self.client.concurrency, composition_matters=False,
-            details={"backend": "OpenAI-compatible HTTP API",
-                     "chat_mode": self.spec.chat,
-                     "endpoint": "/v1/chat/completions" if self.use_chat else "/v1/completions",
-                     "decoding": f"temperature 0 and seed on the server; option scores from the top-{TOP_LOGPROBS[0]} "
-                                 "log-probabilities of one token",
-                     "concurrency": self.client.concurrency, "timeout_s": self.client.timeout, "max_retries": self.client.max_retries,
-                     "repeat_penalty_param": self.penalty_param,
-                     "fallbacks": sorted(self.client.fallbacks),
-                     "system_fingerprints": sorted(self.client.fingerprints)},
-        )
+        return self.client.info(self.kind, self.spec, self.served, self.use_chat, {
+            "backend": "OpenAI-compatible HTTP API",
+            "endpoint": "/v1/chat/completions" if self.use_chat else "/v1/completions",
+            "decoding": f"temperature 0 and seed on the server; option scores from the top-{TOP_LOGPROBS[0]} "
+                        "log-probabilities of one token",
+            "repeat_penalty_param": self.penalty_param, "fallbacks": sorted(self.client.fallbacks)})
 
     def counters(self) -> dict[str, int]:
         with self.client.lock:
