@@ -18,7 +18,7 @@ from pathlib import Path
 import click
 
 from . import __version__, data, registry, roles
-from .errors import EconevalError, Interrupted, UsageError
+from .errors import EconevalError, Interrupted, UsageError, clean
 from .results import dumps, write_atomic
 
 try:  # the commands below read the registry; a broken plugin is reported by main() in one line
@@ -189,7 +189,7 @@ def run(model, suite, tasks, limit, seed, n_ctx, chat, model_option, out, embedd
     if as_json:
         _echo_json(doc)
     else:
-        click.echo(f"model: {doc['model']}   run folder: {folder}")
+        click.echo(clean(f"model: {doc['model']}   run folder: {folder}"))
         for name, res in doc["tasks"].items():
             cells = "  ".join(f"{k} {_fmt(v)}" for k, v in registry.get_task(name).headline(res).items())
             click.echo(f"  {name:<22} n {res['n']:>5}  unparsed {res.get('n_unparsed', 0):>4}  skipped {res['n_skipped']:>3}  "
@@ -451,9 +451,6 @@ def data_pack(out):
 @click.argument("archive", type=click.Path(dir_okay=False, exists=True, path_type=Path))
 def data_install(archive):
     """Install a data package from `econeval data pack`, verifying every file's hash."""
-    sidecar = archive.with_name(archive.name + ".sha256")
-    if sidecar.is_file() and sidecar.read_text().split()[0] != data.sha256_file(archive):
-        raise EconevalError(f"{archive} does not match {sidecar}", hint="the archive is corrupted or not the one published")
     index = data.install(archive)
     click.echo(f"installed data package {index['package_version']} into {data.installed_dir()}", err=True)
 
@@ -538,11 +535,18 @@ def main(argv: list[str] | None = None) -> None:
     except EconevalError as exc:
         if debug:
             raise
-        click.echo(f"econeval: error: {exc.one_line()}", err=True)
+        click.echo(clean(f"econeval: error: {exc.one_line()}"), err=True)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         click.echo("\neconeval: interrupted; rerun the same command with the same --out to resume", err=True)
         sys.exit(130)
+    except OSError as exc:  # a full disk, a read-only folder, an unwritable --junit: one line
+        if debug:
+            raise
+        where = f"{exc.filename}: " if exc.filename else ""
+        click.echo(clean(f"econeval: error: {where}{exc.strerror or exc} (finished work is kept; free the space or fix the "
+                         "path and rerun the same command)"), err=True)
+        sys.exit(1)
     except Exception as exc:  # noqa: BLE001 - the last line of defence for a clean CLI
         if debug:
             raise

@@ -47,6 +47,8 @@ def _load(folder: Path) -> tuple[dict, dict[str, dict[str, dict]]]:
         meta = read_json(folder / "run.json")
     except (OSError, ValueError) as exc:
         raise UsageError(f"{folder} is not a run folder ({exc})") from None
+    if not isinstance(meta, dict) or not isinstance(meta.get("tasks", {}), dict):
+        raise UsageError(f"{folder}/run.json is not a run description written by econeval")
     path = folder / "samples.jsonl"
     if not path.is_file():
         raise UsageError(f"{folder} has no samples.jsonl")
@@ -69,6 +71,16 @@ def mcnemar_exact(b: int, c: int) -> float:
 
 def compare(base_dir: Path, cand_dir: Path, max_drop: float = 0.02, metrics: tuple[str, ...] = (),
             n_boot: int = 1000, seed: int = 0) -> list[Row]:
+    """The rows of the comparison; a folder that is not as econeval writes it is a usage error
+    (exit 2), never a regression (exit 1)."""
+    try:
+        return _compare(base_dir, cand_dir, max_drop, metrics, n_boot, seed)
+    except (KeyError, TypeError, AttributeError, IndexError, ValueError) as exc:
+        raise UsageError(f"{base_dir} and {cand_dir}: the run folders are not as econeval writes them "
+                         f"({type(exc).__name__}: {exc})", hint="the folder was edited or written by another tool") from None
+
+
+def _compare(base_dir: Path, cand_dir: Path, max_drop: float, metrics: tuple[str, ...], n_boot: int, seed: int) -> list[Row]:
     if not (isinstance(max_drop, (int, float)) and math.isfinite(max_drop) and max_drop >= 0):
         raise UsageError(f"--max-drop must be a finite number at least 0, not {max_drop!r}")
     base_meta, base = _load(base_dir)

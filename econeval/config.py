@@ -11,6 +11,7 @@ from pathlib import Path
 import platformdirs
 
 from .errors import UsageError
+from .results import read_regular
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -109,7 +110,7 @@ def load_registry(paths: list[Path] | None = None) -> Registry:
     reg = Registry()
     for where in registry_paths() if paths is None else paths:
         try:
-            doc = tomllib.loads(where.read_text(encoding="utf-8"))
+            doc = tomllib.loads(read_regular(where).decode("utf-8"))
         except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
             raise UsageError(f"cannot read model registry {where}: {exc}") from None
         unknown = sorted(set(doc) - {"default", "default_embedder", "models", "embedders"})

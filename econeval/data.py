@@ -207,48 +207,129 @@ def pack(out: Path) -> dict:
     return index
 
 
+def _check_sidecar(archive: Path) -> None:
+    """`ARCHIVE.sha256` beside the archive, when there is one, must name its sha256."""
+    sidecar = archive.with_name(archive.name + ".sha256")
+    if not sidecar.exists():
+        return
+    try:
+        words = sidecar.read_bytes()[:4096].decode("ascii").split()
+    except (OSError, UnicodeDecodeError):
+        words = []
+    if not words or len(words[0]) != 64 or any(c not in "0123456789abcdef" for c in words[0].lower()):
+        raise DataError(f"{sidecar} does not hold a sha256", hint="the checksum file is damaged; download it again")
+    if words[0].lower() != sha256_file(archive):
+        raise DataError(f"{archive} does not match {sidecar}", hint="the archive is corrupted or not the one published")
+
+
+def _index(tar: tarfile.TarFile, archive: Path) -> dict:
+    try:
+        member = tar.getmember(INDEX)
+        if not member.isfile() or member.size > 1 << 20:
+            raise KeyError
+        index = orjson.loads(tar.extractfile(member).read())
+    except (KeyError, AttributeError, orjson.JSONDecodeError):
+        raise DataError(f"{archive} is not a data package (no readable {INDEX})") from None
+    ok = isinstance(index, dict) and isinstance(index.get("members"), dict) and isinstance(index.get("benchmarks"), dict) \
+        and isinstance(index.get("package_version"), str) \
+        and all(isinstance(k, str) and isinstance(v, str) for k, v in index["members"].items())
+    if not ok:
+        raise DataError(f"{archive}: {INDEX} is not a data package index (members, benchmarks, package_version)")
+    return index
+
+
+def _expected_members() -> dict[str, str | None]:
+    """Every file a data package of this econeval holds: each benchmark's manifest (any content,
+    checked as JSON) and its data files (their sha256 from this econeval's manifests)."""
+    out: dict[str, str | None] = {}
+    for b in benchmarks():
+        out[f"{b}/manifest.json"] = None
+        for name, info in manifest(b)["files"].items():
+            out[f"{b}/{name}"] = info["sha256"]
+    return out
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two folders in one step (Linux renameat2 RENAME_EXCHANGE); False where unsupported."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        fn = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    return fn(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0
+
+
 def install(archive: Path) -> dict:
-    """Install a data package: every member's sha256 checked against the archive's index and
-    every data file against this econeval's manifests; then moved into place benchmark by
-    benchmark. Returns the index."""
+    """Install a data package: exactly the files this econeval's manifests name (anything else in
+    the archive is refused), each hashed while it is copied (streams: memory stays small whatever a
+    member's size) and checked against the archive's index and this econeval's manifests; staged
+    in a temporary folder, then swapped into place benchmark by benchmark (a reader sees the old
+    files or the new ones), under a lock (two installs wait for each other). Returns the index."""
+    import fcntl
+
+    from .errors import clean
+
+    _check_sidecar(archive)
     try:
         tar = tarfile.open(archive, mode="r")
     except (OSError, tarfile.TarError) as exc:
         raise DataError(f"{archive} is not a data package: {exc}") from None
-    with tar:
-        try:
-            index = orjson.loads(tar.extractfile(INDEX).read())
-        except (KeyError, AttributeError, orjson.JSONDecodeError):
-            raise DataError(f"{archive} is not a data package (no {INDEX})") from None
-        blobs: dict[str, bytes] = {}
-        for member in tar.getmembers():
-            if member.name == INDEX:
-                continue
-            if not member.isfile() or member.name.startswith("/") or ".." in Path(member.name).parts:
-                raise DataError(f"{archive}: unexpected member {member.name!r}")
-            blob = tar.extractfile(member).read()
-            if index["members"].get(member.name) != hashlib.sha256(blob).hexdigest():
-                raise DataError(f"{archive}: {member.name} does not match the package's index (corrupted archive)")
-            blobs[member.name] = blob
-    if set(blobs) != set(index["members"]):
-        raise DataError(f"{archive}: members missing: {', '.join(sorted(set(index['members']) - set(blobs)))}")
-    for b in index["benchmarks"]:
-        ours = manifest(b)
-        for name, info in ours["files"].items():
-            if hashlib.sha256(blobs.get(f"{b}/{name}", b"")).hexdigest() != info["sha256"]:
-                raise DataError(f"{archive}: {b}/{name} is not the version this econeval expects ({b} {ours['version']})",
-                                hint="use the data package built for this econeval version")
+    expected = _expected_members()
     target = installed_dir()
     target.mkdir(parents=True, exist_ok=True)
-    for b in index["benchmarks"]:
-        tmp = Path(tempfile.mkdtemp(dir=target, prefix=f".{b}."))
-        for name, blob in blobs.items():
-            if name.startswith(b + "/"):
-                (tmp / Path(name).name).write_bytes(blob)
-        old = target / b
-        if old.exists():
-            shutil.rmtree(old)
-        os.replace(tmp, old)
-    write_json(target / INDEX, index)
-    return index
-
+    lock = os.open(target / ".install.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    stage = None
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another install: wait for it
+        with tar:
+            index = _index(tar, archive)
+            if index["package_version"] != package_version():
+                raise DataError(f"{archive} is data package {clean(index['package_version'])}; this econeval reads "
+                                f"{package_version()}", hint="use the data package built for this econeval version")
+            stage = Path(tempfile.mkdtemp(dir=target, prefix=".staging-"))
+            seen: set[str] = set()
+            for member in tar:
+                if member.name == INDEX:
+                    continue
+                if member.name not in expected or member.name in seen:
+                    raise DataError(f"{archive}: member {clean(repr(member.name))} is not a file of this data package"
+                                    + (" (twice)" if member.name in seen else ""), hint="the archive was altered")
+                if not member.isfile():
+                    raise DataError(f"{archive}: member {member.name} is not a regular file")
+                seen.add(member.name)
+                h = hashlib.sha256()
+                dest = stage / member.name
+                dest.parent.mkdir(exist_ok=True)
+                src = tar.extractfile(member)
+                with open(dest, "wb") as fh:
+                    for block in iter(lambda: src.read(1 << 20), b""):
+                        h.update(block)
+                        fh.write(block)
+                digest = h.hexdigest()
+                if index["members"].get(member.name) != digest:
+                    raise DataError(f"{archive}: {member.name} does not match the package's index (corrupted archive)")
+                want = expected[member.name]
+                if want is not None and digest != want:
+                    b = member.name.split("/", 1)[0]
+                    raise DataError(f"{archive}: {member.name} is not the version this econeval expects "
+                                    f"({b} {manifest(b)['version']})", hint="use the data package built for this econeval version")
+            missing = sorted(set(expected) - seen)
+            if missing:
+                raise DataError(f"{archive}: members missing: {', '.join(missing[:5])}{' …' if len(missing) > 5 else ''}")
+        for b in benchmarks():
+            new, old = stage / b, target / b
+            if old.is_dir() and _exchange(new, old):
+                shutil.rmtree(new)  # now the old files
+            else:
+                if old.exists():
+                    shutil.rmtree(old)
+                os.replace(new, old)
+        write_json(target / INDEX, index)
+        return index
+    finally:
+        if stage is not None and stage.exists():
+            shutil.rmtree(stage, ignore_errors=True)
+        os.close(lock)

@@ -47,3 +47,30 @@ def warn(message: str) -> None:
     import sys
 
     print(f"econeval: warning: {message}", file=sys.stderr, flush=True)
+
+
+_UNSAFE = None
+
+
+def clean(text: str) -> str:
+    """Text safe to show in a terminal, a Markdown table or a page: control characters (ANSI and
+    OSC escape sequences included) and bidirectional overrides are replaced by '?'. Newlines and
+    tabs are kept."""
+    global _UNSAFE
+    import re
+
+    if _UNSAFE is None:
+        _UNSAFE = re.compile("\x1b\\][^\x07\x1b]*(?:\x07|\x1b\\\\)?|\x1b\\[[0-?]*[ -/]*[@-~]|"
+                             "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+    return _UNSAFE.sub("?", text)
+
+
+def clean_tree(obj):
+    """`clean` over every string of a JSON-like document (keys included)."""
+    if isinstance(obj, str):
+        return clean(obj)
+    if isinstance(obj, dict):
+        return {clean_tree(k): clean_tree(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [clean_tree(v) for v in obj]
+    return obj

@@ -22,9 +22,39 @@ from typing import Any
 import orjson
 
 from .errors import UsageError
-from .results import read_json, write_json
+from .results import read_json, read_regular, write_json
 
 LOCK = ".lock"
+MEMBERS = (LOCK, "run.json", "samples.jsonl", "results.json")
+
+
+def _is_member(name: str) -> bool:
+    """A file econeval writes in a run folder (an atomic write's leftover temporary file too)."""
+    return name in MEMBERS or (name.startswith("results-limit-") and name.endswith(".json")) \
+        or (name.startswith(".") and name.endswith(".tmp"))
+
+
+def check_members(path: Path) -> None:
+    """Refuse a folder whose run files are symbolic links or not regular files (nothing in it is
+    opened before this), and a non-empty folder that holds other files (not a run folder)."""
+    import stat
+
+    try:
+        names = os.listdir(path)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise UsageError(f"cannot use {path} as a run folder: {exc.strerror}", hint="choose another --out") from None
+    for name in names:
+        st = os.lstat(path / name)
+        if not _is_member(name):
+            raise UsageError(f"{path} is not a run folder (it holds {name!r}, which econeval did not write)",
+                             hint="choose a new or empty --out folder")
+        if stat.S_ISLNK(st.st_mode):
+            raise UsageError(f"{path / name} is a symbolic link: econeval does not follow links in a run folder",
+                             hint="remove the link or choose another --out")
+        if not stat.S_ISREG(st.st_mode):
+            raise UsageError(f"{path / name} is not a regular file", hint="remove it or choose another --out")
 
 
 class RunFolder:
@@ -35,9 +65,10 @@ class RunFolder:
     def open(cls, path: Path) -> "RunFolder":
         """Create (if needed) and lock the folder, and read what is in it; writes nothing else."""
         path = Path(path)
+        check_members(path)
         try:
             path.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = os.open(path / LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
         except OSError as exc:
             raise UsageError(f"cannot use {path} as a run folder: {exc.strerror}", hint="choose another --out") from None
         try:
@@ -140,7 +171,10 @@ def read_samples(path: Path) -> tuple[dict[tuple[str, str], dict], int]:
     torn last line left by a crash is not part of it; any other line that does not parse, or
     lacks its task or id, is refused."""
     done: dict[tuple[str, str], dict] = {}
-    raw = path.read_bytes()
+    try:
+        raw = read_regular(path)
+    except OSError as exc:
+        raise UsageError(f"{path} cannot be read ({exc.strerror})", hint="choose a new --out folder") from None
     lines = raw.split(b"\n")
     good_end = 0
     for n, line in enumerate(lines, 1):
@@ -161,6 +195,19 @@ def read_samples(path: Path) -> tuple[dict[tuple[str, str], dict], int]:
     return done, good_end
 
 
+def _reopen_cut(fh, path: Path, end: int):
+    """After a failed append: drop what the buffer held, cut the file back to `end`, reopen."""
+    try:
+        os.ftruncate(fh.fileno(), end)
+    finally:
+        try:
+            fh.close()  # may try to flush the rest of the buffer and fail again
+        except OSError:
+            pass
+    os.truncate(path, end)
+    return open(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW), "ab")
+
+
 class SampleLog:
     """samples.jsonl: one line per (task, item), appended. Opening keeps every complete line and
     cuts a torn last line left by a crash (its item simply runs again); any other line that does
@@ -173,18 +220,24 @@ class SampleLog:
             self.done, good_end = read_samples(path)
             if good_end < path.stat().st_size:
                 os.truncate(path, good_end)
-            with open(path, "rb+") as fh:  # a complete last record without its newline gets one
+            with open(os.open(path, os.O_RDWR | os.O_NOFOLLOW), "rb+") as fh:  # a complete last record without its newline gets one
                 fh.seek(max(good_end - 1, 0))
                 if good_end and fh.read(1) != b"\n":
                     fh.seek(0, os.SEEK_END)
                     fh.write(b"\n")
-        self._fh = open(path, "ab")
+        self._fh = open(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644), "ab")
 
     def append(self, records: list[dict]) -> None:
+        """The records land whole or not at all: a failed write (a full disk) is cut back."""
         data = b"".join(orjson.dumps(rec, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n" for rec in records)
-        self._fh.write(data)
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
+        end = os.fstat(self._fh.fileno()).st_size
+        try:
+            self._fh.write(data)
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+        except OSError:
+            self._fh = _reopen_cut(self._fh, self.path, end)
+            raise
         for rec in records:
             self.done[(rec["task"], rec["id"])] = rec
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from . import registry
-from .errors import UsageError
+from .errors import UsageError, clean_tree
 from .results import read_json
 from .tables import RunView, as_dict, cell
 
@@ -87,7 +87,7 @@ def build(folders: list[Path]) -> dict[str, Any]:
                 doc["compare"].append({"baseline": runs[0].label, "candidate": cand.label, "refused": str(exc)})
                 continue
             doc["compare"].append({"baseline": runs[0].label, "candidate": cand.label, "rows": [r.as_dict() for r in rows]})
-    return doc
+    return clean_tree(doc)  # names from run folders shown safely: no terminal escapes, no bidi overrides
 
 
 # ---- text formats -----------------------------------------------------------------------------

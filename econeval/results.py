@@ -42,17 +42,39 @@ def write_json(path: Path, obj: Any) -> None:
     write_atomic(path, dumps(obj) + b"\n")
 
 
+def read_regular(path: Path) -> bytes:
+    """A file's bytes, refusing (OSError) a symbolic link, a FIFO, a device or a folder: opened
+    without following links and without blocking, then checked to be a regular file."""
+    import stat
+
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(22, "not a regular file", str(path))
+        chunks = []
+        while True:
+            b = os.read(fd, 1 << 20)
+            if not b:
+                break
+            chunks.append(b)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 def read_json(path: Path) -> Any:
-    return orjson.loads(path.read_bytes())
+    return orjson.loads(read_regular(path))
 
 
 def read_jsonl(path: Path, what: str = "file") -> list[dict]:
     """Strict reader for user-supplied JSON Lines: a bad line is a usage error naming it."""
     rows = []
     try:
-        lines = path.read_bytes().splitlines()
+        lines = read_regular(path).splitlines()
     except OSError as exc:
-        raise UsageError(f"cannot read {what} {path}: {exc.strerror}") from None
+        why = "a symbolic link" if exc.errno == 40 else exc.strerror
+        raise UsageError(f"cannot read {what} {path}: {why}") from None
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue

@@ -99,6 +99,24 @@ def select_items(task: Task, prep: Prepared, limit: int | None) -> list[dict]:
 
 
 # ---- one chunk -------------------------------------------------------------------------------
+LOGPROB_TOLERANCE = 1e-3  # float error a real model's probabilities may carry
+
+
+def logprob_problem(scores: dict, top) -> str | None:
+    """Why a backend's log-probabilities cannot be scored (never a number that is not one): each
+    must be a number, not NaN or +inf, at most 0 (-inf is probability 0), and the options'
+    probabilities may add up to at most 1."""
+    values = list(scores.values()) + ([] if top is None else [top])
+    for v in values:
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or math.isnan(v) or v == math.inf:
+            return "the backend returned a log-probability that is not a finite number"
+        if v > LOGPROB_TOLERANCE:
+            return "the backend returned a log-probability above 0 (a probability above 1)"
+    if sum(math.exp(v) for v in scores.values()) > 1 + LOGPROB_TOLERANCE:
+        return "the backend returned option probabilities that add up to more than 1"
+    return None
+
+
 def _store(out: dict, name: str, req, res) -> None:
     """Put one request's result into an item's outputs (and its metadata under `calls`)."""
     calls = out.setdefault("calls", {})
@@ -115,12 +133,14 @@ def _store(out: dict, name: str, req, res) -> None:
             out.setdefault("skipped", "prompt longer than the model context" if not res.n_tokens else
                            "generation cut off by the model context")
     elif isinstance(res, OptionScores):
-        out[name] = dict(res.scores)
-        calls[name] = {"kind": "option_logprobs", "top_logprob": res.top, "n_prompt_tokens": res.n_prompt_tokens}
+        problem = res.error or logprob_problem(res.scores, res.top)
+        out[name] = dict(res.scores) if problem is None else {}
+        calls[name] = {"kind": "option_logprobs", "top_logprob": res.top if problem is None else None,
+                       "n_prompt_tokens": res.n_prompt_tokens}
         if res.text is not None:
             calls[name]["text"] = res.text
-        if res.error:
-            out.setdefault("error", res.error)
+        if problem:
+            out.setdefault("error", problem)
         elif not res.fits:
             out.setdefault("skipped", "prompt longer than the model context")
     else:  # a similarity
@@ -312,9 +332,17 @@ def _run_locked(tasks, backend, folder: RunFolder, ctx, preps, meta, show_progre
                                      **{k: c1[k] - c0.get(k, 0) for k in c1}}
                 results[task.name] = aggregate(task, [log.done[(task.name, it["id"])] for it in items], prep,
                                                n_boot=ctx.bootstrap, seed=ctx.seed)
-        except Interrupted:
+        except Interrupted as exc:
             meta.update(status="interrupted", interrupted=now(), timing=timing)
             folder.write_meta(meta)
+            exc.marked = True  # the CLI says run.json is marked interrupted only when it is
+            raise
+        except BaseException as exc:  # an error: the folder says why it stopped (what was written stays)
+            meta.update(status="failed", failed=now(), error=f"{type(exc).__name__}: {exc}"[:500], timing=timing)
+            try:
+                folder.write_meta(meta)
+            except OSError:
+                pass  # the disk that failed the samples may fail this too: run.json then says "running"
             raise
         finally:
             log.close()

@@ -45,7 +45,10 @@ class RunView:
     @property
     def model(self) -> str:
         """The model's name; a folder written by `econeval score --out` has none: its folder name."""
-        return (self.meta.get("backend") or {}).get("model", {}).get("name") or self.folder.name
+        backend = self.meta.get("backend")
+        model = backend.get("model") if isinstance(backend, dict) else None
+        name = model.get("name") if isinstance(model, dict) else None
+        return name if isinstance(name, str) and name else self.folder.name
 
 
 # ---- tables ----------------------------------------------------------------------------------

@@ -47,7 +47,7 @@ class AnthropicBackend(Backend):
         key = options.key()
         headers = {"anthropic-version": API_VERSION, **({"x-api-key": key} if key else {})}
         self.client = ServedClient(options, headers, _as_completion, warn)
-        self.client.n.update(client_side_stops=0, text_only_answers=0)
+        self.client.n.update(client_side_stops=0, text_only_answers=0, oversized_answers=0)
         self.served = self.client.check_server()
 
     def _message(self, prompt: str, **kw) -> dict:
@@ -89,7 +89,10 @@ class AnthropicBackend(Backend):
 def _as_completion(doc) -> dict | None:
     if not isinstance(doc, dict) or not isinstance(doc.get("content"), list):
         return None
-    text = "".join(b.get("text", "") for b in doc["content"] if isinstance(b, dict) and b.get("type") == "text")
+    blocks = [b for b in doc["content"] if isinstance(b, dict) and b.get("type") == "text"]
+    if not all(isinstance(b.get("text", ""), str) for b in blocks) or not isinstance(doc.get("usage", {}), dict):
+        return None  # not an answer of this API: retried like a fault
+    text = "".join(b.get("text", "") for b in blocks)
     usage = doc.get("usage") if isinstance(doc.get("usage"), dict) else {}
     finish = "stop" if doc.get("stop_reason") in ("end_turn", "stop_sequence") else "length"
     return {"choices": [{"text": text, "finish_reason": finish}],

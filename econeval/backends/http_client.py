@@ -30,6 +30,28 @@ DEFAULT_MAX_RETRIES = 5
 BACKOFF_BASE, BACKOFF_CAP, RETRY_AFTER_CAP = 0.5, 30.0, 120.0
 RETRY_STATUS = (408, 409, 425, 429, 500, 502, 503, 504, 529)  # 529: Anthropic's "overloaded"
 CONTEXT = object()  # a request the server refused as longer than its context
+MAX_BODY = 16 << 20  # bytes of one answer, after decompression: a completion is never near this
+CHARS_PER_TOKEN = 128  # a stored text is cut at max_tokens × this (no token decodes to more)
+
+
+class Answer:
+    """A server's answer, read whole within the attempt's deadline and the size cap."""
+
+    def __init__(self, status_code: int, headers, content: bytes):
+        self.status_code, self.headers, self.content = status_code, headers, content
+
+    @property
+    def text(self) -> str:
+        return self.content.decode("utf-8", "replace")
+
+    def json(self):
+        import json
+
+        return json.loads(self.content)
+
+
+class _Deadline(Exception):
+    pass
 
 
 @dataclass(frozen=True)
@@ -165,6 +187,39 @@ class ServedClient:
             self._warned = now
         self.warn(msg)
 
+    def _send(self, url: str, body: dict) -> Answer:
+        """One attempt: the whole answer within `timeout` seconds (a server that drips bytes is cut
+        off at the deadline, not only between reads) and at most MAX_BODY bytes decompressed."""
+        import zlib
+
+        deadline = time.monotonic() + self.timeout
+        with self.client.stream("POST", url, json=body, headers={"accept-encoding": "gzip, deflate"}) as resp:
+            encoding = resp.headers.get("content-encoding", "").lower().strip()
+            if encoding not in ("", "identity", "gzip", "deflate"):
+                raise ModelError(f"{url} answered in an encoding econeval does not read ({encoding!r})")
+            inflate = zlib.decompressobj(16 + zlib.MAX_WBITS if encoding == "gzip" else zlib.MAX_WBITS) \
+                if encoding in ("gzip", "deflate") else None
+            out, size = [], 0
+            for raw in resp.iter_raw():
+                pieces = [raw]
+                if inflate is not None:
+                    pieces = []
+                    data = raw
+                    while data:  # bounded steps: a small body that inflates to gigabytes stops at the cap
+                        pieces.append(inflate.decompress(data, 1 << 20))
+                        data = inflate.unconsumed_tail
+                        if size + sum(map(len, pieces)) > MAX_BODY:
+                            break
+                for piece in pieces:
+                    size += len(piece)
+                    if size > MAX_BODY:
+                        raise ModelError(f"{url} sent an answer of more than {MAX_BODY >> 20} MiB: not a completion",
+                                         hint="check the server (--base-url)")
+                    out.append(piece)
+                if time.monotonic() > deadline:
+                    raise _Deadline()
+            return Answer(resp.status_code, resp.headers, b"".join(out))
+
     def post(self, path: str, body: dict) -> dict | object:
         """One request with retries. Returns the answer (a dict with `choices`), or _CONTEXT."""
         url = self.base + path
@@ -173,8 +228,8 @@ class ServedClient:
         for attempt in range(self.max_retries + 1):
             wait = self._rng.uniform(0, min(BACKOFF_CAP, BACKOFF_BASE * 2 ** attempt))  # full jitter
             try:
-                resp = self.client.post(url, json=body)
-            except self._httpx.TimeoutException:
+                resp = self._send(url, body)
+            except (self._httpx.TimeoutException, _Deadline):
                 last = f"no answer within {self.timeout:g} s"
             except self._httpx.TransportError as exc:
                 last = f"connection failed ({type(exc).__name__})"
@@ -261,6 +316,10 @@ class ServedClient:
         choice = resp["choices"][0]
         text = choice_text(choice)
         finish = "stop" if choice.get("finish_reason") == "stop" else "length"
+        cap = max(1, r.max_tokens) * CHARS_PER_TOKEN
+        if len(text) > cap:  # more than the request could have produced: kept only up to that
+            text, finish = text[:cap], "length"
+            self.count("oversized_answers")
         cut = stop_at(text, list(r.stop), after_text=r.stop_after_text)
         if cut is not None and len(cut) < len(text):
             text, finish = cut, "stop"

@@ -271,7 +271,18 @@ class LlamaCppBackend(Backend):
 
     # ---- text ----------------------------------------------------------------------------
     def tokenize(self, text: str, special: bool = False) -> list[int]:
-        return self.model.tokenize(text.encode("utf-8"), add_bos=True, special=special)
+        return self._tokenize(text.encode("utf-8"), add_bos=True, special=special)
+
+    def _tokenize(self, data: bytes, add_bos: bool, special: bool) -> list[int]:
+        """llama_tokenize with a buffer sized by the text (llama-cpp-python's sizes it by the
+        model's declared training context, which a GGUF may set to anything, -1 included)."""
+        n = len(data) + 8
+        while True:
+            buf = (self._llama_cpp.llama_token * n)()
+            got = self._llama_cpp.llama_tokenize(self._vocab, data, len(data), buf, n, add_bos, special)
+            if got >= 0:
+                return list(buf[:got])
+            n = -got
 
     def _piece(self, tok: int) -> bytes:
         piece = self._pieces.get(tok)
@@ -285,14 +296,18 @@ class LlamaCppBackend(Backend):
         return piece
 
     def _render_chat(self, text: str) -> str:
-        if self._formatter is None:
-            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+        try:
+            if self._formatter is None:
+                from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
-            bos = self.model.detokenize([self.model.token_bos()], special=True).decode("utf-8", "ignore")
-            eos = self.model.detokenize([self.model.token_eos()], special=True).decode("utf-8", "ignore")
-            self._formatter = (Jinja2ChatFormatter(self.template, eos_token=eos, bos_token=bos), bos)
-        fmt, bos = self._formatter
-        out = fmt(messages=[{"role": "user", "content": text}]).prompt
+                bos = self.model.detokenize([self.model.token_bos()], special=True).decode("utf-8", "ignore")
+                eos = self.model.detokenize([self.model.token_eos()], special=True).decode("utf-8", "ignore")
+                self._formatter = (Jinja2ChatFormatter(self.template, eos_token=eos, bos_token=bos), bos)
+            fmt, bos = self._formatter
+            out = fmt(messages=[{"role": "user", "content": text}]).prompt
+        except Exception as exc:  # noqa: BLE001 - jinja2's errors, and what the template raises itself
+            raise ModelError(f"the chat template of model '{self.spec.name}' cannot be applied ({type(exc).__name__}: "
+                             f"{str(exc).splitlines()[0] if str(exc) else ''})", hint="use --chat off, or fix the template") from None
         return out[len(bos):] if bos and out.startswith(bos) else out  # BOS is added as a token
 
     def _chat(self, task_default: bool) -> bool:
@@ -328,7 +343,7 @@ class LlamaCppBackend(Backend):
         joint = self.tokenize(full_text + option, special)
         if joint[: len(tokens)] == tokens and len(joint) > len(tokens):
             return tuple(joint[len(tokens):])
-        return tuple(self.model.tokenize(option.encode("utf-8"), add_bos=False, special=False))
+        return tuple(self._tokenize(option.encode("utf-8"), add_bos=False, special=False))
 
     # ---- request kinds -------------------------------------------------------------------
     def evaluate(self, requests: Sequence[Generate | OptionLogprobs],

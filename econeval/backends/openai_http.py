@@ -101,7 +101,7 @@ class OpenAIHTTPBackend(Backend):
         self.seed = settings.seed
         self.use_chat = spec.chat == "on"
         self.client = ServedClient(options, self._headers(options.key()), self._as_completion, warn)
-        self.client.n.update(client_side_stops=0, text_only_answers=0)
+        self.client.n.update(client_side_stops=0, text_only_answers=0, oversized_answers=0)
         self.top_logprobs = TOP_LOGPROBS[0]
         self.served = self.client.check_server()
         param = getattr(options, "repeat_penalty_param", None)
@@ -120,10 +120,34 @@ class OpenAIHTTPBackend(Backend):
 
     @staticmethod
     def _as_completion(doc) -> dict | None:
-        """A 200 answer as a completion ({"choices": [...], "usage": ...}), or None if it is not one."""
-        if isinstance(doc, dict) and isinstance(doc.get("choices"), list) and doc["choices"] and isinstance(doc["choices"][0], dict):
-            return doc
-        return None
+        """A 200 answer as a completion ({"choices": [...], "usage": ...}), or None if it is not one
+        (then it is retried like a fault): every field econeval reads must have its type."""
+        def opt(v, t):
+            return v is None or (isinstance(v, t) and not isinstance(v, bool))
+
+        if not (isinstance(doc, dict) and isinstance(doc.get("choices"), list) and doc["choices"]
+                and isinstance(doc["choices"][0], dict)):
+            return None
+        c = doc["choices"][0]
+        usage, message, lp = doc.get("usage"), c.get("message"), c.get("logprobs")
+        if not (opt(usage, dict) and opt(c.get("text"), str) and opt(c.get("finish_reason"), str) and opt(message, dict)
+                and opt(lp, dict)):
+            return None
+        if message is not None and not opt(message.get("content"), str):
+            return None
+        if usage is not None and not all(opt(usage.get(k), int) for k in ("prompt_tokens", "completion_tokens")):
+            return None
+        top, content = (lp or {}).get("top_logprobs"), (lp or {}).get("content")
+        if not (opt(top, list) and opt(content, list)):
+            return None
+        if top and not all(isinstance(x, dict) and all(isinstance(k, str) for k in x) for x in top):
+            return None
+        for x in content or []:
+            if not (isinstance(x, dict) and opt(x.get("top_logprobs"), list)):
+                return None
+            if not all(isinstance(t, dict) and isinstance(t.get("token"), str) and "logprob" in t for t in x.get("top_logprobs") or []):
+                return None
+        return doc
 
     def _body(self, prompt: str, **kw) -> tuple[str, dict]:
         if self.use_chat:

@@ -1,0 +1,398 @@
+"""Hostile and broken inputs (the audit of issue #20): each one gets one clear line and the right
+exit code, writes nothing where it should not, and never scores nonsense."""
+
+import gzip
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import tarfile
+import time
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, read_lines
+from fake_http import JSONHandler, serve
+
+
+def one_line(rc, out, err, code, *needles):
+    assert rc == code, (rc, out, err)
+    lines = [l for l in err.splitlines() if l.strip() and not l.startswith(("econeval: run folder ", "econeval: model "))]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    for n in needles:
+        assert n in lines[0], lines[0]
+    return lines[0]
+
+
+def peak_rss_mib(args, env) -> tuple[float, str]:
+    """Run `econeval ARGS` in a fresh wrapper process; its peak memory (MiB) and stderr."""
+    code = ("import resource, subprocess, sys\n"
+            "p = subprocess.run([sys.executable, '-m', 'econeval', *sys.argv[1:]], capture_output=True, text=True)\n"
+            "sys.stderr.write(p.stderr)\nprint(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)")
+    proc = subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True, cwd=REPO,
+                          env={**os.environ, **env}, timeout=300)
+    return float(proc.stdout.strip()), proc.stderr
+
+
+# ---- 1. links and special files in a run folder ------------------------------------------------------
+@pytest.mark.parametrize("member", [".lock", "samples.jsonl", "run.json"])
+def test_a_symlinked_run_file_is_refused_and_its_target_untouched(cli, tmp_path, tiny_registry, member):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / member).symlink_to(victim)
+    one_line(*cli("run", "--task", "econnli-zero", "--limit", "1", "--quiet", "--out", run, env=tiny_registry), 2,
+             "symbolic link")
+    assert victim.read_text() == "precious\n"
+
+
+def test_fifos_are_refused_not_waited_on(cli, tmp_path, tiny_registry):
+    run = tmp_path / "run"
+    run.mkdir()
+    os.mkfifo(run / "run.json")
+    t0 = time.monotonic()
+    one_line(*cli("run", "--task", "econnli-zero", "--limit", "1", "--out", run, env=tiny_registry, timeout=60), 2,
+             "not a regular file")
+    fifo = tmp_path / "fifo.toml"
+    os.mkfifo(fifo)
+    one_line(*cli("models", "list", env={"ECONEVAL_MODELS": str(fifo)}, timeout=60), 2, "not a")
+    assert time.monotonic() - t0 < 50
+
+
+def test_a_folder_that_is_not_a_run_folder_is_refused(cli, tmp_path, tiny_registry):
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("my notes")
+    one_line(*cli("run", "--task", "econnli-zero", "--limit", "1", "--out", mine, env=tiny_registry), 2, "is not a run folder")
+    assert sorted(os.listdir(mine)) == ["notes.txt"]
+
+
+# ---- 2. what a report shows -------------------------------------------------------------------------------
+class _Tags(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.tags = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+
+
+def test_report_escapes_everything_from_a_run_folder(cli, tmp_path, tiny_model):
+    reg = tmp_path / "models.toml"
+    name = "tiny \x1b]0;owned\x07\x1b[31m$\\x$\u202eevil"
+    reg.write_text(f'[models.{json.dumps(name)}]\npath = "{tiny_model}"\nchat = "off"\n')
+    run = tmp_path / "run"
+    rc, out, err = cli("run", "--model", name, "--task", "econnli-zero", "--limit", "3", "--quiet", "--out", run,
+                       env={"ECONEVAL_MODELS": str(reg)})
+    assert rc == 0, err
+    assert "\x1b" not in out and "\u202e" not in out
+    meta = json.loads((run / "run.json").read_text())
+    meta["seed"], meta["limit"] = "<script>alert(1)</script>", "<img src=x onerror=alert(1)>"
+    (run / "run.json").write_text(json.dumps(meta))
+    page = tmp_path / "r.html"
+    rc, _, err = cli("report", run, "--format", "html", "--out", page)
+    assert rc == 0, err
+    html = page.read_text()
+    tags = _Tags()
+    tags.feed(html)
+    assert "script" not in tags.tags and "img" not in tags.tags and "&lt;script&gt;" in html
+    assert "\x1b" not in html and "\u202e" not in html
+    rc, md, _ = cli("report", run)
+    assert rc == 0 and "\x1b" not in md and "\u202e" not in md and "tiny ?" in md
+
+
+# ---- 3, 5, 6, 7. served answers ---------------------------------------------------------------------------
+class Bad(JSONHandler):
+    mode = ""
+
+    def do_GET(self):
+        self._send(200, {"object": "list", "data": [{"id": "m", "owned_by": "me"}]})
+
+    def do_POST(self):
+        body = self.read_json()
+        mode = type(self).mode
+        text = " Yes"
+        if mode == "drip":
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            for ch in json.dumps({"choices": [{"text": text}]}):
+                self.wfile.write(ch.encode())
+                self.wfile.flush()
+                time.sleep(0.3)
+            return
+        if mode == "huge":
+            return self._send_raw(200, b'{"choices": [{"text": "' + b"x" * (20 << 20) + b'"}]}')
+        if mode == "bomb":
+            data = gzip.compress(b'{"choices": [{"text": "' + b"x" * (64 << 20) + b'"}]}')
+            return self._send_raw(200, data, {"Content-Encoding": "gzip"})
+        if mode == "longtext":
+            return self._send(200, {"choices": [{"text": "y" * 200_000, "finish_reason": "length"}]})
+        if mode == "wrongtype":
+            return self._send(200, {"choices": [{"text": 42}], "usage": []})
+        lp = {"above": {" A": 0.5, " B": -1.0}, "sum": {" A": -0.1, " B": -0.2}, "bignum": {" A": 1e308}}.get(mode)
+        choice = {"text": text, "finish_reason": "stop"}
+        if "logprobs" in body and lp is not None:
+            choice["logprobs"] = {"top_logprobs": [lp], "tokens": [" Yes"]}
+        self._send(200, {"choices": [choice], "usage": {"prompt_tokens": 3, "completion_tokens": 1}})
+
+
+@pytest.fixture
+def bad_server():
+    srv, url = serve(Bad)
+    yield url
+    srv.shutdown()
+
+
+def _served(cli, tmp_path, url, mode, *extra, task="econnli-zero"):
+    Bad.mode = mode
+    return cli("run", "--model", "openai:m", "--base-url", url, "--task", task, "--limit", "2", "--quiet",
+               "--max-retries", "0", "--out", tmp_path / f"run-{mode}", *extra, timeout=120)
+
+
+@pytest.mark.parametrize("mode,needle", [("above", "above 0"), ("sum", "more than 1"), ("bignum", "above 0")])
+def test_impossible_log_probabilities_are_item_errors(cli, tmp_path, bad_server, mode, needle):
+    rc, out, err = _served(cli, tmp_path, bad_server, mode, task="steer-me")
+    assert rc == 1 and "item(s) with errors" in err and needle in err and "internal error" not in err, err
+    res = json.loads((tmp_path / f"run-{mode}" / "results.json").read_text())["tasks"]["steer-me"]
+    assert res["n_errors"] == res["n"] and res["paper"]["overall"]["accuracy"] is None
+
+
+def test_a_dripping_server_is_cut_off_at_the_timeout(cli, tmp_path, bad_server):
+    t0 = time.monotonic()
+    rc, out, err = _served(cli, tmp_path, bad_server, "drip", "--timeout", "1")
+    assert time.monotonic() - t0 < 30
+    one_line(rc, out, err, 1, "no answer within 1 s")
+
+
+@pytest.mark.parametrize("mode", ["huge", "bomb"])
+def test_oversized_answers_are_refused_with_bounded_memory(cli, tmp_path, bad_server, mode):
+    one_line(*_served(cli, tmp_path, bad_server, mode), 1, "more than 16 MiB")
+    Bad.mode = mode
+    peak, err = peak_rss_mib(["run", "--model", "openai:m", "--base-url", bad_server, "--task", "econnli-zero", "--limit", "1",
+                              "--quiet", "--max-retries", "0", "--out", tmp_path / "peak"], {})
+    assert "more than 16 MiB" in err and peak < 300, (peak, err)  # the audit saw 447 MB for a 100 MB body
+
+
+def test_a_stored_answer_is_at_most_what_the_request_could_produce(cli, tmp_path, bad_server):
+    rc, _, err = _served(cli, tmp_path, bad_server, "longtext", task="econlogicqa-1shot")
+    assert rc == 0, err
+    samples = read_lines(tmp_path / "run-longtext" / "samples.jsonl")
+    assert all(len(s["response"]) <= 64 * 128 for s in samples)
+    assert json.loads((tmp_path / "run-longtext" / "run.json").read_text())["timing"]["econlogicqa-1shot"]["oversized_answers"] == 2
+
+
+def test_answers_of_the_wrong_type_are_malformed_not_internal_errors(cli, tmp_path, bad_server):
+    one_line(*_served(cli, tmp_path, bad_server, "wrongtype"), 1, "not a completion", bad_server)
+
+
+# ---- 4. compare ---------------------------------------------------------------------------------------
+def _scored(cli, tmp_path, name):
+    from econeval import data
+
+    rows = data.load("econlogicqa", "test.jsonl")[:20]
+    pred = tmp_path / f"{name}.jsonl"
+    pred.write_text("".join(json.dumps({"id": r["id"], "response": " " + r["answer"]}) + "\n" for r in rows))
+    out = tmp_path / name
+    assert cli("score", "--task", "econlogicqa-1shot", "--predictions", pred, "--out", out)[0] == 0
+    return out
+
+
+def test_compare_refuses_a_margin_that_is_no_number_and_tampered_folders(cli, tmp_path):
+    a, b = _scored(cli, tmp_path, "a"), _scored(cli, tmp_path, "b")
+    for margin in ("nan", "inf", "-0.1"):
+        rc, _, err = cli("compare", a, b, "--max-drop", margin)
+        assert rc == 2 and "Traceback" not in err, (margin, err)
+    one_line(*cli("compare", a, b, "--metric", "nosuch"), 2, "no task of these runs has the metric 'nosuch'")
+    meta = json.loads((b / "run.json").read_text())
+    meta["tasks"] = ["econlogicqa-1shot"]
+    (b / "run.json").write_text(json.dumps(meta))
+    one_line(*cli("compare", a, b), 2)
+    meta["tasks"], meta["backend"] = {}, "a string"
+    (b / "run.json").write_text(json.dumps(meta))
+    rc, _, err = cli("report", a, b)
+    assert rc in (0, 2) and "Traceback" not in err and "internal error" not in err
+
+
+# ---- 8. a full disk ------------------------------------------------------------------------------------
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small tmpfs needs root")
+def test_a_full_disk_keeps_whole_chunks_and_the_resumed_run_equals_a_fresh_one(cli, tmp_path, tiny_registry):
+    import shutil
+
+    small = tmp_path / "small"
+    small.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=96k", "tmpfs", str(small)], capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        run = small / "run"
+        args = ("run", "--task", "econnli-zero", "--limit", "200", "--quiet", "--bootstrap", "0")
+        rc, out, err = cli(*args, "--out", run, env=tiny_registry)
+        assert rc == 1 and "No space left on device" in err and "Traceback" not in err, err
+        lines = (run / "samples.jsonl").read_bytes()
+        assert lines == b"" or lines.endswith(b"\n")
+        n = len(read_lines(run / "samples.jsonl"))
+        assert n % 16 == 0 and n < 200  # whole chunks only
+        meta = json.loads((run / "run.json").read_text())
+        assert meta["status"] in ("failed", "running")  # "failed" with the reason, when the disk let run.json be written
+        moved = tmp_path / "moved"
+        shutil.copytree(run, moved)
+    finally:
+        subprocess.run(["umount", str(small)])
+    assert cli(*args, "--out", moved, env=tiny_registry)[0] == 0
+    fresh = tmp_path / "fresh"
+    assert cli(*args, "--out", fresh, env=tiny_registry)[0] == 0
+    key = lambda s: s["id"]  # noqa: E731
+    assert sorted(read_lines(moved / "samples.jsonl"), key=key) == sorted(read_lines(fresh / "samples.jsonl"), key=key)
+
+
+# ---- 9, 10. data packages --------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def package(tmp_path_factory):
+    from conftest import run_cli
+
+    out = tmp_path_factory.mktemp("pkg") / "data.tar"
+    rc, _, err = run_cli("data", "pack", "--out", out)
+    assert rc == 0, err
+    return out
+
+
+def _altered(package: Path, dest: Path, extra: dict[str, bytes] | None = None, index_edit=None, drop=()) -> Path:
+    with tarfile.open(package) as src, tarfile.open(dest, "w") as out:
+        for m in src.getmembers():
+            if m.name in drop:
+                continue
+            blob = src.extractfile(m).read()
+            if m.name == "econeval-data.json" and index_edit:
+                blob = json.dumps(index_edit(json.loads(blob))).encode()
+            info = tarfile.TarInfo(m.name)
+            info.size = len(blob)
+            out.addfile(info, io.BytesIO(blob))
+        for name, blob in (extra or {}).items():
+            info = tarfile.TarInfo(name)
+            info.size = len(blob)
+            out.addfile(info, io.BytesIO(blob))
+    return dest
+
+
+@pytest.mark.parametrize("case,needle", [
+    ("shadow", "is not a file of this data package"), ("evil", "is not a file of this data package"),
+    ("newline", "is not a file of this data package"), ("version", "this econeval reads"),
+    ("empty", "members missing"), ("index-list", "not a data package index"), ("members-list", "not a data package index")])
+def test_an_altered_data_package_is_refused_and_nothing_changes(cli, tmp_path, package, case, needle):
+    home = {"ECONEVAL_HOME": str(tmp_path / "home")}
+    assert cli("data", "install", package, env=home)[0] == 0
+    target = tmp_path / "home" / "data"
+    before = {p.relative_to(target): p.read_bytes() for p in target.rglob("*") if p.is_file()}
+    with tarfile.open(package) as t:
+        good = t.extractfile("econnli/test.jsonl").read()
+    edits = {
+        "shadow": dict(extra={"econnli/sub/test.jsonl": good}),
+        "evil": dict(extra={"evil.py": b"import os\n"}),
+        "newline": dict(extra={"econnli/te\nst\u202e.jsonl": b"x"}),
+        "version": dict(index_edit=lambda i: {**i, "package_version": "000000000000"}),
+        "empty": dict(drop=[n for n in tarfile.open(package).getnames() if n != "econeval-data.json"]),
+        "index-list": dict(index_edit=lambda i: list(i)),
+        "members-list": dict(index_edit=lambda i: {**i, "members": list(i["members"])}),
+    }
+    bad = _altered(package, tmp_path / f"{case}.tar", **edits[case])
+    line = one_line(*cli("data", "install", bad, env=home), 1, needle)
+    assert "\n" not in line and "\u202e" not in line
+    after = {p.relative_to(target): p.read_bytes() for p in target.rglob("*") if p.is_file()}
+    assert after == before and not list(target.glob(".staging-*"))
+
+
+def test_install_streams_large_members(cli, tmp_path, package):
+    big = tmp_path / "big.tar"
+    with tarfile.open(package) as src:
+        index = json.loads(src.extractfile("econeval-data.json").read())
+    size = 300 << 20
+    with tarfile.open(big, "w") as out:
+        blob = json.dumps(index).encode()
+        info = tarfile.TarInfo("econeval-data.json")
+        info.size = len(blob)
+        out.addfile(info, io.BytesIO(blob))
+        info = tarfile.TarInfo("econnli/test.jsonl")
+        info.size = size
+
+        class Zeros(io.RawIOBase):
+            left = size
+
+            def readable(self):
+                return True
+
+            def readinto(self, b):
+                n = min(len(b), self.left)
+                b[:n] = bytes(n)
+                self.left -= n
+                return n
+
+        out.addfile(info, io.BufferedReader(Zeros()))
+    peak, err = peak_rss_mib(["data", "install", big], {"ECONEVAL_HOME": str(tmp_path / "home")})
+    assert "does not match" in err and peak < 150, (peak, err)  # the member is 300 MiB
+
+
+def test_concurrent_installs_and_readers(tmp_path, package):
+    env = {**os.environ, "ECONEVAL_HOME": str(tmp_path / "home")}
+    cmd = [sys.executable, "-m", "econeval", "data", "install", str(package)]
+    assert subprocess.run(cmd, env=env, cwd=REPO, capture_output=True).returncode == 0
+    reader = ("import sys, econeval.data as d\nbad = 0\nfor _ in range(400):\n"
+              "    bad += any(st != 'ok' for st in d.status('econnli').values())\nprint(bad)")
+    env_read = {**env, "ECONEVAL_DATA_DIR": ""}
+    env_read.pop("ECONEVAL_DATA_DIR")
+    procs = [subprocess.Popen(cmd, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)]
+    code = f"import os; os.environ['ECONEVAL_HOME'] = {str(tmp_path / 'home')!r}\n" + reader
+    read = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, env=env)
+    outs = [p.communicate() for p in procs]
+    assert all(p.returncode == 0 for p in procs), outs
+    assert read.returncode == 0 and read.stdout.strip() == "0", read.stdout + read.stderr
+
+
+@pytest.mark.parametrize("content", [b"", b"\x00\xff\xfe binary"])
+def test_a_broken_checksum_file_is_one_line(cli, tmp_path, package, content):
+    copy = tmp_path / "data.tar"
+    copy.write_bytes(package.read_bytes())
+    (tmp_path / "data.tar.sha256").write_bytes(content)
+    one_line(*cli("data", "install", copy, env={"ECONEVAL_HOME": str(tmp_path / "home")}), 1, "does not hold a sha256")
+
+
+# ---- 12. more malformed inputs -----------------------------------------------------------------------------
+def test_models_and_paths_that_used_to_crash(cli, tmp_path):
+    sys.path.insert(0, str(REPO / "tests"))
+    from tiny_gguf import write_tiny_llama
+
+    big = write_tiny_llama(tmp_path / "bigctx.gguf", shapes={"ctx": 2**32 - 1})
+    rc, _, err = cli("run", "--model", big, "--task", "econnli-zero", "--limit", "2", "--quiet", "--out", tmp_path / "r")
+    assert rc == 0, err
+    for name, tpl, needle in (("badtpl", "{% for m in messages %}{{ m['content'] }", "TemplateSyntaxError"),
+                              ("raises", "{{ raise_exception('no users') }}", "no users")):
+        m = write_tiny_llama(tmp_path / f"{name}.gguf", chat_template=tpl)
+        one_line(*cli("run", "--model", m, "--task", "steer-me", "--limit", "1", "--chat", "on", "--quiet",
+                      "--out", tmp_path / name), 1, "chat template", needle)
+        meta = json.loads((tmp_path / name / "run.json").read_text())
+        assert meta["status"] == "failed" and "chat template" in meta["error"]
+
+
+def test_an_unwritable_junit_path_is_one_line(cli, tmp_path):
+    a = _scored(cli, tmp_path, "a")
+    (tmp_path / "a-file").write_text("x")
+    one_line(*cli("compare", a, a, "--bootstrap", "100", "--junit", tmp_path / "a-file" / "gate.xml"), 1, "a-file")
+
+
+# ---- 13. interrupts outside a run -------------------------------------------------------------------------
+def test_ctrl_c_outside_a_run_says_nothing_about_run_json(tmp_path, package):
+    env = {**os.environ, "ECONEVAL_HOME": str(tmp_path / "home")}
+    proc = subprocess.Popen([sys.executable, "-m", "econeval", "report", str(tmp_path)], cwd=REPO, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc2 = subprocess.Popen([sys.executable, "-m", "econeval", "data", "install", str(package)], cwd=REPO, env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(0.4)
+    for p in (proc, proc2):
+        p.send_signal(signal.SIGINT)
+    for p in (proc, proc2):
+        _, err = p.communicate(timeout=60)
+        assert "run.json is marked interrupted" not in err and "Traceback" not in err, err
