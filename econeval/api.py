@@ -17,7 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from . import __version__, config, data, registry, roles, runner
+from . import __version__, config, data, registry, roles, runner, shards
 from .backends.base import Settings
 from .errors import Interrupted, UsageError
 from .folder import RunFolder
@@ -47,7 +47,7 @@ def evaluate(model: str | config.ModelSpec | None = None, tasks: Sequence[str] =
              task_options: dict[str, Any] | None = None, model_options: dict[str, Any] | None = None,
              judge: str | None = None, embedder: str | None = None, n_ctx: int | None = None, chat: str | None = None,
              bootstrap: int = 1000, progress: bool = False, argv: list[str] | None = None,
-             say: Callable[[str], None] | None = None) -> ResultsDoc:
+             say: Callable[[str], None] | None = None, shard: tuple[int, int] | None = None) -> ResultsDoc:
     """Evaluate `model` (a model file, a models.toml name, `PREFIX:NAME` for a served model,
     a ModelSpec, or None for the default) on `tasks` (names) or a `suite` (default: all), write
     the run folder `out` (default: a new timestamped folder under the data dir; an existing
@@ -57,6 +57,7 @@ def evaluate(model: str | config.ModelSpec | None = None, tasks: Sequence[str] =
     {"adaptation": "cot-hidden"}); `model_options` likewise for the backends of the evaluated
     model and the judge (e.g. {"parallel": 4}, {"base_url": "http://127.0.0.1:8000/v1"}); an
     option nothing declares is refused. `chat` (auto, on, off) overrides the model's chat mode.
+    `shard` (K, N) runs only the chunks of shard K of N into `out`/shard-K-of-N (`merge` joins them).
 
     Returns the results document with one key added: `run_folder`, the folder written."""
     selected = registry.select(suite, list(tasks))
@@ -66,12 +67,16 @@ def evaluate(model: str | config.ModelSpec | None = None, tasks: Sequence[str] =
     spec = roles.with_options(spec, split[MODEL], chat)
     settings = Settings(seed=seed, n_ctx=n_ctx)
     roles.check(spec, settings)
-    ctx = runner.RunContext(seed=seed, limit=limit, task_options=dict(task_options or {}), bootstrap=bootstrap)
+    if shard is not None and out is None:
+        raise UsageError("--shard needs --out DIR (a folder every shard can reach; each writes DIR/shard-K-of-N)")
+    ctx = runner.RunContext(seed=seed, limit=limit, task_options=dict(task_options or {}), bootstrap=bootstrap, shard=shard)
     _judge_and_embedder(ctx, judge, embedder, seed, split.get(JUDGE))
     say = say or ((lambda msg: print(msg, file=sys.stderr, flush=True)) if progress else (lambda msg: None))
     try:
         preps = runner.prepare(selected, ctx)  # data, options and embedder problems show before a model loads
         out = Path(out) if out else config.data_home() / "runs" / f"{datetime.now():%Y%m%d-%H%M%S}-{spec.name}"
+        if shard is not None:
+            out = shards.folder_for(out, shard)
         folder = RunFolder.open(out)  # locked; refused now if it holds another run
         try:
             folder.check_identity(partial_identity(seed, selected, preps), partial=True)

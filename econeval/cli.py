@@ -106,10 +106,11 @@ _CLICK_TYPES = {int: click.INT, float: click.FLOAT, str: click.STRING, bool: cli
 
 def _model_options(fn):
     """-M KEY=VALUE, and each backend option's documented flag (--parallel, --base-url, ...)."""
-    for key, flags, typ, help_text in reversed(list(roles.flags().values())):
+    for key, flags, typ, help_text, many in reversed(list(roles.flags().values())):
         owners = sorted(k for k, cls in registry.backends().items() if key in cls.Options.fields())
-        fn = click.option(*flags, f"mopt_{key}", type=_CLICK_TYPES.get(typ, click.STRING), default=None,
-                          help=f"Same as -M {key}=... ({', '.join(owners)}): {help_text}.")(fn)
+        fn = click.option(*flags, f"mopt_{key}", type=_CLICK_TYPES.get(typ, click.STRING), default=None, multiple=many,
+                          help=f"Same as -M {key}=... ({', '.join(owners)}): {help_text}"
+                               + (" (repeatable)." if many else "."))(fn)
     return click.option("--model-option", "-M", "model_option", multiple=True, metavar="KEY=VALUE",
                         help="Set a backend option of the model (and of the judge, where its backend declares it); "
                              "`econeval models options` lists them. Recorded in run.json.")(fn)
@@ -140,8 +141,8 @@ def _collect_model_options(model_option, kw: dict) -> dict:
     for key, value in list(kw.items()):
         if key.startswith("mopt_"):
             kw.pop(key)
-            if value is not None:
-                out[key[5:]] = value
+            if value is not None and value != ():
+                out[key[5:]] = list(value) if isinstance(value, tuple) else value
     return {**out, **_pairs(model_option, "-M")}
 
 
@@ -173,18 +174,23 @@ def _prefix_help() -> str:
                               "default: the evaluated model).")
 @click.option("--bootstrap", "n_boot", type=click.IntRange(min=0, max=100000), default=1000, show_default=True,
               help="Bootstrap resamples for the 95% intervals of the headline numbers (0: none).")
+@click.option("--shard", metavar="K/N|auto", help="Run only shard K of N (the chunks whose index is K-1 mod N) into "
+              "OUT/shard-K-of-N; auto: from a Slurm job array or a Kubernetes Indexed Job. `econeval merge` joins them.")
+@click.option("--shard-count", type=click.IntRange(min=1), help="With --shard auto in a Kubernetes Indexed Job: its completions.")
 @click.option("--json", "as_json", is_flag=True, help="Print results.json on stdout instead of the summary table.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress line.")
-def run(model, suite, tasks, limit, seed, n_ctx, chat, model_option, out, embedder, task_option, judge, n_boot, as_json,
-        quiet, **kw):
+def run(model, suite, tasks, limit, seed, n_ctx, chat, model_option, out, embedder, task_option, judge, n_boot, shard,
+        shard_count, as_json, quiet, **kw):
     """Evaluate a model and write run.json, samples.jsonl and results.json."""
     from .api import evaluate
 
     options = _collect_options(task_option, kw)
     model_options = _collect_model_options(model_option, kw)
+    from . import shards
+
     doc = evaluate(model=model, tasks=tasks, suite=suite, limit=limit, out=out, seed=seed, task_options=options,
                    model_options=model_options, judge=judge, embedder=embedder, n_ctx=n_ctx, chat=chat, bootstrap=n_boot,
-                   progress=not quiet, argv=["econeval", *sys.argv[1:]])
+                   progress=not quiet, argv=["econeval", *sys.argv[1:]], shard=shards.parse(shard, shard_count))
     folder = doc.pop("run_folder")
     if as_json:
         _echo_json(doc)
@@ -230,6 +236,19 @@ def score(task_name, predictions, seed, embedder, judge, out, n_boot, task_optio
     doc = score_predictions(task_name, predictions, seed=seed, task_options=_collect_options(task_option, kw), judge=judge,
                             embedder=embedder, out=out, bootstrap=n_boot, argv=["econeval", *sys.argv[1:]])
     _echo_json(doc)
+
+
+# ---- merge -------------------------------------------------------------------------------
+@cli.command("merge")
+@click.argument("shard_dirs", nargs=-1, required=True, type=click.Path(file_okay=False, exists=True, path_type=Path))
+@click.option("--out", "-o", required=True, type=click.Path(file_okay=False, path_type=Path), help="The merged run folder (new).")
+def merge_cmd(shard_dirs, out):
+    """Join the N shard folders of one `run --shard` command into the folder one process would
+    have written (the same samples.jsonl and results.json)."""
+    from .shards import merge
+
+    doc = merge(list(shard_dirs), out)
+    click.echo(clean(f"econeval: merged {len(shard_dirs)} shards into {out} ({', '.join(doc['tasks'])})"), err=True)
 
 
 # ---- report ------------------------------------------------------------------------------
@@ -352,6 +371,7 @@ def models_options(as_json):
         hints = typing.get_type_hints(cls.Options)
         rows.append({"kind": kind, "prefix": cls.prefix, "serves": list(cls.serves), "description": cls.description,
                      "options": [{"name": n, "type": getattr(roles.flags().get(n, (0, 0, hints[n]))[2], "__name__", str(hints[n])),
+                                  "multiple": bool(f.metadata.get("multiple")),
                                   "default": f.default, "flags": list(f.metadata.get("flags", ())), "help": f.metadata.get("help", "")}
                                  for n, f in cls.Options.fields().items()]})
     if as_json:

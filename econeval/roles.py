@@ -142,8 +142,8 @@ def check_line(spec: config.ModelSpec, settings: Settings, role: str = MODEL) ->
     return cls.check(spec, opts, settings)
 
 
-def flags() -> dict[str, tuple[str, tuple[str, ...], type, str]]:
-    """Command-line aliases the backends declare: option key → (key, flags, type, help), one per key."""
+def flags() -> dict[str, tuple[str, tuple[str, ...], type, str, bool]]:
+    """Command-line aliases the backends declare: option key → (key, flags, type, help, multiple)."""
     import typing
 
     out: dict[str, tuple[str, tuple[str, ...], type, str]] = {}
@@ -152,5 +152,6 @@ def flags() -> dict[str, tuple[str, tuple[str, ...], type, str]]:
         for name, f in cls.Options.fields().items():
             if f.metadata.get("flags") and name not in out:
                 args = [a for a in typing.get_args(hints[name]) if a is not type(None)]
-                out[name] = (name, tuple(f.metadata["flags"]), args[0] if args else hints[name], f.metadata.get("help", ""))
+                out[name] = (name, tuple(f.metadata["flags"]), args[0] if args else hints[name], f.metadata.get("help", ""),
+                             bool(f.metadata.get("multiple")))
     return out

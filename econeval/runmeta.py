@@ -58,7 +58,8 @@ def partial_identity(seed: int, tasks: list[Task], preps: dict[str, Prepared]) -
 
 
 def run_meta(tasks: list[Task], preps: dict[str, Prepared], info: BackendInfo, roles: dict[str, dict | None], *,
-             seed: int, limit: int | None, bootstrap: int, argv: list[str] | None) -> dict:
+             seed: int, limit: int | None, bootstrap: int, argv: list[str] | None,
+             shard: tuple[int, int] | None = None) -> dict:
     """run.json of a run as it starts (status running), its identity included."""
     tids = task_identity(tasks, preps)
     identity: dict[str, Any] = {"run_format": RUN_FORMAT, "model": info.identity(), "seed": seed, "tasks": tids,
@@ -69,7 +70,10 @@ def run_meta(tasks: list[Task], preps: dict[str, Prepared], info: BackendInfo, r
                                "backend together, stage by stage; a chunk is written whole or not at all"}
     if info.composition_matters:
         identity["chunk_items"] = schedule["chunk_items"]
+    if shard is not None:  # shards of one run share the identity; the index is recorded beside it
+        identity["shard_count"] = shard[1]
     return {
+        **({"shard": {"index": shard[0], "count": shard[1]}} if shard else {}),
         "run_format": RUN_FORMAT,
         "econeval_version": __version__,
         "command": argv or sys.argv,

@@ -37,6 +37,7 @@ class RunContext:
     bootstrap: int = 1000  # resamples for the headline numbers' intervals (0: none)
     task_options: dict[str, Any] = field(default_factory=dict)  # option name → value, for every task declaring it
     judge_given: bool = False  # a judge model was named (--judge); otherwise the judge role is the evaluated model
+    shard: tuple[int, int] | None = None  # (K, N): run only the chunks whose index ≡ K-1 (mod N); shards.py
     factories: dict[str, Callable[[], Any]] = field(default_factory=dict)  # role → factory
     _made: dict[str, Any] = field(default_factory=dict)
 
@@ -79,6 +80,11 @@ class RunContext:
                 closed.add(id(obj))
                 obj.close()
         self._made.clear()
+
+
+def in_shard(chunk_index: int, shard: tuple[int, int] | None) -> bool:
+    """Whether a chunk belongs to shard (K, N): its index ≡ K-1 (mod N); every chunk without sharding."""
+    return shard is None or chunk_index % shard[1] == shard[0] - 1
 
 
 def check_task_options(tasks: list[Task], given: dict[str, Any]) -> None:
@@ -285,7 +291,7 @@ def run(tasks: list[Task], backend, out_dir: Path, ctx: RunContext, preps: dict[
     ctx.role_made(MODEL, backend)
     info = backend.info()
     meta = run_meta(tasks, preps, info, role_infos(tasks, preps, ctx), seed=ctx.seed, limit=ctx.limit,
-                    bootstrap=ctx.bootstrap, argv=argv)
+                    bootstrap=ctx.bootstrap, argv=argv, shard=ctx.shard)
     own = folder is None
     folder = folder or RunFolder.open(out_dir)
     try:
@@ -313,13 +319,16 @@ def _run_locked(tasks, backend, folder: RunFolder, ctx, preps, meta, show_progre
         try:
             for task in tasks:
                 prep = preps[task.name]
-                items = select_items(task, prep, ctx.limit)
+                size = meta["schedule"]["chunk_items"]
+                everything = select_items(task, prep, ctx.limit)
+                chunks = [everything[start:start + size] for start in range(0, len(everything), size)]
+                chunks = [ch for c, ch in enumerate(chunks) if in_shard(c, ctx.shard)]  # fixed chunks: reproducible batches
+                items = [it for ch in chunks for it in ch]
                 todo = [it for it in items if (task.name, it["id"]) not in log.done]
                 prog = Progress(task.name, len(todo), enabled=show_progress, counters=backend.counters)
                 t0, c0 = time.monotonic(), backend.counters()
-                size = meta["schedule"]["chunk_items"]
-                for start in range(0, len(items), size):  # fixed chunks of the item list: reproducible batches
-                    chunk = [it for it in items[start:start + size] if (task.name, it["id"]) not in log.done]
+                for whole in chunks:
+                    chunk = [it for it in whole if (task.name, it["id"]) not in log.done]
                     if not chunk:
                         continue
                     outputs = run_chunk(task, chunk, prep, ctx, progress=prog.advance)

@@ -175,7 +175,8 @@ def test_a_broken_server_fails_within_the_budget_with_one_line(cli, tmp_path, se
     assert rc == 1 and "Traceback" not in err
     assert f"{url} failed 3 times in a row; last: HTTP 500" in err and "rerun the same command to resume" in err
     assert sum(len(v) for v in state.attempts.values()) <= 2 * 3  # two requests for the item, 3 attempts each
-    assert json.loads((out / "run.json").read_text())["status"] == "running"  # the folder stays resumable
+    meta = json.loads((out / "run.json").read_text())
+    assert meta["status"] == "failed" and "failed 3 times in a row" in meta["error"]  # says why; still resumable
     rc, _, err = cli("run", "--model", "openai:nochoices", "--base-url", url, "--task", "econnli-zero", "--limit", "1",
                      "--max-retries", "1", "--quiet", "--out", tmp_path / "b")
     assert rc == 1 and "no choices" in err and "Traceback" not in err

@@ -33,9 +33,11 @@ class Settings:
     n_ctx: int | None = None  # the context length; None: the model entry's
 
 
-def option(default: Any = None, help: str = "", flags: tuple[str, ...] = ()) -> Any:
-    """A field of a BackendOptions class."""
-    return dataclasses.field(default=default, metadata={"help": help, "flags": flags})
+def option(default: Any = None, help: str = "", flags: tuple[str, ...] = (), multiple: bool = False) -> Any:
+    """A field of a BackendOptions class. `multiple`: it may hold several values (a list in
+    models.toml, the flag given more than once, or comma-separated after -M); then its value is
+    a tuple."""
+    return dataclasses.field(default=default, metadata={"help": help, "flags": flags, "multiple": multiple})
 
 
 def _base_type(hint: Any) -> type:
@@ -84,7 +86,16 @@ class BackendOptions:
             raise UsageError(f"{where}: backend {backend} has no option {', '.join(repr(k) for k in unknown)}",
                              hint=f"its options: {', '.join(fields) or 'none'}")
         hints = typing.get_type_hints(cls)
-        parsed = {k: (None if v is None else _convert(v, _base_type(hints[k]), k, where)) for k, v in values.items()}
+        parsed = {}
+        for k, v in values.items():
+            want = _base_type(hints[k])
+            if v is not None and fields[k].metadata.get("multiple"):
+                many = v.split(",") if isinstance(v, str) else v
+                if not isinstance(many, (list, tuple)) or not many:
+                    raise UsageError(f"{where}: {k} must be {_TYPE_WORDS.get(want, want.__name__)} or a list of them")
+                parsed[k] = tuple(_convert(x, want, k, where) for x in many)
+            else:
+                parsed[k] = None if v is None else _convert(v, want, k, where)
         opts = cls(**parsed)
         opts.check(where)
         return opts

@@ -54,9 +54,14 @@ class _Deadline(Exception):
     pass
 
 
+class _Exhausted(ModelError):
+    """A server failed a request past its retries."""
+
+
 @dataclass(frozen=True)
 class ServedOptions(BackendOptions):
-    base_url: str | None = option(None, "the server's URL (with or without /v1)", ("--base-url",))
+    base_url: str | None = option(None, "the server's URL (with or without /v1); several servers of one model: "
+                                        "requests go to the one with the fewest in flight", ("--base-url",), multiple=True)
     api_model: str | None = option(None, "the model's name on the server")
     api_key_env: str | None = option(None, "the environment variable holding the API key", ("--api-key-env",))
     concurrency: int | None = option(None, f"requests in flight at once (default {DEFAULT_CONCURRENCY})", ("--concurrency", "-C"))
@@ -69,14 +74,18 @@ class ServedOptions(BackendOptions):
             raise UsageError(f"{where} needs base_url (the server, e.g. --base-url http://127.0.0.1:8000/v1)")
         if not self.api_model:
             raise UsageError(f"{where} needs api_model (the model's name on the server)")
-        if not re.match(r"(?i)^https?://[^/\s]+", self.base_url.strip()):
-            raise UsageError(f"{where}: base_url must be an http:// or https:// URL, not {self.base_url!r}")
+        for url in self.urls():
+            if not re.match(r"(?i)^https?://[^/\s]+", url.strip()):
+                raise UsageError(f"{where}: base_url must be an http:// or https:// URL, not {url!r}")
         if self.concurrency is not None and not 1 <= self.concurrency <= 1024:
             raise UsageError(f"{where}: concurrency {self.concurrency} is out of range (1 to 1024)")
         if self.timeout is not None and not self.timeout >= 0.1:
             raise UsageError(f"{where}: timeout must be at least 0.1 seconds")
         if self.max_retries is not None and not 0 <= self.max_retries <= 100:
             raise UsageError(f"{where}: max_retries {self.max_retries} is out of range (0 to 100)")
+
+    def urls(self) -> list[str]:
+        return list(self.base_url) if isinstance(self.base_url, (list, tuple)) else [self.base_url]
 
     def key(self) -> str:
         return os.environ.get(self.api_key_env, "") if self.api_key_env else ""
@@ -117,7 +126,11 @@ class ServedClient:
                  warn: Callable[[str], None] | None = None):
         import httpx
 
-        self.base = normalise_base_url(options.base_url)
+        self.bases = list(dict.fromkeys(normalise_base_url(u) for u in options.urls()))
+        self.base = self.bases[0]  # named in messages about the model as a whole
+        self.outstanding = [0] * len(self.bases)  # requests in flight per server
+        self.answered = [0] * len(self.bases)
+        self.down: dict[int, str] = {}  # server → why it was taken out
         self.api_model = options.api_model
         self.api_key_env = options.api_key_env
         self.concurrency = options.concurrency or DEFAULT_CONCURRENCY
@@ -143,14 +156,27 @@ class ServedClient:
             self.n[key] = self.n.get(key, 0) + by
 
     def check_server(self) -> dict | None:
+        """Ask each server's /v1/models: fail fast when one is unreachable or does not serve the
+        model, or when two name different models. Returns the model's entry (what identifies it
+        beyond its name), or None when no server has a model list."""
+        entries = [self._check_one(base) for base in self.bases]
+        named = [(b, e) for b, e in zip(self.bases, entries) if e]
+        roots = {(e.get("root") or e.get("id"), e.get("max_model_len")) for _, e in named}
+        if len(roots) > 1:
+            desc = "; ".join(f"{b}: {e.get('root') or e.get('id')} (max_model_len {e.get('max_model_len')})" for b, e in named)
+            raise ModelError(f"the servers serve different models under '{self.api_model}' ({desc})",
+                             hint="give --base-url only for servers of one model")
+        return named[0][1] if named else None
+
+    def _check_one(self, base: str) -> dict | None:
         """Ask /v1/models: fail fast when the server is unreachable or does not serve the model.
         Returns the model's entry (what identifies it beyond its name), or None when the server
         has no model list."""
-        url = self.base + "/v1/models"
+        url = base + "/v1/models"
         try:
             resp = self.client.get(url, timeout=min(15.0, self.timeout))
         except self._httpx.HTTPError as exc:
-            raise ModelError(f"cannot reach {self.base}: {type(exc).__name__}{': ' + self.redact(str(exc)) if str(exc) else ''}",
+            raise ModelError(f"cannot reach {base}: {type(exc).__name__}{': ' + self.redact(str(exc)) if str(exc) else ''}",
                              hint="check the base URL and that the server is running") from None
         if 300 <= resp.status_code < 400:
             raise self._redirect_error(url, resp)
@@ -168,7 +194,7 @@ class ServedClient:
                 return {k: m[k] for k in ("id", "owned_by", "root", "parent", "max_model_len") if m.get(k) is not None}
         if models:
             names = ", ".join(str(m.get("id")) for m in models[:10])
-            raise ModelError(f"{self.base} does not serve model '{self.api_model}' (it serves: {names})")
+            raise ModelError(f"{base} does not serve model '{self.api_model}' (it serves: {names})")
         return None
 
     def _detail(self, resp) -> str:
@@ -220,9 +246,38 @@ class ServedClient:
                     raise _Deadline()
             return Answer(resp.status_code, resp.headers, b"".join(out))
 
+    def _pick(self) -> int:
+        with self.lock:
+            alive = [i for i in range(len(self.bases)) if i not in self.down]
+            i = min(alive, key=lambda k: (self.outstanding[k], k))  # fewest in flight, then the first named
+            self.outstanding[i] += 1
+            return i
+
     def post(self, path: str, body: dict) -> dict | object:
-        """One request with retries. Returns the answer (a dict with `choices`), or _CONTEXT."""
-        url = self.base + path
+        """One request: to the server with the fewest requests in flight; retried there; a server
+        that fails past its retries is taken out and the request goes to another one."""
+        while True:
+            i = self._pick()
+            try:
+                res = self._post_to(self.bases[i], path, body)
+                with self.lock:
+                    self.answered[i] += 1
+                return res
+            except _Exhausted as exc:
+                with self.lock:
+                    others = [k for k in range(len(self.bases)) if k not in self.down and k != i]
+                    if not others:
+                        raise ModelError(str(exc), hint=exc.hint) from None
+                    if i not in self.down:
+                        self.down[i] = str(exc)
+                        self.warn(f"{self.bases[i]} taken out ({exc}); its requests go to the other servers")
+            finally:
+                with self.lock:
+                    self.outstanding[i] -= 1
+
+    def _post_to(self, base: str, path: str, body: dict) -> dict | object:
+        """One request to one server with retries. Returns the answer (a dict with `choices`), or CONTEXT."""
+        url = base + path
         stop = self._stop
         last = ""
         for attempt in range(self.max_retries + 1):
@@ -263,8 +318,8 @@ class ServedClient:
             self.count("retries")
             self._note(f"{url}: {last}; retrying in {wait:.1f} s (attempt {attempt + 2} of {self.max_retries + 1})")
             if stop.wait(wait):  # the call ended (an error elsewhere, an interrupt): give up quietly
-                raise ModelError(f"{self.base}: stopped while retrying")
-        raise ModelError(f"{self.base} failed {self.max_retries + 1} times in a row; last: {last}",
+                raise ModelError(f"{base}: stopped while retrying")
+        raise _Exhausted(f"{base} failed {self.max_retries + 1} times in a row; last: {last}",
                          hint="finished items are kept: rerun the same command to resume (--max-retries, --timeout)")
 
     def map(self, one: Callable, requests: Sequence, on_done=None) -> list:
@@ -337,14 +392,17 @@ class ServedClient:
         there and the server's entry for it (never the URLs of several servers or the concurrency)."""
         from ..types import BackendInfo
 
-        ident = {"base_url": self.base, "api_model": self.api_model, "served": served}
+        ident = {"api_model": self.api_model, "served": served}  # the model, not the servers: resumes with more or fewer
+        with self.lock:
+            servers = [{"base_url": b, "answered": self.answered[i], **({"taken_out": self.down[i]} if i in self.down else {})}
+                       for i, b in enumerate(self.bases)]
         return BackendInfo(
             kind=kind,
-            model={"name": spec.name, "api_model": self.api_model, "base_url": self.base, "source": spec.source,
-                   "sha256": None, "served": served, "identity": ident},
+            model={"name": spec.name, "api_model": self.api_model, "base_url": self.base, "base_urls": list(self.bases),
+                   "source": spec.source, "sha256": None, "served": served, "identity": ident},
             n_ctx=None, device="remote", schedule="server-side (not controlled by econeval)",
             chat_template_applied=chat_applied, parallel=self.concurrency, composition_matters=False,
-            details={"chat_mode": spec.chat, "concurrency": self.concurrency, "timeout_s": self.timeout,
+            details={"chat_mode": spec.chat, "servers": servers, "concurrency": self.concurrency, "timeout_s": self.timeout,
                      "max_retries": self.max_retries, "system_fingerprints": sorted(self.fingerprints), **details})
 
     def close(self) -> None:

@@ -1,0 +1,158 @@
+"""Runs spread over machines: `--shard K/N` runs the chunks whose index ≡ K−1 (mod N) of every task
+into its own folder (OUT/shard-K-of-N); `econeval merge` joins the N folders into one that is the
+single-process run of the same command: the same samples.jsonl and results.json, byte for byte.
+
+Exact because of the schedule: a task's items are cut into fixed chunks, each chunk's requests go
+to the backend together from an empty KV cache in request order, so a chunk's samples do not depend
+on which process ran it. Shards of one run share an identity (with the shard count in it); the
+index K is recorded beside it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from . import __version__, registry, runner
+from .errors import UsageError
+from .folder import RunFolder, read_samples
+from .results import read_json
+from .runmeta import now, task_identity
+
+
+def parse(spec: str | None, count: int | None = None, environ=os.environ) -> tuple[int, int] | None:
+    """`K/N`, or `auto`: Slurm's SLURM_ARRAY_TASK_ID (less SLURM_ARRAY_TASK_MIN) and
+    SLURM_ARRAY_TASK_COUNT, else Kubernetes' JOB_COMPLETION_INDEX with `count` (--shard-count)."""
+    if spec is None:
+        if count is not None:
+            raise UsageError("--shard-count goes with --shard auto")
+        return None
+    if spec == "auto":
+        if "SLURM_ARRAY_TASK_ID" in environ:
+            try:
+                task, low = int(environ["SLURM_ARRAY_TASK_ID"]), int(environ.get("SLURM_ARRAY_TASK_MIN", "0"))
+                n = count or int(environ["SLURM_ARRAY_TASK_COUNT"])
+            except (KeyError, ValueError):
+                raise UsageError("--shard auto: SLURM_ARRAY_TASK_ID, _MIN and _COUNT must be numbers "
+                                 "(or give --shard-count)") from None
+            k = task - low + 1
+        elif "JOB_COMPLETION_INDEX" in environ:
+            if count is None:
+                raise UsageError("--shard auto with JOB_COMPLETION_INDEX needs --shard-count N (the Job's completions)")
+            try:
+                k, n = int(environ["JOB_COMPLETION_INDEX"]) + 1, count
+            except ValueError:
+                raise UsageError("--shard auto: JOB_COMPLETION_INDEX must be a number") from None
+        else:
+            raise UsageError("--shard auto needs SLURM_ARRAY_TASK_ID (a Slurm job array) or JOB_COMPLETION_INDEX "
+                             "(a Kubernetes Indexed Job)", hint="or give --shard K/N")
+    else:
+        try:
+            k_text, n_text = spec.split("/")
+            k, n = int(k_text), int(n_text)
+        except ValueError:
+            raise UsageError(f"--shard {spec}: expected K/N (e.g. 2/8) or auto") from None
+    if not (n >= 1 and 1 <= k <= n):
+        raise UsageError(f"--shard: shard {k} of {n} does not exist (1 ≤ K ≤ N)")
+    return k, n
+
+
+def folder_for(out: Path, shard: tuple[int, int]) -> Path:
+    return Path(out) / f"shard-{shard[0]}-of-{shard[1]}"
+
+
+def _load(folder: Path) -> dict:
+    try:
+        meta = read_json(Path(folder) / "run.json")
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{folder} is not a run folder ({exc})") from None
+    if not isinstance(meta, dict) or not isinstance(meta.get("shard"), dict) or not isinstance(meta.get("identity"), dict):
+        raise UsageError(f"{folder} is not a shard folder (its run.json has no shard)", hint="shards come from run --shard K/N")
+    if meta.get("status") != "complete":
+        raise UsageError(f"{folder} is {meta.get('status', 'not finished')}, not complete",
+                         hint="rerun that shard's command to finish it, then merge")
+    return meta
+
+
+def merge(folders: list[Path], out: Path) -> dict:
+    """Check that the shard folders are one run's N shards, each present once and complete, with
+    every chunk of every task exactly where it belongs; then write the single-process folder.
+    Returns its results document. Nothing is written when anything is refused."""
+    if not folders:
+        raise UsageError("name the shard folders to merge")
+    metas = [(Path(f), _load(f)) for f in folders]
+    first_folder, first = metas[0]
+    n = first["shard"].get("count")
+    seen: dict[int, Path] = {}
+    for folder, meta in metas:
+        if meta["identity"] != first["identity"] or meta.get("limit") != first.get("limit"):
+            what = "identity differs" if meta["identity"] != first["identity"] else \
+                f"--limit {meta.get('limit')} there, {first.get('limit')} here"
+            raise UsageError(f"{folder} is a shard of another run than {first_folder} ({what})",
+                             hint="merge the shards of one command")
+        k = meta["shard"].get("index")
+        if k in seen:
+            raise UsageError(f"{folder} and {seen[k]} are both shard {k} of {n}")
+        seen[k] = folder
+    missing = [k for k in range(1, (n or 0) + 1) if k not in seen]
+    if missing:
+        raise UsageError(f"shard(s) {', '.join(map(str, missing))} of {n} are missing", hint="merge all N shard folders")
+    by_shard = {k: read_samples(folder / "samples.jsonl")[0] for k, folder in seen.items()}
+    size = first["schedule"]["chunk_items"]
+    records: list[dict] = []
+    results: dict = {}
+    preps = {}
+    tasks = [registry.get_task(t) for t in first["tasks"]]
+    for task in tasks:
+        ctx = runner.RunContext(seed=first["seed"], limit=first.get("limit"),
+                                task_options=dict((first.get("options") or {}).get(task.name, {})),
+                                judge_given=first.get("judge") is not None, bootstrap=first.get("bootstrap", 1000))
+        prep = task.prepare(ctx)
+        prep.options = ctx.options_for(task)
+        preps[task.name] = prep
+        items = runner.select_items(task, prep, first.get("limit"))
+        task_records = []
+        for c, start in enumerate(range(0, len(items), size)):
+            owner = c % n + 1
+            for it in items[start:start + size]:
+                key = (task.name, it["id"])
+                holders = [k for k, recs in by_shard.items() if key in recs]
+                if holders != [owner]:
+                    where = f"in shards {', '.join(map(str, holders))}" if holders else "in no shard"
+                    raise UsageError(f"{task.name} item {it['id']} (chunk {c}, shard {owner}) is {where}",
+                                     hint="the shard folders do not hold one run; rerun the shard")
+                task_records.append(by_shard[owner][key])
+        records += task_records
+        results[task.name] = runner.aggregate(task, task_records, prep, n_boot=ctx.bootstrap, seed=ctx.seed)
+    if task_identity(tasks, preps) != first["identity"]["tasks"]:
+        raise UsageError("the shards were run on other data or options than this econeval has",
+                         hint="merge with the econeval version and data package the shards used")
+    identity = {k: v for k, v in first["identity"].items() if k != "shard_count"}
+    doc = {"econeval_version": __version__, "model": (first.get("backend") or {}).get("model", {}).get("name"),
+           "limit": first.get("limit"), "tasks": results}
+    timing: dict = {}
+    for _, meta in metas:
+        for t, tm in (meta.get("timing") or {}).items():
+            acc = timing.setdefault(t, {})
+            for key, value in tm.items():
+                if isinstance(value, (int, float)) and key != "items_per_s":
+                    acc[key] = round(acc.get(key, 0) + value, 3)
+    meta = {**first, "identity": identity, "status": "complete", "finished": now(), "timing": timing,
+            "merged_from": [{"folder": str(f), "shard": m["shard"], "started": m.get("started"), "finished": m.get("finished")}
+                            for f, m in sorted(metas, key=lambda fm: fm[1]["shard"]["index"])]}
+    meta.pop("shard", None)
+    out = Path(out)
+    if out.exists() and any(out.iterdir()):
+        raise UsageError(f"{out} is not empty", hint="merge into a new folder")
+    folder = RunFolder.open(out)
+    try:
+        log = folder.samples()
+        try:
+            log.append(records)
+        finally:
+            log.close()
+        folder.write_results("results.json", doc)
+        folder.write_meta(meta)
+    finally:
+        folder.close()
+    return doc
