@@ -155,13 +155,7 @@ def _write_scored_folder(out: Path, task, prep, seed: int, predictions: Path, re
             raise UsageError(f"{out} already holds a run", hint="choose a new --out folder")
         meta = scored_meta(task, prep, seed=seed, predictions=str(predictions), predictions_sha256=data.sha256_file(predictions),
                            argv=argv, roles=infos)
-        log = folder.samples()
-        try:
-            log.append(records)
-        finally:
-            log.close()
-        folder.write_results("results.json", doc)
-        folder.write_meta(meta)
+        folder.write_complete(records, doc, meta)
     finally:
         folder.close()
 

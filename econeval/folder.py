@@ -139,6 +139,16 @@ class RunFolder:
     def samples(self) -> "SampleLog":
         return SampleLog(self.path / "samples.jsonl")
 
+    def write_complete(self, records: list[dict], doc: dict, meta: dict) -> None:
+        """A finished run written at once (score --out, merge): samples, results.json, run.json."""
+        log = self.samples()
+        try:
+            log.append(records)
+        finally:
+            log.close()
+        self.write_results("results.json", doc)
+        self.write_meta(meta)
+
     def close(self) -> None:
         if self._lock_fd >= 0:
             os.close(self._lock_fd)  # releases the flock

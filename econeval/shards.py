@@ -146,13 +146,7 @@ def merge(folders: list[Path], out: Path) -> dict:
         raise UsageError(f"{out} is not empty", hint="merge into a new folder")
     folder = RunFolder.open(out)
     try:
-        log = folder.samples()
-        try:
-            log.append(records)
-        finally:
-            log.close()
-        folder.write_results("results.json", doc)
-        folder.write_meta(meta)
+        folder.write_complete(records, doc, meta)
     finally:
         folder.close()
     return doc

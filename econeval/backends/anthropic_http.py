@@ -40,10 +40,8 @@ class AnthropicBackend(Backend):
 
     def __init__(self, spec, options: ServedOptions | None = None, settings: Settings | None = None,
                  warn: Callable[[str], None] | None = None):
-        settings = settings or Settings()
-        options = options or self.Options.parse(spec.options, self.kind, f"model '{spec.name}'")
-        self.validate(spec, options, settings)
         super().__init__(spec, options, settings)
+        options, settings = self.options, self.settings
         key = options.key()
         headers = {"anthropic-version": API_VERSION, **({"x-api-key": key} if key else {})}
         self.client = ServedClient(options, headers, _as_completion, warn)

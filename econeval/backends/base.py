@@ -142,7 +142,12 @@ class Backend:
         """`econeval models list`: where the model is, in a few words."""
         return ", ".join(f"{k} {v}" for k, v in spec.options.items()) or cls.kind
 
-    def __init__(self, spec, options: BackendOptions, settings: Settings):
+    def __init__(self, spec, options: BackendOptions | None = None, settings: Settings | None = None):
+        """Options parsed from the spec when not given, then the backend's `validate`; a backend's
+        own __init__ calls this first, then loads or connects."""
+        settings = settings or Settings()
+        options = options or self.Options.parse(spec.options, self.kind, f"model '{spec.name}'")
+        self.validate(spec, options, settings)
         self.spec, self.options, self.settings = spec, options, settings
 
     def evaluate(self, requests: Sequence, on_done: Callable[[int], None] | None = None) -> list:

@@ -209,10 +209,8 @@ class LlamaCppBackend(Backend):
         import llama_cpp
         from llama_cpp import _internals
 
-        settings = settings or Settings()
-        options = options or LlamaCppOptions.parse(spec.options, self.kind, f"model '{spec.name}'")
-        self.validate(spec, options, settings)
         super().__init__(spec, options, settings)
+        options, settings = self.options, self.settings
         self.path = model_path(spec, options)
         if not self.path.is_file():
             raise ModelError(f"model file not found: {self.path}")

@@ -69,8 +69,8 @@ class OnnxEmbedder(Backend):
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
-        options = options or OnnxOptions.parse(spec.options, self.kind, f"embedder '{spec.name}'")
-        super().__init__(spec, options, settings or Settings())
+        super().__init__(spec, options or OnnxOptions.parse(spec.options, self.kind, f"embedder '{spec.name}'"), settings)
+        options = self.options
         threads, batch_size = options.threads, options.batch_size
         folder = self.folder = embedder_folder(spec, options)
         model, tok = folder / "model.onnx", folder / "tokenizer.json"

@@ -94,10 +94,8 @@ class OpenAIHTTPBackend(Backend):
 
     def __init__(self, spec, options: ServedOptions | None = None, settings: Settings | None = None,
                  warn: Callable[[str], None] | None = None):
-        settings = settings or Settings()
-        options = options or self.Options.parse(spec.options, self.kind, f"model '{spec.name}'")
-        self.validate(spec, options, settings)
         super().__init__(spec, options, settings)
+        options, settings = self.options, self.settings
         self.seed = settings.seed
         self.use_chat = spec.chat == "on"
         self.client = ServedClient(options, self._headers(options.key()), self._as_completion, warn)
