@@ -14,6 +14,8 @@ import pytest
 
 from conftest import REPO
 
+pytestmark = pytest.mark.slow  # several model processes and a real Slurm cluster
+
 ARGS = ("run", "--task", "econnli-zero", "--task", "econlogicqa-1shot", "--task", "steer-me", "--limit", "34",
         "--bootstrap", "200", "--threads", "1", "--quiet")
 

@@ -14,13 +14,13 @@ import os
 import queue
 import random
 import re
-import sys
 import threading
 import time
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import Callable, Sequence
 
+from .. import errors
 from ..errors import ModelError, UsageError
 from .base import BackendOptions, option
 
@@ -145,7 +145,7 @@ class ServedClient:
         self.lock = threading.Lock()
         self._rng = random.Random()  # jitter only: never affects results
         self._warned = 0.0
-        self.warn = warn or (lambda msg: print(f"econeval: {msg}", file=sys.stderr, flush=True))
+        self.warn = warn or errors.warn  # the one way econeval prints a warning
         self.n = {"requests": 0, "retries": 0}
         self.fingerprints: set[str] = set()
         self.fallbacks: set[str] = set()  # what the backends fell back to (run.json records them)
