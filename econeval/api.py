@@ -27,11 +27,10 @@ from .runmeta import CHUNK, partial_identity, role_entry, scored_meta
 from .types import EMBEDDER, JUDGE, MODEL, ResultsDoc
 
 
-def _judge_and_embedder(ctx: runner.RunContext, judge: str | None, embedder: str | None, seed: int,
-                        judge_options: dict[str, Any] | None = None, model_judges: bool = True) -> config.ModelSpec | None:
+def _judge_and_embedder(ctx: runner.RunContext, judge_spec: config.ModelSpec | None, embedder: str | None, seed: int,
+                        model_judges: bool = True) -> None:
     """Set the context's factories for the judge (default: the evaluated model, when
-    `model_judges`) and the embedder; returns the judge's spec when one is named."""
-    judge_spec = roles.with_options(roles.resolve(judge, JUDGE), judge_options or {}) if judge else None
+    `model_judges`) and the embedder."""
     if judge_spec is not None:
         roles.check(judge_spec, Settings(seed=seed), JUDGE)
         ctx.factories[JUDGE] = lambda: roles.build(judge_spec, Settings(seed=seed), JUDGE)
@@ -39,7 +38,6 @@ def _judge_and_embedder(ctx: runner.RunContext, judge: str | None, embedder: str
         ctx.factories[JUDGE] = lambda: ctx.role(MODEL)
     ctx.factories[EMBEDDER] = lambda: roles.build(roles.resolve(embedder, EMBEDDER), Settings(seed=seed), EMBEDDER)
     ctx.judge_given = judge_spec is not None
-    return judge_spec
 
 
 def evaluate(model: str | config.ModelSpec | None = None, tasks: Sequence[str] = (), suite: str | None = None,
@@ -70,7 +68,7 @@ def evaluate(model: str | config.ModelSpec | None = None, tasks: Sequence[str] =
     if shard is not None and out is None:
         raise UsageError("--shard needs --out DIR (a folder every shard can reach; each writes DIR/shard-K-of-N)")
     ctx = runner.RunContext(seed=seed, limit=limit, task_options=dict(task_options or {}), bootstrap=bootstrap, shard=shard)
-    _judge_and_embedder(ctx, judge, embedder, seed, split.get(JUDGE))
+    _judge_and_embedder(ctx, roles.with_options(judge_spec, split[JUDGE]) if judge_spec else None, embedder, seed)
     say = say or ((lambda msg: print(msg, file=sys.stderr, flush=True)) if progress else (lambda msg: None))
     try:
         preps = runner.prepare(selected, ctx)  # data, options and embedder problems show before a model loads
@@ -108,7 +106,7 @@ def score_predictions(task: str, predictions: str | Path, seed: int = 1234, task
     t = registry.get_task(task)
     predictions = Path(predictions)
     ctx = runner.RunContext(seed=seed, task_options=dict(task_options or {}))
-    _judge_and_embedder(ctx, judge, embedder, seed, model_judges=False)
+    _judge_and_embedder(ctx, roles.resolve(judge, JUDGE) if judge else None, embedder, seed, model_judges=False)
     try:
         prep = runner.prepare([t], ctx, make_embedder=False)[t.name]  # predictions are checked first
         by_id = {it["id"]: it for it in prep.items}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 
 class EconevalError(Exception):
     """A problem the user can fix. `hint` says how; `exit_code` follows the CLI contract."""
@@ -49,19 +51,14 @@ def warn(message: str) -> None:
     print(f"econeval: warning: {message}", file=sys.stderr, flush=True)
 
 
-_UNSAFE = None
+_UNSAFE = re.compile("\x1b\\][^\x07\x1b]*(?:\x07|\x1b\\\\)?|\x1b\\[[0-?]*[ -/]*[@-~]|"
+                     "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def clean(text: str) -> str:
     """Text safe to show in a terminal, a Markdown table or a page: control characters (ANSI and
     OSC escape sequences included) and bidirectional overrides are replaced by '?'. Newlines and
     tabs are kept."""
-    global _UNSAFE
-    import re
-
-    if _UNSAFE is None:
-        _UNSAFE = re.compile("\x1b\\][^\x07\x1b]*(?:\x07|\x1b\\\\)?|\x1b\\[[0-?]*[ -/]*[@-~]|"
-                             "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
     return _UNSAFE.sub("?", text)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from typing import Sequence
 
 
@@ -66,3 +68,22 @@ def spread(values: dict[str, float | None]) -> dict | None:
         return None
     lo, hi = min(vals.values()), max(vals.values())
     return {"min": lo, "max": hi, "spread": hi - lo, "worst": min(vals, key=vals.get), "by_group": vals}
+
+
+LOGPROB_ABOVE_ZERO = 1e-6  # float error a log-probability may carry above 0
+PROB_SUM_TOLERANCE = 1e-3  # and the options' probabilities above 1
+
+
+def logprob_problem(scores: dict, top=None) -> str | None:
+    """Why log-probabilities cannot be scored, or None: each must be a number, not NaN or +inf,
+    at most 0 (-inf is probability 0), and the options' probabilities add up to at most 1. The
+    runner makes an item with such values an error; `score` refuses such a predictions line."""
+    values = list(scores.values()) + ([] if top is None else [top])
+    for v in values:
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or math.isnan(v) or v == math.inf:
+            return "log-probabilities must be finite numbers and at most 0 (one is not a number)"
+        if v > LOGPROB_ABOVE_ZERO:
+            return "log-probabilities must be finite and at most 0 (one is above 0: a probability above 1)"
+    if sum(math.exp(v) for v in scores.values()) > 1 + PROB_SUM_TOLERANCE:
+        return "the options' probabilities add up to more than 1"
+    return None

@@ -3,10 +3,10 @@ task scores. A line of a run's own samples.jsonl is taken as it is."""
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 from .errors import UsageError
+from .metrics import logprob_problem
 
 MAX_RESPONSE = 1 << 20  # characters: a longer "response" is not a model answer
 
@@ -30,10 +30,9 @@ def prediction_outputs(row: dict, n: int, where: Path, task, item, prep) -> dict
         if unknown:
             raise UsageError(f"{where}: prediction {n}: option_logprobs has option(s) {', '.join(unknown)} that "
                              f"{task.name} does not ask for", hint=f"its options: {', '.join(sorted(allowed - {'<top>'}))}")
-        if not all(math.isfinite(v) and v <= 1e-6 for v in lp.values()):
-            raise UsageError(f"{where}: prediction {n}: log-probabilities must be finite and at most 0")
-        if sum(math.exp(v) for k, v in lp.items() if k != "<top>") > 1 + 1e-3:
-            raise UsageError(f"{where}: prediction {n}: the options' probabilities add up to more than 1")
+        problem = logprob_problem({k: v for k, v in lp.items() if k != "<top>"}, lp.get("<top>"))
+        if problem:
+            raise UsageError(f"{where}: prediction {n}: {problem}")
         out["option_logprobs"] = {k: float(v) for k, v in lp.items() if k != "<top>"}
         out["calls"] = {"option_logprobs": {"kind": "option_logprobs", "top_logprob": lp.get("<top>")}}
     return out

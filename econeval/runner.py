@@ -22,6 +22,7 @@ from . import __version__
 from .errors import Interrupted, UsageError
 from .folder import RunFolder
 from .intervals import headline_intervals
+from .metrics import logprob_problem
 from .progress import Progress
 from .runmeta import now, role_entry, run_meta
 from .types import EMBEDDER, JUDGE, MODEL, Completion, OptionScores, Prepared, Task, TaskResult
@@ -105,24 +106,6 @@ def select_items(task: Task, prep: Prepared, limit: int | None) -> list[dict]:
 
 
 # ---- one chunk -------------------------------------------------------------------------------
-LOGPROB_TOLERANCE = 1e-3  # float error a real model's probabilities may carry
-
-
-def logprob_problem(scores: dict, top) -> str | None:
-    """Why a backend's log-probabilities cannot be scored (never a number that is not one): each
-    must be a number, not NaN or +inf, at most 0 (-inf is probability 0), and the options'
-    probabilities may add up to at most 1."""
-    values = list(scores.values()) + ([] if top is None else [top])
-    for v in values:
-        if not isinstance(v, (int, float)) or isinstance(v, bool) or math.isnan(v) or v == math.inf:
-            return "the backend returned a log-probability that is not a finite number"
-        if v > LOGPROB_TOLERANCE:
-            return "the backend returned a log-probability above 0 (a probability above 1)"
-    if sum(math.exp(v) for v in scores.values()) > 1 + LOGPROB_TOLERANCE:
-        return "the backend returned option probabilities that add up to more than 1"
-    return None
-
-
 def _store(out: dict, name: str, req, res) -> None:
     """Put one request's result into an item's outputs (and its metadata under `calls`)."""
     calls = out.setdefault("calls", {})
@@ -139,7 +122,7 @@ def _store(out: dict, name: str, req, res) -> None:
             out.setdefault("skipped", "prompt longer than the model context" if not res.n_tokens else
                            "generation cut off by the model context")
     elif isinstance(res, OptionScores):
-        problem = res.error or logprob_problem(res.scores, res.top)
+        problem = res.error or (f"the backend's {why}" if (why := logprob_problem(res.scores, res.top)) else None)
         out[name] = dict(res.scores) if problem is None else {}
         calls[name] = {"kind": "option_logprobs", "top_logprob": res.top if problem is None else None,
                        "n_prompt_tokens": res.n_prompt_tokens}

@@ -80,6 +80,9 @@ def merge(folders: list[Path], out: Path) -> dict:
     Returns its results document. Nothing is written when anything is refused."""
     if not folders:
         raise UsageError("name the shard folders to merge")
+    out = Path(out)
+    if out.exists() and any(out.iterdir()):
+        raise UsageError(f"{out} is not empty", hint="merge into a new folder")
     metas = [(Path(f), _load(f)) for f in folders]
     first_folder, first = metas[0]
     n = first["shard"].get("count")
@@ -99,17 +102,22 @@ def merge(folders: list[Path], out: Path) -> dict:
         raise UsageError(f"shard(s) {', '.join(map(str, missing))} of {n} are missing", hint="merge all N shard folders")
     by_shard = {k: read_samples(folder / "samples.jsonl")[0] for k, folder in seen.items()}
     size = first["schedule"]["chunk_items"]
+    tasks = [registry.get_task(t) for t in first["tasks"]]
+    ctxs, preps = {}, {}
+    for task in tasks:
+        ctx = ctxs[task.name] = runner.RunContext(seed=first["seed"], limit=first.get("limit"),
+                                                  task_options=dict((first.get("options") or {}).get(task.name, {})),
+                                                  judge_given=first.get("judge") is not None,
+                                                  bootstrap=first.get("bootstrap", 1000))
+        prep = preps[task.name] = task.prepare(ctx)
+        prep.options = ctx.options_for(task)
+    if task_identity(tasks, preps) != first["identity"]["tasks"]:  # before any record is read or scored
+        raise UsageError("the shards were run on other data or options than this econeval has",
+                         hint="merge with the econeval version and data package the shards used")
     records: list[dict] = []
     results: dict = {}
-    preps = {}
-    tasks = [registry.get_task(t) for t in first["tasks"]]
     for task in tasks:
-        ctx = runner.RunContext(seed=first["seed"], limit=first.get("limit"),
-                                task_options=dict((first.get("options") or {}).get(task.name, {})),
-                                judge_given=first.get("judge") is not None, bootstrap=first.get("bootstrap", 1000))
-        prep = task.prepare(ctx)
-        prep.options = ctx.options_for(task)
-        preps[task.name] = prep
+        ctx, prep = ctxs[task.name], preps[task.name]
         items = runner.select_items(task, prep, first.get("limit"))
         task_records = []
         for c, start in enumerate(range(0, len(items), size)):
@@ -124,9 +132,6 @@ def merge(folders: list[Path], out: Path) -> dict:
                 task_records.append(by_shard[owner][key])
         records += task_records
         results[task.name] = runner.aggregate(task, task_records, prep, n_boot=ctx.bootstrap, seed=ctx.seed)
-    if task_identity(tasks, preps) != first["identity"]["tasks"]:
-        raise UsageError("the shards were run on other data or options than this econeval has",
-                         hint="merge with the econeval version and data package the shards used")
     identity = {k: v for k, v in first["identity"].items() if k != "shard_count"}
     doc = {"econeval_version": __version__, "model": (first.get("backend") or {}).get("model", {}).get("name"),
            "limit": first.get("limit"), "tasks": results}
@@ -141,9 +146,6 @@ def merge(folders: list[Path], out: Path) -> dict:
             "merged_from": [{"folder": str(f), "shard": m["shard"], "started": m.get("started"), "finished": m.get("finished")}
                             for f, m in sorted(metas, key=lambda fm: fm[1]["shard"]["index"])]}
     meta.pop("shard", None)
-    out = Path(out)
-    if out.exists() and any(out.iterdir()):
-        raise UsageError(f"{out} is not empty", hint="merge into a new folder")
     folder = RunFolder.open(out)
     try:
         folder.write_complete(records, doc, meta)

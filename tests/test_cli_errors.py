@@ -97,3 +97,9 @@ def test_debug_shows_the_traceback(cli, tmp_path):
 def test_usage_error_exit_code(cli):
     rc, out, err = cli("run", "--limit", "zero")
     assert rc == 2 and "Traceback" not in err
+
+
+def test_a_near_miss_name_gets_a_did_you_mean(cli, tmp_path):
+    assert_clean_failure(*cli("run", "--task", "econnli-zer0", "--out", tmp_path / "a"), 2, "did you mean 'econnli-zero'")
+    assert_clean_failure(*cli("run", "--suite", "econlogic", "--out", tmp_path / "b"), 2, "did you mean 'econlogicqa'")
+    assert_clean_failure(*cli("run", "--model", "gemma3-207m", "--out", tmp_path / "c"), 2, "did you mean 'gemma3-270m'")
