@@ -105,21 +105,21 @@ class RunFolder:
         return meta
 
     def check_identity(self, identity: dict, partial: bool = False) -> None:
-        """Refuse a folder holding another run, saying what differs (`partial`: compare only the
-        keys `identity` has, e.g. before the model is loaded)."""
+        """Refuse a folder holding another run, saying what differs in the user's terms. A run
+        of some of the folder's tasks, or of more tasks, is the same run: only the tasks both
+        have are compared (and the judge and embedder where both use one). `partial`: compare
+        only what `identity` holds (before the model is loaded)."""
         if self.meta is None:
             return
         old = self.meta.get("identity")
         if self.meta.get("run_format") != identity["run_format"] or not isinstance(old, dict):
             raise UsageError(f"{self.path} was written by another version of econeval (run format "
                              f"{self.meta.get('run_format', 1)}, this one writes {identity['run_format']}) and cannot be resumed",
-                             hint="choose a new --out folder")
-        if partial:
-            old = {k: old.get(k) for k in identity}
-        diffs = differences(old, identity)
+                             hint="choose a new --out folder (or run without --out: a new folder is made)")
+        diffs = identity_differences(old, identity, partial)
         if diffs:
             raise UsageError(f"{self.path} holds a different run ({'; '.join(diffs[:4])}{'; …' if len(diffs) > 4 else ''})",
-                             hint="choose a new --out folder, or rerun with the same settings to resume")
+                             hint="rerun with the folder's settings to resume it, or pass --new (or another --out) for a new run")
 
     def results_name(self, limit: int | None) -> str:
         """results.json, unless the folder already holds a run over more items."""
@@ -132,6 +132,14 @@ class RunFolder:
     def write_meta(self, meta: dict) -> None:
         write_json(self.path / "run.json", meta)
         self.meta = meta
+
+    def read_results(self, name: str) -> dict:
+        """The tasks of the folder's results file `name` ({} when there is none or it cannot be read)."""
+        try:
+            doc = read_json(self.path / name)
+        except (OSError, orjson.JSONDecodeError):
+            return {}
+        return doc.get("tasks", {}) if isinstance(doc, dict) and isinstance(doc.get("tasks"), dict) else {}
 
     def write_results(self, name: str, doc: dict) -> None:
         write_json(self.path / name, doc)
@@ -155,24 +163,70 @@ class RunFolder:
             self._lock_fd = -1
 
 
-def differences(old: Any, new: Any, where: str = "") -> list[str]:
-    """Readable paths where two identity documents differ."""
+_ROLES = ("judge", "embedder")  # identity keys compared only where both runs use the role
+
+
+def identity_differences(old: dict, new: dict, partial: bool = False) -> list[str]:
+    """What differs between a folder's identity and a run's, as the user would name it."""
+    out: list[str] = []
+    for k in sorted(set(old) | set(new), key=str):
+        if k == "tasks":
+            both = [t for t in new.get("tasks", {}) if t in old.get("tasks", {})]
+            for t in both:
+                out.extend(differences(old["tasks"][t], new["tasks"][t], f"tasks.{t}", partial))
+        elif k in _ROLES:
+            if old.get(k) is not None and new.get(k) is not None:
+                out.extend(differences(old[k], new[k], k, partial))
+        elif not (partial and k not in new):
+            out.extend(differences(old.get(k), new.get(k), k, partial))
+    return out
+
+
+def merged_identity(old: dict | None, new: dict) -> dict:
+    """The identity of a folder after a run of some or more of its tasks: every task, each role
+    that any of them uses."""
+    if not old:
+        return new
+    out = {**old, **new, "tasks": {**old.get("tasks", {}), **new.get("tasks", {})}}
+    for k in _ROLES:
+        out[k] = new.get(k) if new.get(k) is not None else old.get(k)
+    return out
+
+
+def _label(path: str) -> str:
+    """An identity path in the user's terms: `model.settings.parallel` is `parallel`,
+    `tasks.T.options.X` is `task option X of T`."""
+    parts = path.split(".")
+    if parts[:2] == ["model", "settings"] and len(parts) > 2:
+        return ".".join(parts[2:])
+    if parts[0] == "tasks" and len(parts) > 3 and parts[2] == "options":
+        return f"task option {'.'.join(parts[3:])} of {parts[1]}"
+    return {"model.model": "the model's weights", "model.n_ctx": "n_ctx", "model.chat_mode": "chat",
+            "seed": "seed"}.get(path, path)
+
+
+def _short(v) -> str:
+    s = v if isinstance(v, str) else orjson.dumps(v).decode()
+    return s if len(s) <= 72 else s[:69] + "…"
+
+
+def differences(old: Any, new: Any, where: str = "", partial: bool = False) -> list[str]:
+    """Readable paths where two identity documents differ (`partial`: keys `new` lacks are not
+    compared)."""
     if isinstance(old, dict) and isinstance(new, dict):
         out = []
         for k in sorted(set(old) | set(new), key=str):
             path = f"{where}.{k}" if where else str(k)
             if k not in old:
-                out.append(f"{path}: not in the folder's run")
+                out.append(f"{_label(path)}: not in the folder's run")
             elif k not in new:
-                out.append(f"{path}: only in the folder's run")
+                if not partial:
+                    out.append(f"{_label(path)}: only in the folder's run")
             else:
-                out.extend(differences(old[k], new[k], path))
+                out.extend(differences(old[k], new[k], path, partial))
         return out
     if old != new:
-        def short(v):
-            s = orjson.dumps(v).decode()
-            return s if len(s) <= 40 else s[:37] + "…"
-        return [f"{where}: {short(old)} in the folder, {short(new)} now"]
+        return [f"{_label(where)}: {_short(old)} in the folder, {_short(new)} now"]
     return []
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from . import config, registry
 from .backends.base import Backend, BackendOptions, Settings
-from .errors import ModelError, UsageError
+from .errors import UsageError
 from .types import EMBEDDER, JUDGE, MODEL
 
 _SECTION = {MODEL: "models", JUDGE: "models", EMBEDDER: "embedders"}
@@ -89,8 +89,8 @@ def resolve(arg: str | None, role: str = MODEL, reg: config.Registry | None = No
                 return config.ModelSpec(name=p.stem if p.is_file() else p.name, kind=kind, source=f"--{_flag(role)} path",
                                         options=opts)
     if os.sep in arg or p.suffix or p.exists():
-        raise ModelError(f"{_flag(role)} file not found: {arg}" if not p.exists() else f"no backend takes {arg}",
-                         hint="pass a path to a model file or a name from `econeval models list`")
+        raise UsageError(f"{_flag(role)} file not found: {arg}" if not p.exists() else f"no backend takes {arg}",
+                         hint="pass a path to a model file or a name from `econeval models list`")  # exit 2, as an unknown name
     hint = registry.did_you_mean(arg, section)
     raise UsageError(f"unknown {_flag(role)} '{arg}'",
                      hint=(hint + "; " if hint else "") + "`econeval models list` shows the registry")
@@ -115,8 +115,9 @@ def split_options(given: dict[str, Any], specs: dict[str, config.ModelSpec]) -> 
         takers = [role for role in specs if key in declared[role]]
         if not takers:
             kinds = sorted({kind_of(s, r) for r, s in specs.items()})
+            near = registry.did_you_mean(key, {k for d in declared.values() for k in d})
             raise UsageError(f"backend {', '.join(kinds)} has no option '{key}'",
-                             hint="its options: " + "; ".join(f"{kind_of(s, r)}: {', '.join(declared[r]) or 'none'}"
+                             hint=(near + "; " if near else "") + "its options: " + "; ".join(f"{kind_of(s, r)}: {', '.join(declared[r]) or 'none'}"
                                                               for r, s in specs.items()))
         for role in takers:
             out[role][key] = value
@@ -134,6 +135,12 @@ def build(spec: config.ModelSpec, settings: Settings, role: str = MODEL) -> Back
     cls, opts = parse(spec, role)
     cls.validate(spec, opts, settings)
     return cls(spec, opts, settings)
+
+
+def preview(spec: config.ModelSpec, settings: Settings, role: str = MODEL) -> dict:
+    """What the backend's identity will hold, as far as it is known before the backend is made."""
+    cls, opts = parse(spec, role)
+    return cls.preview(spec, opts, settings)
 
 
 def check_line(spec: config.ModelSpec, settings: Settings, role: str = MODEL) -> str:

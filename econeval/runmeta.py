@@ -18,7 +18,7 @@ from typing import Any
 from . import __version__, data
 from .types import EMBEDDER, JUDGE, BackendInfo, Prepared, Task
 
-RUN_FORMAT = 2  # run.json / samples.jsonl layout; folders of another format are refused, never mixed
+RUN_FORMAT = 3  # run.json / samples.jsonl layout; folders of another format are refused, never mixed
 CHUNK = 16  # items whose requests go to the backend together and are appended to samples.jsonl together
 
 
@@ -52,9 +52,11 @@ def role_entry(info: BackendInfo) -> dict:
             "chat_template_applied": info.chat_template_applied}
 
 
-def partial_identity(seed: int, tasks: list[Task], preps: dict[str, Prepared]) -> dict:
-    """What can be checked against a folder before any model is loaded."""
-    return {"run_format": RUN_FORMAT, "seed": seed, "tasks": task_identity(tasks, preps)}
+def partial_identity(seed: int, tasks: list[Task], preps: dict[str, Prepared], model: dict | None = None) -> dict:
+    """What can be checked against a folder before any model is loaded (`model`: what the
+    backend can tell of its identity before it is made)."""
+    return {"run_format": RUN_FORMAT, "seed": seed, "tasks": task_identity(tasks, preps),
+            **({"model": model} if model is not None else {})}
 
 
 def run_meta(tasks: list[Task], preps: dict[str, Prepared], info: BackendInfo, roles: dict[str, dict | None], *,

@@ -110,13 +110,18 @@ class BackendInfo:
     composition_matters: bool = True
     details: dict[str, Any] = field(default_factory=dict)
     fixed_identity: Any = None  # a backend whose identity is one value (an embedder: its weights' sha256)
+    # what the results depend on, in the user's terms: the options that shape them ({"parallel": 8})
+    # and the schedule's version (the description above says what it is); part of the identity
+    settings: dict[str, Any] = field(default_factory=dict)
+    schedule_version: str | None = None
 
     def identity(self) -> Any:
         if self.fixed_identity is not None:
             return self.fixed_identity
         ident = self.model.get("identity") or {k: self.model.get(k) for k in ("sha256",)}
-        return {"kind": self.kind, "model": ident, "n_ctx": self.n_ctx, "schedule": self.schedule,
-                "chat_template_applied": self.chat_template_applied, "chat_mode": self.details.get("chat_mode")}
+        return {"kind": self.kind, "model": ident, "n_ctx": self.n_ctx, "schedule": self.schedule_version or self.schedule,
+                "settings": self.settings, "chat_template_applied": self.chat_template_applied,
+                "chat_mode": self.details.get("chat_mode")}
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "model": self.model, "n_ctx": self.n_ctx, "device": self.device,
@@ -266,6 +271,7 @@ class Task:
     roles: tuple[str, ...] = (MODEL,)  # the roles its requests use (model, judge, embedder)
     options: tuple[TaskOption, ...] = ()
     metrics: tuple[Metric, ...] = ()  # its headline metrics: direction, paired test, count (compare reads them)
+    group_field: str | None = None  # the sample field that names an item's group (a sub-task, an element): `econeval view` filters by it
 
     def metric(self, name: str) -> Metric:
         """The declared metric of that name; an undeclared headline number counts as larger-is-better."""
@@ -295,6 +301,11 @@ class Task:
     def headline(self, result: dict) -> dict[str, float | None]:
         """A few numbers of `result` for the summary table printed after a run."""
         return {}
+
+    def headline_of(self, records: list[dict], prep: Prepared) -> dict[str, float | None]:
+        """The headline of these records (what `compare` resamples); a task whose aggregate
+        computes much more than its headline may compute just that."""
+        return self.headline(self.aggregate(records, prep))
 
     def table_numbers(self, result: dict) -> dict[str, float | None]:
         """Every number of the paper's table in `result`, keyed by the table's column names

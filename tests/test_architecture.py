@@ -88,7 +88,7 @@ def test_options_change_the_run_identity(cli, tmp_path, plugin_env):
     run = tmp_path / "run"
     assert cli("run", "--task", "toy-parity", "--quiet", "--out", run, env=plugin_env)[0] == 0
     rc, _, err = cli("run", "--task", "toy-parity", "-T", "shout=1", "--quiet", "--out", run, env=plugin_env)
-    assert rc == 2 and "tasks.toy-parity.options.shout: false in the folder, true now" in err
+    assert rc == 2 and "task option shout of toy-parity: false in the folder, true now" in err
 
 
 def test_python_api(tmp_path, tiny_model):
@@ -149,7 +149,7 @@ def test_each_task_defaults_to_its_papers_chat_convention_and_chat_overrides(cli
     assert {n for t, n in templated if t == "econnli-gen"} == {"judge_response", "judge_option_logprobs"}
     rc, _, err = cli("run", "--model", "chatty", *[a for t in tasks for a in ("--task", t)], "--limit", "1", "--chat", "on",
                      "--quiet", "--out", run, env=env)
-    assert rc == 2 and "chat_mode" in err  # another chat mode is another run
+    assert rc == 2 and "chat: auto in the folder, on now" in err  # another chat mode is another run
     on = tmp_path / "on"
     rc, _, err = cli("run", "--model", "chatty", "--task", "econlogicqa-1shot", "--limit", "1", "--chat", "on",
                      "--quiet", "--out", on, env=env)

@@ -17,8 +17,18 @@ def assert_clean_failure(rc, out, err, code, *needles):
         assert n in lines[0], lines[0]
 
 
-def test_missing_model_path(cli, tmp_path):
-    assert_clean_failure(*cli("run", "--model", tmp_path / "nope.gguf", "--limit", "1"), 1, "model file not found")
+def test_an_unknown_model_file_and_an_unknown_model_name_exit_alike(cli, tmp_path):
+    assert_clean_failure(*cli("run", "--model", tmp_path / "nope.gguf", "--limit", "1"), 2, "model file not found")
+    assert_clean_failure(*cli("run", "--model", "no-such-model", "--limit", "1"), 2, "unknown model 'no-such-model'")
+
+
+def test_option_names_get_did_you_mean(cli, tmp_path, tiny_model):
+    rc, _, err = cli("run", "--model", tiny_model, "--task", "econnli-zero", "-T", "cot_pars=released-llama", "--limit", "1")
+    assert rc == 2 and "did you mean 'cot_parse'?" not in err  # not an option of econnli-zero: it names the task's own
+    rc, _, err = cli("run", "--model", tiny_model, "--task", "econnli-cot", "-T", "cot_pars=released-llama", "--limit", "1")
+    assert rc == 2 and "did you mean 'cot_parse'?" in err, err
+    rc, _, err = cli("run", "--model", tiny_model, "--task", "econnli-zero", "-M", "paralel=2", "--limit", "1")
+    assert rc == 2 and "did you mean 'parallel'?" in err, err
 
 
 def test_file_that_is_not_gguf(cli, tmp_path):

@@ -132,6 +132,12 @@ class Backend:
         """Everything that can be checked before anything is loaded (UsageError / ModelError)."""
 
     @classmethod
+    def preview(cls, spec, options: BackendOptions, settings: Settings) -> dict:
+        """The part of `info().identity()` known before the backend is made (a resumed folder is
+        checked against it before a model loads); keys it leaves out are checked after."""
+        return {"kind": cls.kind}
+
+    @classmethod
     def check(cls, spec, options: BackendOptions, settings: Settings) -> str:
         """`econeval models check`: what can be verified without evaluating anything, as one line."""
         cls.validate(spec, options, settings)

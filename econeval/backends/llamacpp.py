@@ -122,6 +122,7 @@ class _QuietLogs:
 
 
 MAX_PARALLEL = 256
+SCHEDULE_VERSION = "batched/v1"  # bump when the schedule below changes what a prompt's scores are
 DEFAULT_PARALLEL_CPU = 8  # tools/bench.py measures the default against --parallel 1
 DEFAULT_PARALLEL_GPU = 32
 N_BATCH, N_UBATCH = 2048, 512  # tokens per llama_decode call / per compute step
@@ -199,6 +200,15 @@ class LlamaCppBackend(Backend):
         """Everything that can be checked before llama.cpp loads the model."""
         if options.path:
             check_gguf(Path(spec.path_of(options.path)))
+
+    @classmethod
+    def preview(cls, spec, options: LlamaCppOptions, settings: Settings) -> dict:
+        import llama_cpp
+
+        gpu = bool(llama_cpp.llama_supports_gpu_offload()) and options.n_gpu_layers != 0
+        parallel = options.parallel or (DEFAULT_PARALLEL_GPU if gpu else DEFAULT_PARALLEL_CPU)
+        return {"kind": cls.kind, "n_ctx": settings.n_ctx or spec.n_ctx, "schedule": SCHEDULE_VERSION,
+                "settings": {"parallel": parallel}, "chat_mode": spec.chat}
 
     @classmethod
     def check(cls, spec, options, settings) -> str:
@@ -361,7 +371,7 @@ class LlamaCppBackend(Backend):
 
     # ---- metadata ------------------------------------------------------------------------
     def schedule(self) -> str:
-        return (f"batched/v1: each call (a chunk of items) starts from an empty KV cache; a prefix shared by 2+ requests "
+        return (f"{SCHEDULE_VERSION}: each call (a chunk of items) starts from an empty KV cache; a prefix shared by 2+ requests "
                 f"is evaluated alone once and shared; up to {self.parallel} sequences per llama_decode call of at most "
                 f"{self.n_batch} tokens, admitted in request order while their KV cells fit (in use at most {self.kv_budget} "
                 f"when one is admitted; one shared prefix at a time); option scores read where the "
@@ -382,6 +392,8 @@ class LlamaCppBackend(Backend):
             n_ctx=self.n_ctx,
             device="gpu" if self.gpu_offload and self.n_gpu_layers != 0 else "cpu",
             schedule=self.schedule(),
+            schedule_version=SCHEDULE_VERSION,
+            settings={"parallel": self.parallel},
             chat_template_applied=self.use_chat,
             parallel=self.parallel,
             details={
