@@ -6,12 +6,15 @@ import sys
 
 
 def _early(signum, _frame):
-    sys.stderr.write("\neconeval: interrupted\n")
+    try:
+        sys.stderr.write("\neconeval: interrupted\n")
+    except OSError:
+        pass
     sys.exit(128 + signum)
 
 
 def main() -> None:
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _early)
     from .cli import main as cli_main
 

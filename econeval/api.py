@@ -44,18 +44,27 @@ def evaluate(model: str | config.ModelSpec | None = None, tasks: Sequence[str] =
              limit: int | None = None, out: str | Path | None = None, seed: int = 1234,
              task_options: dict[str, Any] | None = None, model_options: dict[str, Any] | None = None,
              judge: str | None = None, embedder: str | None = None, n_ctx: int | None = None, chat: str | None = None,
-             bootstrap: int = 1000, progress: bool = False, argv: list[str] | None = None,
-             say: Callable[[str], None] | None = None, shard: tuple[int, int] | None = None) -> ResultsDoc:
+             bootstrap: int = 1000, progress: bool | Callable[[dict], None] | None = None, argv: list[str] | None = None,
+             say: Callable[[str], None] | None = None, shard: tuple[int, int] | None = None, new: bool = False,
+             config_file: dict | None = None) -> ResultsDoc:
     """Evaluate `model` (a model file, a models.toml name, `PREFIX:NAME` for a served model,
     a ModelSpec, or None for the default) on `tasks` (names) or a `suite` (default: all), write
-    the run folder `out` (default: a new timestamped folder under the data dir; an existing
-    folder of the same run is resumed) and return the results document.
+    the run folder `out` and return the results document. Without `out` the folder is the
+    run's own under the data dir, named by what the run is (model, tasks, options, seed): the
+    same call resumes it; `new=True` starts a new timestamped folder instead. A folder of the same
+    run, or of some or more of the same tasks, is resumed.
+
+    `progress`: True shows the run's progress on stderr (redrawn in place on a terminal), False
+    shows nothing, None (the default) shows it when stderr is a terminal; a callable gets the
+    progress figures (a dict: each task's saved/total items, rates and ETA, the run's ETA) after
+    every step instead.
 
     `task_options` maps option names to values for every selected task that declares them (e.g.
     {"adaptation": "cot-hidden"}); `model_options` likewise for the backends of the evaluated
     model and the judge (e.g. {"parallel": 4}, {"base_url": "http://127.0.0.1:8000/v1"}); an
     option nothing declares is refused. `chat` (auto, on, off) overrides the model's chat mode.
     `shard` (K, N) runs only the chunks of shard K of N into `out`/shard-K-of-N (`merge` joins them).
+    `config_file`: what run.json records of a `--config` file (runconfig.py).
 
     Returns the results document with one key added: `run_folder`, the folder written."""
     selected = registry.select(suite, list(tasks))
@@ -69,32 +78,79 @@ def evaluate(model: str | config.ModelSpec | None = None, tasks: Sequence[str] =
         raise UsageError("--shard needs --out DIR (a folder every shard can reach; each writes DIR/shard-K-of-N)")
     ctx = runner.RunContext(seed=seed, limit=limit, task_options=dict(task_options or {}), bootstrap=bootstrap, shard=shard)
     _judge_and_embedder(ctx, roles.with_options(judge_spec, split[JUDGE]) if judge_spec else None, embedder, seed)
-    say = say or ((lambda msg: print(msg, file=sys.stderr, flush=True)) if progress else (lambda msg: None))
+    callback = progress if callable(progress) else None
+    show = sys.stderr.isatty() if progress is None else progress is True
+    say = say or ((lambda msg: print(msg, file=sys.stderr, flush=True)) if show else (lambda msg: None))
     try:
         preps = runner.prepare(selected, ctx)  # data, options and embedder problems show before a model loads
-        out = Path(out) if out else config.data_home() / "runs" / f"{datetime.now():%Y%m%d-%H%M%S}-{spec.name}"
+        out = Path(out) if out else default_folder(spec, selected, preps, ctx, settings, judge_spec, embedder, new)
         if shard is not None:
             out = shards.folder_for(out, shard)
         folder = RunFolder.open(out)  # locked; refused now if it holds another run
         try:
-            folder.check_identity(partial_identity(seed, selected, preps), partial=True)
+            folder.check_identity(partial_identity(seed, selected, preps, roles.preview(spec, settings)), partial=True)
             say(f"econeval: run folder {out}; loading model {spec.name} …")
             t0 = time.monotonic()
             backend = ctx.role_made(MODEL, roles.build(spec, settings))
             info = backend.info()
             say(f"econeval: model {spec.name} loaded in {time.monotonic() - t0:.1f} s on {info.device}"
                 f" (parallel {info.parallel}, n_ctx {info.n_ctx}); tasks: {', '.join(t.name for t in selected)}")
-            doc = runner.run(selected, backend, out, ctx, preps, argv=argv, show_progress=progress, folder=folder)
+            doc = runner.run(selected, backend, out, ctx, preps, argv=argv, show_progress=show, folder=folder, say=say,
+                             on_progress=callback, config=config_file)
         except Interrupted as exc:
             if argv:
-                cmd = argv if ("--out" in argv or "-o" in argv) else [*argv, "--out", str(out)]
-                exc.hint = "resume with: " + shlex.join(cmd)
+                exc.hint = resume_hint(argv, out)
             raise
         finally:
             folder.close()
     finally:
         ctx.close()
     return {**doc, "run_folder": str(out)}
+
+
+def default_folder(spec: config.ModelSpec, tasks: list, preps: dict, ctx: runner.RunContext, settings: Settings,
+                   judge: config.ModelSpec | None, embedder: str | None, new: bool) -> Path:
+    """The run's own folder under the data dir, named by what the run is: the model (and its
+    options), the tasks, their options, the seed, the context length, the judge and the embedder
+    (not --limit: a larger run extends a smaller one). `new`: a timestamped folder instead."""
+    import hashlib
+
+    import orjson
+
+    what = {"model": [spec.name, spec.kind, spec.chat, spec.options], "tasks": sorted(t.name for t in tasks),
+            "options": {t.name: preps[t.name].options for t in tasks}, "seed": ctx.seed, "n_ctx": settings.n_ctx,
+            "judge": [judge.name, judge.options] if judge else None, "embedder": embedder, "shard_count": (ctx.shard or (0, 0))[1]}
+    key = hashlib.sha256(orjson.dumps(what, option=orjson.OPT_SORT_KEYS, default=str)).hexdigest()[:10]
+    names = sorted(t.name for t in tasks)
+    label = next((s for s, members in registry.suites().items() if sorted(members) == names), None) or "+".join(names)
+    safe = "".join(ch if ch.isalnum() or ch in "-_.+" else "_" for ch in f"{spec.name}-{label}")[:80]
+    stamp = f"-{datetime.now():%Y%m%d-%H%M%S}" if new else ""
+    return config.data_home() / "runs" / f"{safe}-{key}{stamp}"
+
+
+def resume_hint(argv: list[str], out: Path) -> str:
+    """How to resume: the same command (the program as it was invoked), with the folder named
+    where the command made a new one (--new)."""
+    cmd = [a for a in argv if a != "--new"]
+    if "--new" in argv and "--out" not in argv and "-o" not in argv:
+        cmd += ["--out", str(out)]
+    return "resume with the same command: " + shlex.join(cmd)
+
+
+def program() -> list[str]:
+    """The program as the user invoked it: `econeval` when that is what PATH finds, else the
+    path they typed (`.venv/bin/econeval`), or `python -m econeval`."""
+    import os
+    import shutil
+
+    arg0 = sys.argv[0] if sys.argv and sys.argv[0] else "econeval"
+    if arg0.endswith("__main__.py") or arg0 == "-m":
+        return [Path(sys.executable).name, "-m", "econeval"]
+    name = Path(arg0).name
+    found = shutil.which(name)
+    if found and os.path.exists(arg0) and os.path.samefile(found, arg0):
+        return [name]
+    return [arg0]
 
 
 def score_predictions(task: str, predictions: str | Path, seed: int = 1234, task_options: dict[str, Any] | None = None,

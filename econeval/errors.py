@@ -34,7 +34,7 @@ class ModelError(EconevalError):
 
 
 class Interrupted(EconevalError):
-    """SIGINT / SIGTERM during a run: exit 128 + the signal number (130, 143)."""
+    """SIGINT / SIGTERM / SIGHUP during a run: exit 128 + the signal number (130, 143, 129)."""
 
     def __init__(self, signum: int):
         import signal

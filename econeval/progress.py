@@ -1,72 +1,197 @@
-"""Progress on stderr: done/total items, items/s, tokens/s, elapsed and ETA per task. Redraws
-in place on a terminal (at most 5 times a second), prints a line every 10% otherwise (logs stay
-readable)."""
+"""The whole run's progress: every task with saved/total items, items/s and tokens/s, and an
+estimate for the run from each remaining item's size at the rates measured so far.
+
+An item's size is its first-stage prompts' length (characters, turned into tokens at the ratio
+the backend's counters measured) plus its token budget for generation; each task's seconds per
+size unit are measured on its own chunks (a task not started yet uses the run's average). The
+counts are items *saved* in samples.jsonl: the chunk in progress shows as a fraction beside them.
+
+Shown with rich on a terminal (redrawn in place), a line per task every 10% otherwise (logs stay
+readable); a callback (the Python API's `progress=`) gets the same figures as a dict.
+"""
 
 from __future__ import annotations
 
 import sys
 import time
-from typing import Callable
+from dataclasses import dataclass, field
+from typing import Any, Callable
 
 
-def _clock(seconds: float) -> str:
+def clock(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
     s = int(seconds)
     return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
 
 
-class Progress:
-    def __init__(self, label: str, total: int, stream=None, enabled: bool = True,
-                 counters: Callable[[], dict] | None = None):
-        self.label, self.total = label, total
-        self.done = 0.0  # fractional: requests inside a chunk advance it
-        self.done_items = 0  # items written
-        self.stream = stream or sys.stderr
-        self.enabled = enabled and total > 0
-        self.tty = self.stream.isatty()
-        self.start = time.monotonic()
-        self._last_decile = -1
-        self._last_draw = 0.0
-        self.counters = counters
-        self._tokens0 = self._tokens()
+@dataclass
+class TaskLine:
+    name: str
+    total: int  # items of this run (shard) in the task
+    saved: int  # items in samples.jsonl
+    chars: list[int]  # per remaining item: characters of its first-stage prompts
+    budget: list[int]  # per remaining item: generation token budget (max_tokens summed)
+    in_chunk: float = 0.0  # fraction of items of the chunk in progress
+    seconds: float = 0.0  # spent on this task in this process
+    tokens: int = 0  # evaluated + generated tokens in this process
+    units_done: float = 0.0  # size units of the items saved in this process
+    items_done: int = 0  # items saved in this process
+    _decile: int = -1
 
-    def _tokens(self) -> int:
-        if not self.counters:
-            return 0
-        c = self.counters()
-        return c.get("tokens_evaluated", 0) + c.get("tokens_generated", 0)
+    def units(self, chars_per_token: float, lo: int = 0, hi: int | None = None) -> float:
+        return sum(c / chars_per_token + b for c, b in zip(self.chars[lo:hi], self.budget[lo:hi]))
 
-    def advance(self, n: float) -> None:
-        self.done = min(self.done + n, self.total)
-        self._draw()
 
-    def set(self, done_items: int) -> None:
-        self.done_items = done_items
-        self.done = float(done_items)
-        self._draw(force=done_items >= self.total)
+@dataclass
+class RunProgress:
+    lines: list[TaskLine]
+    counters: Callable[[], dict] | None = None
+    show: bool = True
+    callback: Callable[[dict], None] | None = None
+    stream: Any = None
+    start: float = field(default_factory=time.monotonic)
+    _chars_sent: int = 0
+    _tokens_eval: int = 0
+    _current: TaskLine | None = None
+    _t0: float = 0.0
+    _c0: dict = field(default_factory=dict)
+    _done_in_run: int = 0  # index into the current line's remaining items
+    _live: Any = None
+    _last: float = 0.0
 
-    def line(self) -> str:
-        elapsed = time.monotonic() - self.start
-        rate = self.done / elapsed if elapsed > 0 else 0.0
-        eta = (self.total - self.done) / rate if rate else 0.0
-        toks = (self._tokens() - self._tokens0) / elapsed if elapsed > 0 and self.counters else None
-        tok = f"  {toks:.0f} tokens/s" if toks is not None else ""
-        return (f"{self.label}: {int(self.done)}/{self.total}  {rate:.2f} items/s{tok}  elapsed {_clock(elapsed)}"
-                f"  ETA {_clock(eta)}")
-
-    def _draw(self, force: bool = False) -> None:
-        if not self.enabled:
-            return
+    def __post_init__(self):
+        self.stream = self.stream or sys.stderr
+        self.tty = self.show and hasattr(self.stream, "isatty") and self.stream.isatty()
         if self.tty:
-            now = time.monotonic()
-            if not force and now - self._last_draw < 0.2:
-                return
-            self._last_draw = now
-            self.stream.write("\r\033[K" + self.line())
-            if self.done_items >= self.total:
-                self.stream.write("\n")
-            self.stream.flush()
-        else:
-            decile = int(self.done * 10 // self.total)
-            if decile != self._last_decile:
-                self._last_decile = decile
-                print(self.line(), file=self.stream, flush=True)
+            from rich.console import Console
+            from rich.live import Live
+
+            self._live = Live(console=Console(file=self.stream), refresh_per_second=4, transient=False,
+                              get_renderable=self._table)
+            self._live.start()
+
+    # ---- the run's events ----------------------------------------------------------------
+    def begin(self, name: str) -> None:
+        self._current = next(line for line in self.lines if line.name == name)
+        self._done_in_run = 0
+        self._mark()
+        self._update(force=True)
+
+    def _mark(self) -> None:
+        self._t0, self._c0 = time.monotonic(), self._count()
+
+    def _count(self) -> dict:
+        return dict(self.counters()) if self.counters else {}
+
+    def advance(self, fraction_items: float) -> None:
+        if self._current:
+            self._current.in_chunk += fraction_items
+            self._update()
+
+    def saved(self, n: int, chars: int) -> None:
+        """n items of the current task were written (their prompts held `chars` characters)."""
+        line = self._current
+        if line is None:
+            return
+        now, c = time.monotonic(), self._count()
+        line.seconds += now - self._t0
+        evaluated = c.get("tokens_evaluated", 0) - self._c0.get("tokens_evaluated", 0)
+        line.tokens += evaluated + c.get("tokens_generated", 0) - self._c0.get("tokens_generated", 0)
+        self._chars_sent += chars
+        self._tokens_eval += evaluated
+        lo = self._done_in_run
+        line.units_done += line.units(self.chars_per_token(), lo, lo + n)
+        self._done_in_run += n
+        line.saved += n
+        line.items_done += n
+        line.in_chunk = 0.0
+        self._t0, self._c0 = now, c
+        self._update(force=True)
+
+    def end(self) -> None:
+        self._current = None
+        self._update(force=True)
+
+    def close(self, message: str | None = None) -> None:
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+        if message:
+            self.say(message)
+
+    def say(self, message: str) -> None:
+        """A line beside the display (from any thread: the Ctrl-C acknowledgement)."""
+        try:
+            if self._live is not None:
+                self._live.console.print(message, markup=False, highlight=False)
+            else:
+                self.stream.write(message + "\n")
+                self.stream.flush()
+        except (OSError, ValueError):  # the terminal is gone (a closed window): the run still stops cleanly
+            pass
+
+    # ---- the figures ---------------------------------------------------------------------
+    def chars_per_token(self) -> float:
+        return self._chars_sent / self._tokens_eval if self._tokens_eval > 0 and self._chars_sent > 0 else 4.0
+
+    def snapshot(self) -> dict:
+        cpt = self.chars_per_token()
+        measured = [line for line in self.lines if line.items_done and line.units_done > 0]
+        average = (sum(x.seconds for x in measured) / sum(x.units_done for x in measured)) if measured else None
+        tasks, eta_total = [], 0.0 if average is not None else None
+        for line in self.lines:
+            per_unit = line.seconds / line.units_done if line.items_done and line.units_done > 0 else average
+            start = self._done_in_run if line is self._current else (0 if line.saved < line.total else len(line.chars))
+            left = line.units(cpt, start) if line.saved < line.total else 0.0
+            eta = left * per_unit if per_unit is not None else (0.0 if not left else None)
+            if eta_total is not None:
+                eta_total = eta_total + eta if eta is not None else None
+            tasks.append({"task": line.name, "saved": line.saved, "total": line.total, "in_chunk": round(line.in_chunk, 2),
+                          "items_per_s": line.items_done / line.seconds if line.seconds else None,
+                          "tokens_per_s": line.tokens / line.seconds if line.seconds and self.counters else None,
+                          "eta_s": eta, "running": line is self._current})
+        return {"tasks": tasks, "saved": sum(x.saved for x in self.lines), "total": sum(x.total for x in self.lines),
+                "elapsed_s": time.monotonic() - self.start, "eta_s": eta_total}
+
+    def _update(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self._last < 0.2:
+            return
+        self._last = now
+        snap = self.snapshot() if (self.callback or (self.show and not self.tty)) else None
+        if self.callback:
+            self.callback(snap)
+        if self.show and not self.tty and self._current is not None:
+            line = self._current
+            decile = int(line.saved * 10 // line.total) if line.total else 10
+            if decile != line._decile or line.saved >= line.total:
+                if decile != line._decile:
+                    line._decile = decile
+                    self.say(self._text(snap, line.name))
+
+    def _text(self, snap: dict, name: str) -> str:
+        t = next(x for x in snap["tasks"] if x["task"] == name)
+        rate = f"{t['items_per_s']:.2f} items/s" if t["items_per_s"] else "- items/s"
+        tok = f"  {t['tokens_per_s']:.0f} tokens/s" if t["tokens_per_s"] else ""
+        return (f"{name}: {t['saved']}/{t['total']} saved  {rate}{tok}  ETA {clock(t['eta_s'])}"
+                f"  | run: {snap['saved']}/{snap['total']}  elapsed {clock(snap['elapsed_s'])}  ETA {clock(snap['eta_s'])}")
+
+    def _table(self):
+        from rich.table import Table
+
+        snap = self.snapshot()
+        table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
+        for col, just in (("task", "left"), ("saved", "right"), ("", "left"), ("items/s", "right"), ("tokens/s", "right"),
+                          ("ETA", "right")):
+            table.add_column(col, justify=just)
+        for t in snap["tasks"]:
+            frac = t["saved"] / t["total"] if t["total"] else 1.0
+            bar = "█" * int(frac * 20) + "·" * (20 - int(frac * 20))
+            chunk = f" +{t['in_chunk']:.0f}" if t["in_chunk"] >= 1 else ""
+            table.add_row(("▶ " if t["running"] else "  ") + t["task"], f"{t['saved']}/{t['total']}{chunk}", bar,
+                          f"{t['items_per_s']:.2f}" if t["items_per_s"] else "-",
+                          f"{t['tokens_per_s']:.0f}" if t["tokens_per_s"] else "-", clock(t["eta_s"]))
+        table.add_row("  run", f"{snap['saved']}/{snap['total']}", f"elapsed {clock(snap['elapsed_s'])}", "", "",
+                      clock(snap["eta_s"]), style="bold")
+        return table

@@ -3,8 +3,8 @@ evaluated model, the judge, the embedder) a chunk of items at a time, appends on
 per item, resumes what an earlier run into the same folder finished, writes the tables.
 
 The run folder (`folder.py`) is locked for the whole run and its identity checked before
-anything is written; SIGINT / SIGTERM finish the current write, mark run.json `interrupted`
-and leave the folder resumable.
+anything is written; SIGINT / SIGTERM / SIGHUP are acknowledged at once, finish the current
+write, mark run.json `interrupted` and leave the folder resumable.
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ from typing import Any, Callable
 
 from . import __version__
 from .errors import Interrupted, UsageError
-from .folder import RunFolder
+from .folder import RunFolder, merged_identity
 from .intervals import headline_intervals
 from .metrics import logprob_problem
-from .progress import Progress
+from .progress import RunProgress, TaskLine
 from .runmeta import now, role_entry, run_meta
 from .types import EMBEDDER, JUDGE, MODEL, Completion, OptionScores, Prepared, Task, TaskResult
 
@@ -93,8 +93,11 @@ def check_task_options(tasks: list[Task], given: dict[str, Any]) -> None:
     declared = {o.name for t in tasks for o in t.options}
     for name in given:
         if name not in declared:
+            from .registry import did_you_mean
+
             owners = sorted({f"{o.name} ({t.name})" for t in tasks for o in t.options}) or ["none"]
-            raise UsageError(f"no selected task has the option '{name}'", hint=f"options of the selected tasks: {', '.join(owners)}")
+            raise UsageError(f"no selected task has the option '{name}'",
+                             hint=did_you_mean(name, declared) or f"options of the selected tasks: {', '.join(owners)}")
 
 
 def prompt_hash(text: str) -> str:
@@ -230,13 +233,21 @@ def role_infos(tasks: list[Task], preps: dict[str, Prepared], ctx: RunContext) -
             for role in (JUDGE, EMBEDDER)}
 
 
-class _Signals:
-    """SIGINT / SIGTERM raise Interrupted, except inside a write (deferred until it is done)."""
+HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # Ctrl-C, kill, a closed terminal window
 
-    def __init__(self):
+
+class _Signals:
+    """SIGINT / SIGTERM / SIGHUP raise Interrupted, except inside a write (deferred until it is
+    done). A watcher thread acknowledges the signal at once, while the main thread may still be
+    inside the model's decode step (the exception is raised as soon as that step returns)."""
+
+    def __init__(self, ack: Callable[[int], None] | None = None):
         self.critical = False
         self.pending: int | None = None
         self.old: dict[int, Any] = {}
+        self.ack = ack
+        self._pipe: tuple[int, int] | None = None
+        self._old_fd = -1
 
     def _handler(self, signum, _frame):
         if self.critical:
@@ -245,14 +256,43 @@ class _Signals:
             raise Interrupted(signum)
 
     def __enter__(self):
-        for s in (signal.SIGINT, signal.SIGTERM):
+        import os
+        import threading
+
+        for s in HANDLED:
             try:
                 self.old[s] = signal.signal(s, self._handler)
             except ValueError:  # not the main thread: no handlers
                 pass
+        if self.old and self.ack:
+            r, w = os.pipe()
+            os.set_blocking(w, False)
+            self._pipe = (r, w)
+            self._old_fd = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+            threading.Thread(target=self._watch, args=(r,), daemon=True, name="econeval-signals").start()
         return self
 
+    def _watch(self, r: int) -> None:
+        import os
+
+        while True:
+            try:
+                got = os.read(r, 16)
+            except OSError:
+                return
+            if not got:
+                return
+            for signum in got:
+                if signum in HANDLED:
+                    self.ack(signum)
+
     def __exit__(self, *exc):
+        import os
+
+        if self._pipe:
+            signal.set_wakeup_fd(self._old_fd)
+            for fd in self._pipe:
+                os.close(fd)
         for s, h in self.old.items():
             signal.signal(s, h)
 
@@ -266,70 +306,121 @@ class _Signals:
             raise Interrupted(self.pending)
 
 
+def _sizes(task: Task, prep: Prepared, items: list[dict]) -> tuple[list[int], list[int]]:
+    """Each item's first-stage prompt characters and generation budget (the progress estimate)."""
+    chars, budget = [], []
+    for item in items:
+        reqs = task.requests(item, prep, {}).values()
+        chars.append(sum(len(str(r.prompt)) for r in reqs))
+        budget.append(sum(getattr(r, "max_tokens", 0) or 0 for r in reqs))
+    return chars, budget
+
+
 def run(tasks: list[Task], backend, out_dir: Path, ctx: RunContext, preps: dict[str, Prepared] | None = None,
-        argv: list[str] | None = None, show_progress: bool = True, folder: RunFolder | None = None) -> dict:
+        argv: list[str] | None = None, show_progress: bool = True, folder: RunFolder | None = None,
+        say: Callable[[str], None] | None = None, on_progress: Callable[[dict], None] | None = None,
+        config: dict | None = None) -> dict:
     """Run `tasks` with `backend` as the evaluated model into `out_dir`. `folder` may be a
-    RunFolder opened (locked and checked) before the model was loaded."""
+    RunFolder opened (locked and checked) before the model was loaded; `on_progress` gets the
+    progress figures (progress.py) after every chunk and step."""
     preps = preps or prepare(tasks, ctx)
     ctx.role_made(MODEL, backend)
     info = backend.info()
     meta = run_meta(tasks, preps, info, role_infos(tasks, preps, ctx), seed=ctx.seed, limit=ctx.limit,
                     bootstrap=ctx.bootstrap, argv=argv, shard=ctx.shard)
+    if config:
+        meta["config"] = config
     own = folder is None
     folder = folder or RunFolder.open(out_dir)
     try:
-        return _run_locked(tasks, backend, folder, ctx, preps, meta, show_progress)
+        return _run_locked(tasks, backend, folder, ctx, preps, meta, show_progress, say or (lambda _m: None), on_progress)
     finally:
         if own:
             folder.close()
 
 
-def _run_locked(tasks, backend, folder: RunFolder, ctx, preps, meta, show_progress) -> dict:
+def _plan(tasks: list[Task], preps: dict[str, Prepared], ctx: RunContext, size: int) -> dict[str, list[list[dict]]]:
+    """Each task's chunks of this run (this shard's): fixed chunks of its item list, so batches are reproducible."""
+    out = {}
+    for task in tasks:
+        everything = select_items(task, preps[task.name], ctx.limit)
+        chunks = [everything[start:start + size] for start in range(0, len(everything), size)]
+        out[task.name] = [ch for c, ch in enumerate(chunks) if in_shard(c, ctx.shard)]
+    return out
+
+
+def _run_locked(tasks, backend, folder: RunFolder, ctx, preps, meta, show_progress, say, on_progress) -> dict:
     folder.check_identity(meta["identity"])
     old = folder.meta or {}
-    if old:
+    if old:  # the same run, or some or more of its tasks: the folder describes all of them
         meta["started"] = old.get("started", meta["started"])
         meta["resumed"] = old.get("resumed", 0) + 1
+        meta["identity"] = merged_identity(old.get("identity"), meta["identity"])
+        for key in ("tasks", "options"):
+            meta[key] = {**(old.get(key) or {}), **meta[key]}
     results_name = folder.results_name(ctx.limit)
     if results_name != "results.json":
         meta["limit"] = old.get("limit")
         meta["partial_results"] = {**old.get("partial_results", {}), results_name: ctx.limit}
     results: dict[str, Any] = {}
     timing: dict[str, Any] = {}
-    with _Signals() as sig:
+    state = {"chunk": 0, "writing": False}
+    log = folder.samples()
+    plan = _plan(tasks, preps, ctx, meta["schedule"]["chunk_items"])
+    lines = []
+    for task in tasks:
+        items = [it for ch in plan[task.name] for it in ch]
+        todo = [it for it in items if (task.name, it["id"]) not in log.done]
+        lines.append(TaskLine(task.name, len(items), len(items) - len(todo), *_sizes(task, preps[task.name], todo)))
+    saved, total = sum(x.saved for x in lines), sum(x.total for x in lines)
+    if saved:
+        say(f"econeval: resuming {folder.path}: {saved:,} of {total:,} items done, {total - saved:,} to run")
+    prog = RunProgress(lines, counters=backend.counters, show=show_progress, callback=on_progress)
+
+    def ack(signum: int) -> None:
+        doing = (f"finishing the write of chunk {state['chunk']}" if state["writing"] else
+                 f"the model stops at its next step; chunk {state['chunk']} (in progress) is dropped and runs again on resume")
+        prog.say(f"econeval: {signal.Signals(signum).name}: stopping: {doing}; "
+                 f"{prog.snapshot()['saved']:,} of {total:,} items are saved")
+
+    with _Signals(ack) as sig:
         sig.write(folder.write_meta, meta)
-        log = folder.samples()
         try:
             for task in tasks:
                 prep = preps[task.name]
-                size = meta["schedule"]["chunk_items"]
-                everything = select_items(task, prep, ctx.limit)
-                chunks = [everything[start:start + size] for start in range(0, len(everything), size)]
-                chunks = [ch for c, ch in enumerate(chunks) if in_shard(c, ctx.shard)]  # fixed chunks: reproducible batches
-                items = [it for ch in chunks for it in ch]
-                todo = [it for it in items if (task.name, it["id"]) not in log.done]
-                prog = Progress(task.name, len(todo), enabled=show_progress, counters=backend.counters)
+                items = [it for ch in plan[task.name] for it in ch]
                 t0, c0 = time.monotonic(), backend.counters()
-                for whole in chunks:
+                prog.begin(task.name)
+                for whole in plan[task.name]:
                     chunk = [it for it in whole if (task.name, it["id"]) not in log.done]
                     if not chunk:
                         continue
+                    state["chunk"] += 1
                     outputs = run_chunk(task, chunk, prep, ctx, progress=prog.advance)
-                    sig.write(log.append, score_records(task, chunk, outputs, prep))
-                    prog.set(prog.done_items + len(chunk))
+                    records = score_records(task, chunk, outputs, prep)
+                    state["writing"] = True
+                    sig.write(log.append, records)
+                    state["writing"] = False
+                    prog.saved(len(chunk), sum(len(str(p)) for o in outputs for p in (o.get("prompts") or {}).values()))
+                prog.end()
                 elapsed = time.monotonic() - t0
                 c1 = backend.counters()
-                timing[task.name] = {"items_run": len(todo), "seconds": round(elapsed, 3),
-                                     "items_per_s": round(len(todo) / elapsed, 3) if todo and elapsed else None,
+                n_run = next(x for x in lines if x.name == task.name).items_done
+                timing[task.name] = {"items_run": n_run, "seconds": round(elapsed, 3),
+                                     "items_per_s": round(n_run / elapsed, 3) if n_run and elapsed else None,
                                      **{k: c1[k] - c0.get(k, 0) for k in c1}}
                 results[task.name] = aggregate(task, [log.done[(task.name, it["id"])] for it in items], prep,
                                                n_boot=ctx.bootstrap, seed=ctx.seed)
         except Interrupted as exc:
+            state["writing"] = True
+            prog.close()
             meta.update(status="interrupted", interrupted=now(), timing=timing)
             folder.write_meta(meta)
             exc.marked = True  # the CLI says run.json is marked interrupted only when it is
+            exc.saved = (prog.snapshot()["saved"], total)
             raise
         except BaseException as exc:  # an error: the folder says why it stopped (what was written stays)
+            prog.close()
             meta.update(status="failed", failed=now(), error=f"{type(exc).__name__}: {exc}"[:500], timing=timing)
             try:
                 folder.write_meta(meta)
@@ -338,9 +429,12 @@ def _run_locked(tasks, backend, folder: RunFolder, ctx, preps, meta, show_progre
             raise
         finally:
             log.close()
-        doc = {"econeval_version": __version__, "model": meta["backend"]["model"]["name"], "limit": ctx.limit, "tasks": results}
+        prog.close()
+        earlier = folder.read_results(results_name)  # the folder's other tasks keep their numbers
+        doc = {"econeval_version": __version__, "model": meta["backend"]["model"]["name"], "limit": ctx.limit,
+               "tasks": {**{k: v for k, v in earlier.items() if k not in results}, **results}}
         sig.write(folder.write_results, results_name, doc)
         meta.update(status="complete", finished=now(), timing=timing, backend=backend.info().to_json(),
                     peak_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1))
         sig.write(folder.write_meta, meta)
-    return doc
+    return {**doc, "tasks": results}

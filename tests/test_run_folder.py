@@ -167,7 +167,7 @@ def test_interrupt_marks_the_run_and_resumes_exactly(cli, tmp_path, env, sig, co
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == code, err
-    assert "interrupted" in err and "resume with: econeval run" in err and "Traceback" not in err
+    assert "interrupted" in err and "resume with the same command: " in err and "-m econeval run" in err and "Traceback" not in err
     meta = json.loads((out / "run.json").read_text())
     assert meta["status"] == "interrupted"
     done = lines(out / "samples.jsonl")

@@ -67,7 +67,7 @@ def main() -> None:
             adds += ["--add-data", f"{data.files_dir(bench) / name}:econeval/datasets_bundled/{bench}"]
         adds += ["--add-data", f"{data.data_dir() / bench / 'manifest.json'}:econeval/datasets_bundled/{bench}"]
     adds += ["--add-data", f"{REPO / 'models.toml'}:econeval/_registry"]  # PyInstaller's collect-all misses these
-    collect = ["econeval", "llama_cpp", "onnxruntime", "tokenizers"]
+    collect = ["econeval", "llama_cpp", "onnxruntime", "tokenizers", "rich"]  # rich loads its unicode tables by name
     if args.with_default_models:
         from econeval import roles
         from econeval.types import EMBEDDER
