@@ -4,7 +4,10 @@ with a seeded paired bootstrap interval, McNemar's exact test where items are ri
 and a verdict per metric.
 
 A metric regresses when the candidate is worse by more than the margin and the interval of the
-difference excludes zero. Which way is worse, whether a metric is a count, and whether McNemar's
+difference excludes zero. A gate cannot pass by omission: a candidate that lacks a task or
+items the baseline scored is refused (exit 2) unless `allow_missing`, and then the comparison
+says how many were dropped. What else differs between the runs (their schedules, settings,
+data package, econeval version) is named beside the rows. Which way is worse, whether a metric is a count, and whether McNemar's
 test applies, each task declares in its `metrics`. Runs whose tasks differ in dataset, prompt version, settings or options
 are refused (the numbers would not be comparable).
 """
@@ -20,7 +23,7 @@ from xml.sax.saxutils import escape
 
 from . import registry, runner
 from .errors import UsageError
-from .folder import read_samples
+from .folder import identity_differences, read_samples
 from .intervals import percentile_interval
 from .results import read_json
 from .tables import Metric
@@ -40,6 +43,38 @@ class Row:
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
+
+
+BOOTSTRAP = 1000  # paired resamples (compare and the report's comparison use the same, so they agree)
+SEED = 0
+
+
+@dataclass
+class Comparison:
+    rows: list[Row]
+    dropped: dict[str, dict]  # task → {"missing": items the candidate lacks, "of": items the baseline scored}
+    differences: list[str]  # what else differs between the runs (settings, schedule, versions)
+    max_drop: float
+
+    @property
+    def verdict(self) -> str:
+        return "regression" if any(r.verdict == "regression" for r in self.rows) else "pass"
+
+    def verdict_line(self) -> str:
+        bad = [f"{r.task} {r.metric}" for r in self.rows if r.verdict == "regression"]
+        gated = [r for r in self.rows if r.verdict != "n/a"]
+        tasks = sorted({r.task for r in self.rows})
+        n_items = sum({r.task: r.n for r in self.rows}.values())
+        dropped = sum(d["missing"] for d in self.dropped.values())
+        tail = f"; {dropped:,} baseline item(s) dropped (--allow-missing)" if dropped else ""
+        if bad:
+            return f"verdict: REGRESSION in {len(bad)} of {len(gated)} metrics ({', '.join(bad)}){tail}"
+        return (f"verdict: pass: no metric worse by more than {self.max_drop} with its interval excluding zero "
+                f"({len(gated)} metrics, {len(tasks)} task(s), {n_items:,} paired items){tail}")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"max_drop": self.max_drop, "verdict": self.verdict, "verdict_line": self.verdict_line(),
+                "rows": [r.as_dict() for r in self.rows], "dropped": self.dropped, "differences": self.differences}
 
 
 def _load(folder: Path) -> tuple[dict, dict[str, dict[str, dict]]]:
@@ -70,17 +105,47 @@ def mcnemar_exact(b: int, c: int) -> float:
 
 
 def compare(base_dir: Path, cand_dir: Path, max_drop: float = 0.02, metrics: tuple[str, ...] = (),
-            n_boot: int = 1000, seed: int = 0) -> list[Row]:
-    """The rows of the comparison; a folder that is not as econeval writes it is a usage error
-    (exit 2), never a regression (exit 1)."""
+            n_boot: int = BOOTSTRAP, seed: int = SEED, allow_missing: bool = False) -> Comparison:
+    """The comparison; a folder that is not as econeval writes it, or a candidate lacking what
+    the baseline has (unless `allow_missing`), is a usage error (exit 2), never a regression (exit 1)."""
     try:
-        return _compare(base_dir, cand_dir, max_drop, metrics, n_boot, seed)
+        return _compare(base_dir, cand_dir, max_drop, metrics, n_boot, seed, allow_missing)
     except (KeyError, TypeError, AttributeError, IndexError, ValueError) as exc:
         raise UsageError(f"{base_dir} and {cand_dir}: the run folders are not as econeval writes them "
                          f"({type(exc).__name__}: {exc})", hint="the folder was edited or written by another tool") from None
 
 
-def _compare(base_dir: Path, cand_dir: Path, max_drop: float, metrics: tuple[str, ...], n_boot: int, seed: int) -> list[Row]:
+def _ok(rec: dict) -> bool:
+    return not rec.get("skipped") and not rec.get("error")
+
+
+def _dropped(base: dict, cand: dict, tasks: list[str]) -> dict[str, dict]:
+    """Per task: the baseline's scored items the candidate has no score for."""
+    out = {}
+    for t in tasks:
+        scored = [i for i, r in base.get(t, {}).items() if _ok(r)]
+        missing = [i for i in scored if not (i in cand.get(t, {}) and _ok(cand[t][i]))]
+        if missing:
+            out[t] = {"missing": len(missing), "of": len(scored), "task_missing": t not in cand}
+    return out
+
+
+def run_differences(base_meta: dict, cand_meta: dict) -> list[str]:
+    """What differs between two runs besides their items: identity (model, settings, schedule),
+    econeval version, data package."""
+    bi, ci = base_meta.get("identity") or {}, cand_meta.get("identity") or {}
+    out = [d.replace(" in the folder, ", " in the baseline, ").replace(" now", " in the candidate")
+           for d in identity_differences({k: v for k, v in bi.items() if k != "tasks"}, {k: v for k, v in ci.items() if k != "tasks"})]
+    for label, get in (("econeval version", lambda m: m.get("econeval_version")),
+                       ("data package", lambda m: (m.get("data_package") or {}).get("version")),
+                       ("schedule", lambda m: (m.get("backend") or {}).get("schedule"))):
+        if get(base_meta) != get(cand_meta):
+            out.append(f"{label}: {get(base_meta)} in the baseline, {get(cand_meta)} in the candidate")
+    return out
+
+
+def _compare(base_dir: Path, cand_dir: Path, max_drop: float, metrics: tuple[str, ...], n_boot: int, seed: int,
+             allow_missing: bool) -> Comparison:
     if not (isinstance(max_drop, (int, float)) and math.isfinite(max_drop) and max_drop >= 0):
         raise UsageError(f"--max-drop must be a finite number at least 0, not {max_drop!r}")
     base_meta, base = _load(base_dir)
@@ -88,6 +153,12 @@ def _compare(base_dir: Path, cand_dir: Path, max_drop: float, metrics: tuple[str
     common = [t for t in base_meta.get("tasks", {}) if t in cand_meta.get("tasks", {})]
     if not common:
         raise UsageError("the two runs have no task in common")
+    dropped = _dropped(base, cand, list(base_meta.get("tasks", {})))
+    if dropped and not allow_missing:
+        what = [f"task {t} ({d['of']:,} items)" if t not in cand_meta.get("tasks", {}) else f"{t}: {d['missing']:,} of {d['of']:,} items"
+                for t, d in dropped.items()]
+        raise UsageError(f"the candidate lacks what the baseline scored ({'; '.join(what)}): a gate over the rest "
+                         "could pass by omission", hint="finish the candidate run, or pass --allow-missing to compare what both have")
     for t in common:
         b, c = base_meta["tasks"][t], cand_meta["tasks"][t]
         for key in ("dataset", "prompt_version", "settings", "options"):
@@ -102,17 +173,15 @@ def _compare(base_dir: Path, cand_dir: Path, max_drop: float, metrics: tuple[str
         task = registry.get_task(t)
         ctx = runner.RunContext(seed=base_meta["seed"], task_options=base_meta["tasks"][t].get("options") or {})
         prep = task.prepare(ctx)
-        ok = lambda r: not r.get("skipped") and not r.get("error")  # noqa: E731
-        ids = [i for i in base.get(t, {}) if i in cand.get(t, {}) and ok(base[t][i]) and ok(cand[t][i])]
+        ids = [i for i in base.get(t, {}) if i in cand.get(t, {}) and _ok(base[t][i]) and _ok(cand[t][i])]
         if not ids:
             raise UsageError(f"{t}: the runs have no scored item in common")
         pb, pc = [base[t][i] for i in ids], [cand[t][i] for i in ids]
-        hb, hc = task.headline(task.aggregate(pb, prep)), task.headline(task.aggregate(pc, prep))
+        hb, hc = task.headline_of(pb, prep), task.headline_of(pc, prep)
         boots: list[tuple[dict, dict]] = []
         for _ in range(n_boot):
             idx = [rng.randrange(len(ids)) for _ in ids]
-            boots.append((task.headline(task.aggregate([pb[k] for k in idx], prep)),
-                          task.headline(task.aggregate([pc[k] for k in idx], prep))))
+            boots.append((task.headline_of([pb[k] for k in idx], prep), task.headline_of([pc[k] for k in idx], prep)))
         available |= set(hb)
         for m in hb:
             if metrics and m not in metrics:
@@ -131,7 +200,7 @@ def _compare(base_dir: Path, cand_dir: Path, max_drop: float, metrics: tuple[str
     if unknown:
         raise UsageError(f"no task of these runs has the metric {', '.join(repr(m) for m in unknown)}",
                          hint=f"their metrics: {', '.join(sorted(available))}")
-    return rows
+    return Comparison(rows, dropped, run_differences(base_meta, cand_meta), max_drop)
 
 
 def _verdict(metric: Metric, diff, low, high, max_drop: float) -> str:
@@ -150,23 +219,36 @@ def _fmt(v) -> str:
     return "-" if v is None else (f"{v:.4f}" if isinstance(v, float) else str(v))
 
 
-def render(rows: list[Row], fmt: str) -> str:
+def render(comparison: Comparison, fmt: str) -> str:
+    """The rows, then what was dropped, what else differs, and the closing verdict line."""
+    rows = comparison.rows
     cols = ("task", "metric", "n", "baseline", "candidate", "diff", "low", "high", "p_mcnemar", "verdict")
     if fmt == "md":
         lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
         lines += ["| " + " | ".join(_fmt(getattr(r, c)) for c in cols) + " |" for r in rows]
-        return "\n".join(lines)
-    width = [max(len(c), *(len(_fmt(getattr(r, c))) for r in rows)) for c in cols]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(cols, width))]
-    lines += ["  ".join(_fmt(getattr(r, c)).ljust(w) for c, w in zip(cols, width)) for r in rows]
+        bullet = "- "
+    else:
+        width = [max(len(c), *(len(_fmt(getattr(r, c))) for r in rows)) for c in cols]
+        lines = ["  ".join(c.ljust(w) for c, w in zip(cols, width))]
+        lines += ["  ".join(_fmt(getattr(r, c)).ljust(w) for c, w in zip(cols, width)) for r in rows]
+        bullet = "  "
+    notes = [f"dropped: {t}: {d['missing']:,} of {d['of']:,} baseline items have no candidate score"
+             + (" (task not run)" if d.get("task_missing") else "") for t, d in comparison.dropped.items()]
+    notes += [f"the runs differ in {d}" for d in comparison.differences]
+    if notes:
+        lines += [""] + [bullet + n for n in notes]
+    lines += ["", comparison.verdict_line()]
     return "\n".join(lines)
 
 
-def junit(rows: list[Row], max_drop: float) -> str:
-    """JUnit XML: one test case per task x metric; a regression is a failure carrying the numbers."""
+def junit(comparison: Comparison) -> str:
+    """JUnit XML: one test case per task x metric; a regression is a failure carrying the numbers
+    (and a task the candidate lacks, with --allow-missing, is a skipped case saying so)."""
+    rows, max_drop = comparison.rows, comparison.max_drop
     fails = sum(r.verdict == "regression" for r in rows)
     out = ['<?xml version="1.0" encoding="UTF-8"?>',
-           f'<testsuite name="econeval compare" tests="{len(rows)}" failures="{fails}">']
+           f'<testsuite name="econeval compare" tests="{len(rows) + len(comparison.dropped)}" failures="{fails}" '
+           f'skipped="{len(comparison.dropped)}">']
     for r in rows:
         out.append(f'  <testcase classname="{escape(r.task)}" name="{escape(r.metric)}">')
         if r.verdict == "regression":
@@ -174,5 +256,8 @@ def junit(rows: list[Row], max_drop: float) -> str:
                    f"interval [{_fmt(r.low)}, {_fmt(r.high)}], margin {max_drop}, n {r.n})")
             out.append(f'    <failure message="{escape(msg, {chr(34): "&quot;"})}">{escape(msg)}</failure>')
         out.append("  </testcase>")
+    for t, d in comparison.dropped.items():
+        msg = f"{d['missing']} of {d['of']} baseline items have no candidate score (--allow-missing)"
+        out.append(f'  <testcase classname="{escape(t)}" name="dropped items"><skipped message="{escape(msg, {chr(34): "&quot;"})}"/></testcase>')
     out.append("</testsuite>")
     return "\n".join(out) + "\n"

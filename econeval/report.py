@@ -43,12 +43,34 @@ def load_run(folder: Path) -> RunView:
     return RunView(folder, meta, results)
 
 
+def _settings(meta: dict) -> dict[str, Any]:
+    """What a run is, in the user's terms: each differing entry labels the runs of a report."""
+    ident = meta.get("identity") or {}
+    model = ident.get("model") if isinstance(ident.get("model"), dict) else {}
+    out = {"n_ctx": model.get("n_ctx"), "chat": model.get("chat_mode"), **(model.get("settings") or {}),
+           "seed": meta.get("seed"), "limit": meta.get("limit"), "econeval": meta.get("econeval_version"),
+           "data": (meta.get("data_package") or {}).get("version")}
+    for task, opts in (meta.get("options") or {}).items():
+        for k, v in (opts or {}).items():
+            out[f"{task} {k}"] = v
+    return out
+
+
 def _labels(runs: list[RunView]) -> None:
+    """Each run's label: its model, and what differs between it and the others (parallel 8,
+    --limit 2, ...); the folder's name where nothing else tells two runs apart."""
+    settings = [_settings(r.meta) for r in runs]
+    keys = sorted({k for s in settings for k in s})
+    differ = [k for k in keys if len({repr(s.get(k)) for s in settings}) > 1]
+    for r, s in zip(runs, settings):
+        parts = [f"{k} {s.get(k) if s.get(k) is not None else '-'}" for k in differ]
+        r.label = r.model + (f" ({', '.join(parts)})" if parts else "")
     seen: dict[str, int] = {}
     for r in runs:
-        seen[r.model] = seen.get(r.model, 0) + 1
+        seen[r.label] = seen.get(r.label, 0) + 1
     for r in runs:
-        r.label = f"{r.model} ({r.folder.name})" if seen[r.model] > 1 else r.model
+        if seen[r.label] > 1:
+            r.label = f"{r.label} [{r.folder.name}]"
 
 
 def tables(runs: list[RunView]) -> list:
@@ -82,11 +104,11 @@ def build(folders: list[Path]) -> dict[str, Any]:
 
         for cand in runs[1:]:
             try:
-                rows = compare.compare(runs[0].folder, cand.folder, n_boot=500)
+                result = compare.compare(runs[0].folder, cand.folder, allow_missing=True)  # `compare`'s defaults: the same intervals
             except UsageError as exc:
                 doc["compare"].append({"baseline": runs[0].label, "candidate": cand.label, "refused": str(exc)})
                 continue
-            doc["compare"].append({"baseline": runs[0].label, "candidate": cand.label, "rows": [r.as_dict() for r in rows]})
+            doc["compare"].append({"baseline": runs[0].label, "candidate": cand.label, **result.as_dict()})
     return clean_tree(doc)  # names from run folders shown safely: no terminal escapes, no bidi overrides
 
 
@@ -120,9 +142,9 @@ def render_md(doc: dict) -> str:
         if "refused" in c:
             out += [f"Not comparable: {c['refused']}", ""]
             continue
-        from .compare import Row, render
+        from .compare import Comparison, Row, render
 
-        out += [render([Row(**r) for r in c["rows"]], "md"), ""]
+        out += [render(Comparison([Row(**r) for r in c["rows"]], c["dropped"], c["differences"], c["max_drop"]), "md"), ""]
     return "\n".join(out)
 
 

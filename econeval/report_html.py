@@ -12,12 +12,14 @@ from typing import Any
 from .tables import cell
 
 CSS = """
-body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2rem auto;max-width:1200px;color:#222;padding:0 1rem}
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2rem auto;max-width:1360px;color:#222;padding:0 1rem}
 h1{font-size:1.6rem}h2{font-size:1.2rem;margin-top:2.2rem;border-bottom:1px solid #ccc;padding-bottom:.2rem}
 table{border-collapse:collapse;font-size:.82rem;margin:.6rem 0;display:block;overflow-x:auto}
 th,td{border:1px solid #ddd;padding:.25rem .45rem;text-align:right;white-space:nowrap}
 th{background:#f3f3f3}td.l{text-align:left}tr.run td{background:#eef5ff;font-weight:600}
 .iv{color:#666;font-weight:400;font-size:.75rem}ul.notes{font-size:.85rem;color:#444}
+p.part{font-size:.8rem;color:#555;margin:.8rem 0 0}td.l{max-width:22rem;overflow:hidden;text-overflow:ellipsis}
+th:first-child,td:first-child{position:sticky;left:0;background:#fff}tr.run td:first-child{background:#eef5ff}
 figure{margin:1rem 0}figcaption{font-size:.85rem;color:#444}.muted{color:#777}
 """
 
@@ -66,6 +68,14 @@ def _bars(plt, np, fig_doc):
         hi = [iv[1] - v if iv and v == v else 0 for v, iv in zip(vals, ivs)]
         ax.bar(pos, vals, width, label=ser["name"], color=colors[i % len(colors)], yerr=[lo, hi], capsize=2,
                error_kw={"lw": 0.8})
+    for m, (mark, style) in enumerate(zip(fig_doc.get("marks") or [], ("_", "x", "+", "1"))):
+        xs, ys = [], []
+        for g, vals in enumerate(mark["values"]):
+            for i, v in enumerate(vals):
+                if v is not None:
+                    xs.append(x[g] - 0.4 + width * (i + 0.5))
+                    ys.append(v)
+        ax.scatter(xs, ys, marker=style, s=160 if style == "_" else 40, color="#222", linewidths=1.6, zorder=3, label=mark["name"])
     ref = fig_doc.get("reference")
     if ref:
         ax.axhline(ref["value"], color="#888", lw=1, ls="--", label=ref.get("label"))
@@ -130,25 +140,38 @@ def _figures(figs: list[dict], mpl) -> list[str]:
     return out
 
 
+WIDE = 6  # value columns above which a table with headline columns is shown in two parts
+
+
 def _table(t: dict) -> str:
     e = html.escape
-    head = "".join(f"<th>{e(c)}</th>" for c in ["source", t.get("row_label", "model"), "setting", *t["columns"], "n"])
-    rows = []
-    for row in t["rows"]:
-        ivs = row.get("intervals") or [None] * len(row["values"])
-        cells = []
-        for v, iv in zip(row["values"], ivs):
-            text = e(cell(v, t["decimals"]))
-            if iv and v is not None:
-                text += f'<br><span class="iv">[{iv[0]:.{t["decimals"]}f}, {iv[1]:.{t["decimals"]}f}]</span>'
-            cells.append(f"<td>{text}</td>")
-        cls = ' class="run"' if row["source"] == "run" else ""
-        n = "" if row.get("n") is None else e(str(row["n"]))
-        rows.append(f"<tr{cls}><td class=l>{e(row['source'])}</td><td class=l>{e(row['label'])}</td>"
-                    f"<td class=l>{e(row.get('setting') or '')}</td>{''.join(cells)}<td>{n}</td></tr>")
+    cols = list(t["columns"])
+    head = [c for c in t.get("headline") or [] if c in cols]
+    parts = [cols] if not head or len(cols) <= WIDE else [[c for c in cols if c not in head], head]
+    out = [f'<h2 id="{e(t["id"])}">{e(t["title"])}</h2>']
+    for k, shown in enumerate(parts):
+        idx = [cols.index(c) for c in shown]
+        if len(parts) > 1:
+            out.append(f'<p class="part">{"Per column" if k == 0 else "Headline: " + ", ".join(map(e, head))}</p>')
+        header = "".join(f"<th>{e(c)}</th>" for c in ["source", t.get("row_label", "model"), "setting", *shown, "n"])
+        rows = []
+        for row in t["rows"]:
+            ivs = row.get("intervals") or [None] * len(row["values"])
+            cells = []
+            for i in idx:
+                v, iv = row["values"][i], ivs[i]
+                text = e(cell(v, t["decimals"]))
+                if iv and v is not None:
+                    text += f'<br><span class="iv">[{iv[0]:.{t["decimals"]}f}, {iv[1]:.{t["decimals"]}f}]</span>'
+                cells.append(f"<td>{text}</td>")
+            cls = ' class="run"' if row["source"] == "run" else ""
+            n = "" if row.get("n") is None else e(str(row["n"]))
+            rows.append(f"<tr{cls}><td class=l>{e(row['source'])}</td><td class=l>{e(row['label'])}</td>"
+                        f"<td class=l>{e(row.get('setting') or '')}</td>{''.join(cells)}<td>{n}</td></tr>")
+        hl = ' data-headline="1"' if len(parts) > 1 and k == 1 or (head and len(parts) == 1) else ""
+        out.append(f'<table class="results"{hl}><thead><tr>{header}</tr></thead><tbody>{"".join(rows)}</tbody></table>')
     notes = "".join(f"<li>{e(n)}</li>" for n in t["notes"])
-    return (f'<h2 id="{e(t["id"])}">{e(t["title"])}</h2><table class="results"><thead><tr>{head}</tr></thead>'
-            f'<tbody>{"".join(rows)}</tbody></table><ul class="notes">{notes}</ul>')
+    return "".join(out) + f'<ul class="notes">{notes}</ul>'
 
 
 def render_html(doc: dict[str, Any]) -> str:
@@ -175,6 +198,11 @@ def render_html(doc: dict[str, Any]) -> str:
         body = "".join("<tr>" + "".join(f"<td class=l>{e(str(r[k]))}</td>" if k in ("task", "metric", "verdict")
                                         else f"<td>{e(cell(r[k], 4))}</td>" for k in cols) + "</tr>" for r in c["rows"])
         parts.append(f"<table class=compare><thead><tr>{''.join(f'<th>{k}</th>' for k in cols)}</tr></thead><tbody>{body}</tbody></table>")
+        notes = [f"dropped: {t}: {d['missing']} of {d['of']} baseline items have no candidate score" for t, d in c["dropped"].items()]
+        notes += [f"the runs differ in {d}" for d in c["differences"]]
+        if notes:
+            parts.append("<ul class=notes>" + "".join(f"<li>{e(n)}</li>" for n in notes) + "</ul>")
+        parts.append(f"<p class=verdict><b>{e(c['verdict_line'])}</b></p>")
         rows = [r for r in c["rows"] if r.get("diff") is not None and r.get("low") is not None]
         if rows:
             wanted = True

@@ -69,6 +69,9 @@ class Table:
     row_label: str = "model"  # what a row's label names (a model, or a group of items)
     notes: list[str] = field(default_factory=list)
     figures: list[dict] = field(default_factory=list)
+    # the columns a reader looks at first (a paper's averages): a wide table's HTML shows them in
+    # a part of their own, beside the label columns, so they are never scrolled out of view
+    headline: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)

@@ -124,6 +124,7 @@ def table2(scores: dict[str, float | None]) -> dict[str, float | None]:
 class _CFB(Task):
     metrics = (Metric("R.Avg"), Metric("C.Avg"), Metric("G.Avg"), Metric("Avg"))
     suite = "cfbenchmark"
+    group_field = "subtask"
     benchmark = BENCHMARK
     roles = (MODEL, EMBEDDER)
     stages = 2  # the model's answer, then (generation sub-tasks) the embedding similarity to the reference
@@ -239,7 +240,7 @@ def paper_tables(runs) -> list[Table]:
     if not mine:
         return []
     tab = Table("cfbenchmark-table2", "CFBenchmark-Basic Table 2: F1 (recognition, classification), cosine similarity (generation)",
-                pub["columns"], 3)
+                pub["columns"], 3, headline=[c for c in pub["columns"] if c.endswith("Avg")])
     tab.rows = published_rows(pub) + [row for *_, row in mine]
     embedders = {(run.meta.get("embedder") or {}).get("name") for run, *_ in mine} - {None}
     tab.notes = [f"Generation columns use the {', '.join(sorted(embedders)) or 'configured'} embedder, not the paper's "

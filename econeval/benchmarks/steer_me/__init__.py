@@ -174,6 +174,7 @@ class SteerMe(Task):
     prompt_version = "steer-me/1"
     description = "STEER-ME re-implementation: generated microeconomics multiple choice (options: adaptation, car, questions)"
     stages = 2
+    group_field = "element"
     metrics = (Metric("acc", paired_exact=True), Metric("norm acc"), Metric("ECE", lower_is_better=True),
                Metric("Brier", lower_is_better=True))
     options = (
@@ -320,6 +321,9 @@ class SteerMe(Task):
         o = result["paper"]["overall"]
         return {"acc": o["accuracy"], "norm acc": o["normalized_accuracy"], "ECE": (o.get("renormalized") or {}).get("ece"),
                 "Brier": (o.get("renormalized") or {}).get("brier")}
+
+    def headline_of(self, records, prep):
+        return self.headline({"paper": {"overall": metrics(records)}})  # not every element's and module's numbers
 
     def table_numbers(self, result):
         o = result["paper"]["overall"]
