@@ -17,7 +17,7 @@ from pathlib import Path
 
 import click
 
-from . import __version__, data, registry, roles
+from . import __version__, data, registry, roles, runconfig
 from .errors import EconevalError, Interrupted, UsageError, clean
 from .results import dumps, write_atomic
 
@@ -146,6 +146,24 @@ def _collect_model_options(model_option, kw: dict) -> dict:
     return {**out, **_pairs(model_option, "-M")}
 
 
+def _config_option(section: str):
+    """`--config FILE`: the file's [section] gives the defaults of the command's other options
+    (click's default_map; the command line wins), and ctx.meta what run.json records."""
+
+    def load(ctx: click.Context, _param, value):
+        if value is None or ctx.resilient_parsing:
+            return value
+        values, record = runconfig.defaults(Path(value), section)
+        ctx.default_map = {**(ctx.default_map or {}), **values}
+        ctx.meta["econeval_config"] = record
+        return value
+
+    return click.option("--config", "config_file", type=click.Path(dir_okay=False, exists=True, path_type=Path),
+                        is_eager=True, expose_value=False, callback=load,
+                        help=f"A TOML file whose [{section}] table sets this command's options (the command line wins); "
+                             "recorded in run.json.")
+
+
 def _prefix_help() -> str:
     return ", ".join(f"{p}:NAME" for p in registry.prefixes())
 
@@ -166,7 +184,9 @@ def _prefix_help() -> str:
                    "on (every request), off (raw prompts). Default: the model's entry (auto). Recorded in run.json.")
 @_model_options
 @click.option("--out", "-o", type=click.Path(file_okay=False, path_type=Path),
-              help="Run folder (default: a new timestamped folder under the data dir). An existing folder of the same run is resumed.")
+              help="Run folder (default: the run's own folder under the data dir, named by model, tasks, options and seed, "
+                   "so the same command resumes it). A folder of the same run, or of some of its tasks, is resumed.")
+@click.option("--new", is_flag=True, help="Start a new run folder (timestamped) instead of resuming the run's own.")
 @click.option("--embedder", "-e", help="Sentence embedder for tasks scored by similarity: a models.toml name or a folder "
                                        "(default: the registry's default embedder).")
 @_task_options
@@ -178,19 +198,23 @@ def _prefix_help() -> str:
               "OUT/shard-K-of-N; auto: from a Slurm job array or a Kubernetes Indexed Job. `econeval merge` joins them.")
 @click.option("--shard-count", type=click.IntRange(min=1), help="With --shard auto in a Kubernetes Indexed Job: its completions.")
 @click.option("--json", "as_json", is_flag=True, help="Print results.json on stdout instead of the summary table.")
-@click.option("--quiet", "-q", is_flag=True, help="No progress line.")
-def run(model, suite, tasks, limit, seed, n_ctx, chat, model_option, out, embedder, task_option, judge, n_boot, shard,
+@click.option("--quiet", "-q", is_flag=True, help="No progress display.")
+@_config_option("run")
+def run(model, suite, tasks, limit, seed, n_ctx, chat, model_option, out, new, embedder, task_option, judge, n_boot, shard,
         shard_count, as_json, quiet, **kw):
     """Evaluate a model and write run.json, samples.jsonl and results.json."""
-    from .api import evaluate
+    from .api import evaluate, program
 
+    if new and out:
+        raise UsageError("--new and --out together: --new makes a new folder of its own", hint="pass one of them")
     options = _collect_options(task_option, kw)
     model_options = _collect_model_options(model_option, kw)
     from . import shards
 
     doc = evaluate(model=model, tasks=tasks, suite=suite, limit=limit, out=out, seed=seed, task_options=options,
                    model_options=model_options, judge=judge, embedder=embedder, n_ctx=n_ctx, chat=chat, bootstrap=n_boot,
-                   progress=not quiet, argv=["econeval", *sys.argv[1:]], shard=shards.parse(shard, shard_count))
+                   progress=not quiet, argv=[*program(), *sys.argv[1:]], shard=shards.parse(shard, shard_count), new=new,
+                   config_file=click.get_current_context().meta.get("econeval_config"))
     folder = doc.pop("run_folder")
     if as_json:
         _echo_json(doc)
@@ -231,10 +255,10 @@ def _check_outcome(doc: dict) -> None:
 @_task_options
 def score(task_name, predictions, seed, embedder, judge, out, n_boot, task_option, **kw):
     """Score predictions made elsewhere; print the results JSON on stdout."""
-    from .api import score_predictions
+    from .api import program, score_predictions
 
     doc = score_predictions(task_name, predictions, seed=seed, task_options=_collect_options(task_option, kw), judge=judge,
-                            embedder=embedder, out=out, bootstrap=n_boot, argv=["econeval", *sys.argv[1:]])
+                            embedder=embedder, out=out, bootstrap=n_boot, argv=[*program(), *sys.argv[1:]])
     _echo_json(doc)
 
 
@@ -271,6 +295,39 @@ def report_cmd(runs, fmt, out):
         click.echo(text)
 
 
+# ---- runs / view -------------------------------------------------------------------------
+@cli.command("runs")
+@click.argument("paths", nargs=-1, type=click.Path(file_okay=False, exists=True, path_type=Path))
+@click.option("--json", "as_json", is_flag=True)
+def runs_cmd(paths, as_json):
+    """List past runs (newest first): folder, status, model, tasks, items saved, date, headline
+    numbers. PATHS: run folders or folders of them (default: the data dir's runs)."""
+    from .browse import list_runs, render_runs
+
+    rows = list_runs(list(paths))
+    if as_json:
+        _echo_json(rows)
+    else:
+        click.echo(clean(render_runs(rows)))
+
+
+@cli.command("view")
+@click.argument("run_dir", type=click.Path(file_okay=False, exists=True, path_type=Path))
+@click.option("--task", "-t", "tasks", multiple=True, help="Only this task's items (repeatable).")
+@click.option("--out", "-o", type=click.Path(dir_okay=False, path_type=Path),
+              help="The page to write (default: RUN_DIR.view.html beside the run folder; nothing is written inside it).")
+def view_cmd(run_dir, tasks, out):
+    """Write one self-contained HTML page of a run's answers: filter by task, outcome (correct,
+    wrong, unparsed, ...) and group (sub-task, element); each item's prompt, response, gold,
+    parse and scores."""
+    from .browse import view_html
+
+    page = view_html(run_dir, tasks)
+    out = out or run_dir.parent / f"{run_dir.name}.view.html"
+    write_atomic(out, page.encode("utf-8"))
+    click.echo(clean(f"econeval: view written to {out}"), err=True)
+
+
 # ---- compare -----------------------------------------------------------------------------
 @cli.command("compare")
 @click.argument("baseline", type=click.Path(file_okay=False, exists=True, path_type=Path))
@@ -279,24 +336,28 @@ def report_cmd(runs, fmt, out):
               help="A metric regresses when it gets worse by more than this and the 95% interval excludes zero.")
 @click.option("--metric", "metrics", multiple=True, help="Only these headline metrics (repeatable; default: all).")
 @click.option("--bootstrap", "n_boot", type=click.IntRange(min=100), default=1000, show_default=True,
-              help="Paired bootstrap resamples for the intervals.")
+              help="Paired bootstrap resamples for the intervals (the report's comparison uses the same).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap.")
+@click.option("--allow-missing", is_flag=True, help="Compare what both runs have when the candidate lacks tasks or items the "
+              "baseline scored (default: refused, exit 2); the output says how many were dropped.")
 @click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), help="Also write JUnit XML (one test case per task and metric).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "md"]), default="text", show_default=True)
-def compare_cmd(baseline, candidate, max_drop, metrics, n_boot, seed, junit, fmt):
-    """Compare two runs item by item; exit 1 when a metric regresses (a release gate)."""
+@_config_option("gate")
+def compare_cmd(baseline, candidate, max_drop, metrics, n_boot, seed, allow_missing, junit, fmt):
+    """Compare two runs item by item; exit 1 when a metric regresses (a release gate), 2 when
+    the runs cannot be compared (or the candidate lacks what the baseline has)."""
     from .compare import compare, junit as junit_xml, render
 
-    rows = compare(baseline, candidate, max_drop=max_drop, metrics=metrics, n_boot=n_boot, seed=seed)
+    result = compare(baseline, candidate, max_drop=max_drop, metrics=metrics, n_boot=n_boot, seed=seed,
+                     allow_missing=allow_missing)
     if junit:
-        write_atomic(junit, junit_xml(rows, max_drop).encode())
+        write_atomic(junit, junit_xml(result).encode())
     if fmt == "json":
-        _echo_json({"baseline": str(baseline), "candidate": str(candidate), "max_drop": max_drop,
-                    "rows": [r.as_dict() for r in rows]})
+        _echo_json({"baseline": str(baseline), "candidate": str(candidate), **result.as_dict()})
     else:
-        click.echo(render(rows, fmt))
-    bad = [f"{r.task} {r.metric}" for r in rows if r.verdict == "regression"]
-    if bad:
+        click.echo(clean(render(result, fmt)))
+    if result.verdict == "regression":
+        bad = [f"{r.task} {r.metric}" for r in result.rows if r.verdict == "regression"]
         click.echo(f"econeval: regression: {', '.join(bad)}", err=True)
         sys.exit(1)
 
@@ -533,7 +594,7 @@ def main(argv: list[str] | None = None) -> None:
         click.echo(f"econeval: error: {exc.one_line()}", err=True)
         sys.exit(exc.exit_code)
     debug = "--debug" in argv or bool(os.environ.get("ECONEVAL_DEBUG"))
-    for sig in (signal.SIGINT, signal.SIGTERM):  # a run refines this: writes in progress finish first
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # a run refines this: writes in progress finish first
         signal.signal(sig, _interrupt)
     try:
         cli.main(args=argv, prog_name="econeval", standalone_mode=False)
@@ -552,7 +613,12 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(2 if isinstance(exc, click.UsageError) else exc.exit_code)
     except Interrupted as exc:
         marked = "; run.json is marked interrupted" if getattr(exc, "marked", False) else ""
-        click.echo(f"\neconeval: {exc}{marked}" + (f"; {exc.hint}" if exc.hint else ""), err=True)
+        if getattr(exc, "saved", None):
+            marked += f"; {exc.saved[0]:,} of {exc.saved[1]:,} items are saved"
+        try:
+            click.echo(f"econeval: {exc}{marked}" + (f"; {exc.hint}" if exc.hint else ""), err=True)
+        except OSError:  # the terminal is gone (SIGHUP): the folder is marked all the same
+            pass
         sys.exit(exc.exit_code)
     except EconevalError as exc:
         if debug:

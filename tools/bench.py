@@ -12,6 +12,9 @@
    (static batches of N sequences, each generating as many tokens as econeval's did).
 3. EconLogicQA 5-shot vs 1-shot time per item.
 4. Answers that differ between --parallel 1 and the default, per task.
+5. CFBenchmark few-shot and zero-shot (`--cf-limit` per sub-task): econeval's time against
+   llama.cpp's own batched decode of the same (rendered) prompts at the same N, each sequence
+   generating as many tokens as econeval's did: prompt + generated tokens per second.
 
 Prints ratios; nothing here is a test.
 """
@@ -81,7 +84,7 @@ def engine_floor(path, items, threads):
     return len(items) / (time.perf_counter() - t0), preds
 
 
-def engine_batched(path, prompts_prefix, prompts, budgets, n_seq, threads):
+def engine_batched(path, prompts_prefix, prompts, budgets, n_seq, threads, n_ctx=8192):
     """llama.cpp's batched greedy decode (as in its `batched` example): static batches of n_seq
     sequences sharing the evaluated prefix, each generating its budget of tokens."""
     import llama_cpp
@@ -91,7 +94,7 @@ def engine_batched(path, prompts_prefix, prompts, budgets, n_seq, threads):
     mp.n_gpu_layers = 0x7FFFFFFF if NGL == -1 else NGL
     model = _internals.LlamaModel(path_model=str(path), params=mp, verbose=False)
     cp = llama_cpp.llama_context_default_params()
-    cp.n_ctx, cp.n_batch, cp.n_ubatch, cp.n_seq_max, cp.kv_unified, cp.swa_full = 8192, 2048, 512, n_seq + 1, True, True
+    cp.n_ctx, cp.n_batch, cp.n_ubatch, cp.n_seq_max, cp.kv_unified, cp.swa_full = n_ctx, 2048, 512, n_seq + 1, True, True
     cp.n_threads = cp.n_threads_batch = threads
     cp.flash_attn_type = llama_cpp.LLAMA_FLASH_ATTN_TYPE_AUTO if NGL else llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED
     ctx = _internals.LlamaContext(model=model, params=cp, verbose=False)
@@ -155,7 +158,8 @@ def main() -> None:
     ap.add_argument("--cot-items", type=int, default=32)
     ap.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     ap.add_argument("--n-gpu-layers", type=int, default=0, help="offload (-1: all), for econeval and the engine alike")
-    ap.add_argument("--sections", default="1,2,3,4", help="which measurements (comma-separated)")
+    ap.add_argument("--cf-limit", type=int, default=2, help="section 5: items per CFBenchmark sub-task")
+    ap.add_argument("--sections", default="1,2,3,4", help="which measurements (comma-separated; 5: CFBenchmark)")
     ap.add_argument("--json", type=Path, help="also write the ratios to this file")
     args = ap.parse_args()
     global NGL
@@ -228,6 +232,25 @@ def main() -> None:
             diff = sum(x["parsed"] != y["parsed"] for x, y in zip(a, b))
             text = sum(x.get("response") != y.get("response") for x, y in zip(a, b))
             print(f"   {name:<18} parsed answers differ on {diff}/{len(a)} items (generated text on {text})")
+    if "5" in sections:
+        # 5. CFBenchmark prompts (long few-shot prompts, generation to 512 tokens) against the engine
+        print(f"\n5. CFBenchmark, --limit {args.cf_limit} per sub-task")
+        for task in ("cfbenchmark-zero", "cfbenchmark-few"):
+            _, meta_c, s_c = run(spec, [task], args.cf_limit, None, args.threads, tmp / task)
+            t = meta_c["timing"][task]
+            par = meta_c["backend"]["parallel"]
+            done = [x for x in s_c if x.get("calls", {}).get("response")]
+            prompts = [(x.get("rendered") or {}).get("response") or x["prompts"]["response"] for x in done]
+            budgets = [x["calls"]["response"]["n_tokens"] for x in done]
+            work = sum(x["calls"]["response"]["n_prompt_tokens"] for x in done) + sum(budgets)
+            eng_gen = engine_batched(path, "", prompts, budgets, par, args.threads, n_ctx=32768)  # generated tokens / s
+            eng_s = sum(budgets) / eng_gen if eng_gen else float("nan")
+            ours = work / t["seconds"]
+            print(f"   {task}: {len(done)} items, {work - sum(budgets)} prompt + {sum(budgets)} generated tokens: econeval "
+                  f"{t['seconds']:.1f} s ({ours:.0f} tokens/s) | llama.cpp batched at N={par}: {eng_s:.1f} s "
+                  f"({work / eng_s:.0f} tokens/s) | econeval / engine = {eng_s / t['seconds']:.2f}x")
+            ratios[task] = {"parallel": par, "econeval_s": round(t["seconds"], 2), "engine_s": round(eng_s, 2),
+                            "econeval_over_engine": round(eng_s / t["seconds"], 3)}
     if args.json:
         args.json.write_text(json.dumps(ratios, indent=1))
     print(f"\nrun folders under {tmp}")

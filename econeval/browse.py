@@ -1,0 +1,210 @@
+"""Past runs and single answers: `econeval runs` lists run folders (status, model, tasks, items
+saved, date, headline numbers); `econeval view RUN` writes one self-contained HTML page of a
+run's samples, filterable by task, outcome and group (a sub-task, an element), each item with
+its prompts, responses, gold answer, parse and scores."""
+
+from __future__ import annotations
+
+import fcntl
+import html
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from . import config, registry
+from .errors import UsageError, clean_tree
+from .folder import read_samples
+from .results import read_json
+
+
+def _running(folder: Path) -> bool:
+    """Whether a process holds the folder's lock now (read-only: nothing is created)."""
+    try:
+        fd = os.open(folder / ".lock", os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+
+
+def _headline(results: dict) -> dict[str, dict]:
+    out = {}
+    for name, res in results.items():
+        try:
+            out[name] = registry.get_task(name).headline(res)
+        except (UsageError, KeyError, TypeError, AttributeError, ValueError):
+            out[name] = {}
+    return out
+
+
+def describe(folder: Path) -> dict[str, Any] | None:
+    """One run folder as `econeval runs` lists it (None: not a run folder)."""
+    try:
+        meta = read_json(folder / "run.json")
+    except (OSError, ValueError):
+        return None
+    if not isinstance(meta, dict) or "tasks" not in meta:
+        return None
+    status = meta.get("status", "?")
+    if status == "running" and not _running(folder):
+        status = "stopped"  # the process is gone without marking it (killed): rerun to resume
+    saved = None
+    if (folder / "samples.jsonl").is_file():
+        try:
+            saved = len(read_samples(folder / "samples.jsonl")[0])
+        except UsageError:
+            saved = None
+    results: dict = {}
+    for name in ["results.json", *sorted(p.name for p in folder.glob("results-limit-*.json"))]:
+        try:
+            doc = read_json(folder / name) if (folder / name).is_file() else {}
+        except (OSError, ValueError):
+            continue
+        tasks = doc.get("tasks") if isinstance(doc, dict) else None
+        for task, res in (tasks.items() if isinstance(tasks, dict) else ()):
+            results.setdefault(task, res)  # results.json (the folder's largest run) first
+    backend = meta.get("backend") if isinstance(meta.get("backend"), dict) else {}
+    model = (backend.get("model") or {}).get("name") or (backend.get("model") or {}).get("predictions") or "?"
+    return {"folder": str(folder), "status": status, "model": model, "tasks": list(meta.get("tasks") or {}),
+            "items_saved": saved, "started": meta.get("started"), "limit": meta.get("limit"),
+            "headline": _headline(results if isinstance(results, dict) else {})}
+
+
+def list_runs(paths: list[Path]) -> list[dict]:
+    """The run folders among `paths` (each a run folder or a folder of them; default: the data
+    dir's runs), newest first."""
+    paths = paths or [config.data_home() / "runs"]
+    found = []
+    for p in paths:
+        p = Path(p)
+        if (p / "run.json").is_file():
+            cands = [p]
+        elif p.is_dir():
+            cands = sorted(q for q in p.iterdir() if q.is_dir() and not q.is_symlink())
+            cands += [s for q in list(cands) for s in sorted(q.glob("shard-*-of-*")) if s.is_dir()]
+        elif len(paths) == 1 and p == config.data_home() / "runs":
+            cands = []
+        else:
+            raise UsageError(f"{p} is not a folder")
+        found += [d for d in map(describe, cands) if d]
+    return clean_tree(sorted(found, key=lambda d: d.get("started") or "", reverse=True))
+
+
+def render_runs(rows: list[dict]) -> str:
+    if not rows:
+        return "no runs found"
+    out = []
+    for r in rows:
+        items = "-" if r["items_saved"] is None else f"{r['items_saved']:,}"
+        limit = f"  --limit {r['limit']}" if r["limit"] else ""
+        out.append(f"{Path(r['folder']).name}  {r['status']}  {r['model']}  {len(r['tasks'])} task(s)  {items} items saved  "
+                   f"{(r['started'] or '?')[:16].replace('T', ' ')}{limit}")
+        for task in r["tasks"]:
+            nums = "  ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}" for k, v in r["headline"].get(task, {}).items()
+                             if v is not None)
+            out.append(f"    {task:<22} {nums or '(no results yet)'}")
+        out.append(f"    {r['folder']}")
+    return "\n".join(out)
+
+
+# ---- view --------------------------------------------------------------------------------
+_META = {"id", "task", "prompts", "rendered", "calls", "prompt_hash", "gold", "parsed", "reference", "correct",
+         "skipped", "error", "unparsed_reason"}
+
+
+def _outcome(rec: dict) -> str:
+    if rec.get("error"):
+        return "error"
+    if rec.get("skipped"):
+        return "skipped"
+    if rec.get("correct") is True:
+        return "correct"
+    if rec.get("parsed") is None and "parsed" in rec:
+        return "unparsed"
+    if rec.get("correct") is False:
+        return "wrong"
+    return "scored"
+
+
+def _item(rec: dict) -> dict:
+    task = registry.tasks().get(rec.get("task"))
+    group_field = getattr(task, "group_field", None)
+    prompts = rec.get("prompts") or {}
+    responses = {name: rec.get(name) for name in prompts if name in rec}
+    scores = {k: v for k, v in rec.items() if k not in _META and k not in responses and k != group_field
+              and isinstance(v, (int, float, bool, str)) and len(str(v)) < 200}
+    return {"id": rec.get("id"), "task": rec.get("task"), "group": rec.get(group_field) if group_field else None,
+            "outcome": _outcome(rec), "prompts": prompts, "responses": responses,
+            "gold": rec.get("gold", rec.get("reference")), "parsed": rec.get("parsed"),
+            "why": rec.get("error") or rec.get("skipped") or rec.get("unparsed_reason"), "scores": scores}
+
+
+VIEW_CSS = """
+body{font-family:system-ui,sans-serif;margin:1.5rem auto;max-width:1200px;padding:0 1rem;color:#222}
+#filters{position:sticky;top:0;background:#fff;padding:.5rem 0;border-bottom:1px solid #ccc;z-index:1}
+select,input{margin-right:.8rem}details{border:1px solid #ddd;margin:.4rem 0;padding:.3rem .6rem;border-radius:4px}
+summary{cursor:pointer}pre{white-space:pre-wrap;background:#f6f6f6;padding:.4rem;max-height:24rem;overflow:auto;font-size:.8rem}
+.correct{border-left:5px solid #1b9e77}.wrong,.unparsed{border-left:5px solid #d95f02}.error,.skipped{border-left:5px solid #999}
+.k{color:#666}table.s td{padding:0 .6rem 0 0;font-size:.85rem}
+"""
+
+VIEW_JS = """
+const items=[...document.querySelectorAll('details.item')];
+const f={task:document.getElementById('f-task'),outcome:document.getElementById('f-outcome'),
+         group:document.getElementById('f-group'),text:document.getElementById('f-text')};
+function apply(){let n=0;const q=f.text.value.toLowerCase();
+ for(const el of items){const ok=(!f.task.value||el.dataset.task===f.task.value)&&
+  (!f.outcome.value||el.dataset.outcome===f.outcome.value)&&(!f.group.value||el.dataset.group===f.group.value)&&
+  (!q||el.textContent.toLowerCase().includes(q));el.hidden=!ok;if(ok)n++;}
+ document.getElementById('count').textContent=n+' of '+items.length+' items';}
+for(const k in f){f[k].addEventListener(k==='text'?'input':'change',apply);}
+apply();
+"""
+
+
+def view_html(folder: Path, tasks: tuple[str, ...] = ()) -> str:
+    """The page of a run's samples (self-contained: its script and styles are inline)."""
+    folder = Path(folder)
+    path = folder / "samples.jsonl"
+    if not path.is_file():
+        raise UsageError(f"{folder} has no samples.jsonl (not a run folder, or nothing saved yet)")
+    recs = [r for r in read_samples(path)[0].values() if not tasks or r.get("task") in tasks]
+    if not recs:
+        raise UsageError(f"{folder} holds no samples" + (f" of {', '.join(tasks)}" if tasks else ""))
+    items = [clean_tree(_item(r)) for r in recs]
+    meta = describe(folder) or {"model": "?", "status": "?"}
+    e = html.escape
+
+    def options(values, label):
+        return f'<option value="">{label}</option>' + "".join(f'<option value="{e(str(v))}">{e(str(v))}</option>' for v in values)
+
+    def block(title, mapping):
+        return "".join(f"<p class=k>{e(title)} {e(str(k))}</p><pre>{e(v if isinstance(v, str) else json.dumps(v, ensure_ascii=False))}</pre>"
+                       for k, v in mapping.items())
+
+    body = []
+    for it in items:
+        scores = "".join(f"<tr><td class=k>{e(k)}</td><td>{e(str(v))}</td></tr>" for k, v in it["scores"].items())
+        summary = (f"{e(str(it['id']))} · {e(str(it['task']))}" + (f" · {e(str(it['group']))}" if it["group"] else "")
+                   + f" · <b>{e(it['outcome'])}</b>" + (f" · gold {e(str(it['gold']))[:80]}" if it["gold"] is not None else "")
+                   + (f" · parsed {e(str(it['parsed']))[:40]}" if it["parsed"] is not None else ""))
+        body.append(f'<details class="item {e(it["outcome"])}" data-task="{e(str(it["task"]))}" data-outcome="{e(it["outcome"])}" '
+                    f'data-group="{e(str(it["group"] or ""))}"><summary>{summary}</summary>'
+                    + (f"<p class=k>why: {e(str(it['why']))}</p>" if it["why"] else "")
+                    + block("prompt", it["prompts"]) + block("response", it["responses"])
+                    + f"<table class=s>{scores}</table></details>")
+    groups = sorted({str(it["group"]) for it in items if it["group"]})
+    head = (f"<h1>econeval view: {e(folder.name)}</h1><p>model {e(str(meta['model']))} · status {e(str(meta['status']))} · "
+            f"{len(items):,} items · {e(str(folder))}</p>"
+            f'<div id="filters"><select id="f-task">{options(sorted({it["task"] for it in items}), "every task")}</select>'
+            f'<select id="f-outcome">{options(["correct", "wrong", "unparsed", "scored", "skipped", "error"], "every outcome")}</select>'
+            f'<select id="f-group">{options(groups, "every group")}</select>'
+            f'<input id="f-text" type="search" placeholder="text in prompt or response"><span id="count"></span></div>')
+    return ("<!doctype html><html><head><meta charset=utf-8><title>econeval view</title>"
+            f"<style>{VIEW_CSS}</style></head><body>{head}{''.join(body)}<script>{VIEW_JS}</script></body></html>")

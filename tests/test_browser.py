@@ -1,0 +1,109 @@
+"""The view page and the report in headless Chromium, offline: the view's filters work, the
+report's headline columns are in view at 1,400 px, and the pages are not blank."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from test_report import _chromium
+
+pytestmark = pytest.mark.slow  # a real browser
+
+
+def _browser():
+    browser = _chromium()
+    if browser is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is missing and could not be installed (apt-get install chromium)")
+        pytest.skip("chromium is not installed (apt-get install chromium)")
+    return browser
+
+
+def _run_in_browser(page, probe: str, tmp_path, shot=None) -> dict:
+    """Open a copy of `page` with `probe` (JavaScript that returns a JSON-able value) run after
+    the page's own script; the value comes back through the DOM."""
+    browser = _browser()
+    probe_page = tmp_path / f"probe-{page.name}"
+    text = page.read_text()
+    script = f"<script>document.body.setAttribute('data-probe', JSON.stringify((function(){{{probe}}})()));</script>"
+    probe_page.write_text(text.replace("</body>", script + "</body>"))
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run",
+             "--disable-dev-shm-usage", f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1400,3000"]
+    offline = ["unshare", "-n"] if shutil.which("unshare") and os.geteuid() == 0 else []
+    dom = subprocess.run([*offline, browser, *flags, "--dump-dom", probe_page.as_uri()], capture_output=True, text=True,
+                         timeout=180)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    found = re.search(r'data-probe="([^"]*)"', dom.stdout)
+    assert found, dom.stdout[-2000:]
+    if shot is not None:
+        subprocess.run([*offline, browser, *flags, f"--screenshot={shot}", page.as_uri()], capture_output=True, timeout=180)
+        from matplotlib.image import imread
+
+        img = imread(shot)
+        assert img[..., :3].std() > 0.05  # not a blank page
+    import html
+
+    return json.loads(html.unescape(found.group(1)))
+
+
+def test_the_view_filters_work_in_chromium(cli, tmp_path, tiny_model):
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "run"
+    assert cli("run", "--model", tiny_model, "--task", "econnli-zero", "--task", "steer-me", "--limit", "3", "--quiet",
+               "--out", out)[0] == 0
+    page = tmp_path / "view.html"
+    assert cli("view", out, "--out", page)[0] == 0
+    records = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+    wrong = sum(r.get("correct") is False for r in records)
+    one_element = sum(r.get("element") == "linear_system_eq" for r in records)
+    probe = """
+      const shown = () => [...document.querySelectorAll('details.item')].filter(d => !d.hidden).length;
+      const set = (id, v) => { const el = document.getElementById(id); el.value = v;
+                               el.dispatchEvent(new Event(id === 'f-text' ? 'input' : 'change')); };
+      const r = {all: shown()};
+      set('f-outcome', 'wrong'); r.wrong = shown();
+      set('f-outcome', ''); set('f-task', 'econnli-zero'); r.task = shown();
+      set('f-task', ''); set('f-group', 'linear_system_eq'); r.group = shown();
+      r.count = document.getElementById('count').textContent;
+      return r;"""
+    got = _run_in_browser(page, probe, tmp_path, shot=tmp_path / "view.png")
+    assert got["all"] == len(records) and got["wrong"] == wrong and 0 < wrong < len(records)
+    assert got["task"] == 3 and got["group"] == one_element == 3
+    assert got["count"] == f"3 of {len(records)} items"
+
+
+def test_the_reports_headline_columns_are_in_view_at_1400_px(cli, tmp_path, tiny_model):
+    pytest.importorskip("matplotlib")
+    from tiny_bert import write_tiny_bert
+
+    emb = write_tiny_bert(tmp_path / "tiny-bert")
+    runs = []
+    for name, par in (("a", "8"), ("b", "2")):
+        out = tmp_path / name
+        rc, _, err = cli("run", "--model", tiny_model, "--task", "econnli-zero", "--task", "econnli-icl", "--task",
+                         "cfbenchmark-zero", "--embedder", emb, "--limit", "1", "-P", par, "--n-ctx", "4096", "--quiet", "--out", out)
+        assert rc == 0, err
+        runs.append(out)
+    page = tmp_path / "report.html"
+    rc, _, err = cli("report", *runs, "--format", "html", "--out", page)
+    assert rc == 0, err
+    probe = """
+      const out = [];
+      for (const t of document.querySelectorAll('table.results')) {
+        const box = t.getBoundingClientRect();
+        for (const th of t.querySelectorAll('thead th')) {
+          const r = th.getBoundingClientRect();
+          out.push({th: th.textContent, visible: r.left >= box.left - 1 && r.right <= Math.min(box.right, window.innerWidth) + 1});
+        }
+      }
+      return out;"""
+    cells = _run_in_browser(page, probe, tmp_path, shot=tmp_path / "report.png")
+    headline = {"Average precision", "Average recall", "Average F1", "R.Avg", "C.Avg", "G.Avg", "Avg"}
+    seen = {c["th"] for c in cells if c["th"] in headline}
+    assert seen == headline
+    assert all(c["visible"] for c in cells if c["th"] in headline | {"model", "source"}), \
+        [c for c in cells if not c["visible"]]
