@@ -50,19 +50,38 @@ def test_pairwise_accuracy():
     assert pairwise_accuracy("D, B, A, C", "B, D, A, C") == pytest.approx(5 / 6)
 
 
-def test_few_shot_prefix_is_shared_drawn_from_train_and_seeded():
-    p1 = FiveShot().prepare(RunContext(seed=1))
-    p2 = FiveShot().prepare(RunContext(seed=1))
-    p3 = FiveShot().prepare(RunContext(seed=2))
-    assert p1.settings["shots"] == p2.settings["shots"] != p3.settings["shots"]
-    assert all(s.startswith("econlogicqa/train/") for s in p1.settings["shots"]) and len(p1.settings["shots"]) == 5
-    item = p1.items[0]
-    reqs = FiveShot().requests(item, p1, {})
-    g = reqs["response"]
-    assert g.prompt.startswith(g.prefix) and g.prefix.count("Question:") == 5
-    assert g.prompt.endswith(format_question(item)) and g.prompt.endswith("\nD. " + item["options"]["D"] + "\nAnswer:")
+def test_few_shot_demonstrations_are_drawn_per_item_from_train_and_seeded():
+    task = FiveShot()
+    p1, p2, p3 = (task.prepare(RunContext(seed=s)) for s in (1, 1, 2))
+    a, b = p1.items[0], p1.items[1]
+    shots = lambda p, it: [s["id"] for s in task.shots_for(it, p)]  # noqa: E731
+    assert shots(p1, a) == shots(p2, a) != shots(p3, a)  # seeded: the same on repeat, another seed draws others
+    assert shots(p1, a) != shots(p1, b)  # per item, as the harness samples them
+    assert len(set(shots(p1, a))) == 5 and all(s.startswith("econlogicqa/train/") for s in shots(p1, a))
+    draws = {tuple(shots(p1, it)) for it in p1.items}
+    assert len(draws) > 100  # 130 items rest on many draws, not on one set
+    g = task.requests(a, p1, {})["response"]
+    assert g.prompt.count("Question:") == 6 and g.prompt.endswith(format_question(a))
+    assert g.prompt.endswith("\nD. " + a["options"]["D"] + "\nAnswer:")
     assert g.max_tokens == 64 and g.stop == ("\n\n", "Question:")
-    assert len(OneShot().requests(item, OneShot().prepare(RunContext(seed=1)), {})["response"].prefix.split("Question:")) == 2
+    one = OneShot().requests(a, OneShot().prepare(RunContext(seed=1)), {})["response"]
+    assert one.prompt.count("Question:") == 2
+
+
+def test_fixed_demonstrations_stay_available_as_an_option():
+    p = FiveShot().prepare(RunContext(seed=1, task_options={"shots": "fixed"}))
+    assert len(p.settings["shot_ids"]) == 5
+    g1, g2 = (FiveShot().requests(it, p, {})["response"] for it in p.items[:2])
+    assert g1.prefix == g2.prefix and g1.prefix.count("Question:") == 5 and g1.prompt.startswith(g1.prefix)
+
+
+def test_exported_prompts_differ_by_item_and_repeat(cli, tmp_path):
+    outs = [tmp_path / f"p{k}.jsonl" for k in (1, 2)]
+    for out in outs:
+        assert cli("data", "export", "econlogicqa-1shot", "--prompts", "--limit", "4", "--out", out)[0] == 0
+    assert outs[0].read_bytes() == outs[1].read_bytes()
+    demos = [json.loads(line)["prompts"]["response"].split("Answer:")[0] for line in outs[0].read_text().splitlines()]
+    assert len(set(demos)) == 4
 
 
 def test_score_command_on_the_real_outputs(cli):

@@ -13,8 +13,9 @@
 3. EconLogicQA 5-shot vs 1-shot time per item.
 4. Answers that differ between --parallel 1 and the default, per task.
 5. CFBenchmark few-shot and zero-shot (`--cf-limit` per sub-task): econeval's time against
-   llama.cpp's own batched decode of the same (rendered) prompts at the same N, each sequence
-   generating as many tokens as econeval's did: prompt + generated tokens per second.
+   llama.cpp's own batched decode of the same (rendered) prompts in a KV cache of econeval's
+   n_ctx (as many sequences at once as fit there, at most --parallel), each sequence generating
+   as many tokens as econeval's did: prompt + generated tokens per second.
 
 Prints ratios; nothing here is a test.
 """
@@ -243,13 +244,17 @@ def main() -> None:
             prompts = [(x.get("rendered") or {}).get("response") or x["prompts"]["response"] for x in done]
             budgets = [x["calls"]["response"]["n_tokens"] for x in done]
             work = sum(x["calls"]["response"]["n_prompt_tokens"] for x in done) + sum(budgets)
-            eng_gen = engine_batched(path, "", prompts, budgets, par, args.threads, n_ctx=32768)  # generated tokens / s
+            # the engine in the same KV cache as econeval's (its n_ctx): as many sequences at once as fit there
+            n_ctx = meta_c["backend"]["n_ctx"]
+            need = max(x["calls"]["response"]["n_prompt_tokens"] + x["calls"]["response"]["n_tokens"] + 1 for x in done)
+            n_seq = max(1, min(par, n_ctx // need))
+            eng_gen = engine_batched(path, "", prompts, budgets, n_seq, args.threads, n_ctx=n_ctx)  # generated tokens / s
             eng_s = sum(budgets) / eng_gen if eng_gen else float("nan")
             ours = work / t["seconds"]
             print(f"   {task}: {len(done)} items, {work - sum(budgets)} prompt + {sum(budgets)} generated tokens: econeval "
-                  f"{t['seconds']:.1f} s ({ours:.0f} tokens/s) | llama.cpp batched at N={par}: {eng_s:.1f} s "
+                  f"{t['seconds']:.1f} s ({ours:.0f} tokens/s) | llama.cpp batched, N={n_seq} in n_ctx {n_ctx}: {eng_s:.1f} s "
                   f"({work / eng_s:.0f} tokens/s) | econeval / engine = {eng_s / t['seconds']:.2f}x")
-            ratios[task] = {"parallel": par, "econeval_s": round(t["seconds"], 2), "engine_s": round(eng_s, 2),
+            ratios[task] = {"parallel": par, "engine_n_seq": n_seq, "n_ctx": n_ctx, "econeval_s": round(t["seconds"], 2), "engine_s": round(eng_s, 2),
                             "econeval_over_engine": round(eng_s / t["seconds"], 3)}
     if args.json:
         args.json.write_text(json.dumps(ratios, indent=1))

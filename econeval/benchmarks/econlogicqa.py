@@ -2,8 +2,8 @@
 for 1-shot and 5-shot prompting; pairwise accuracy is an extra.
 
 Prompting follows the harness task proposed upstream: `Question: ...\\nA. ...\\nD. ...\\nAnswer:`,
-target ` B, D, A, C`, few-shot examples from train, greedy, at most 64 new tokens, stop at a
-blank line or at a new `Question:`.
+target ` B, D, A, C`, few-shot examples drawn from train for each item (`-T shots=fixed`: one
+set for all), greedy, at most 64 new tokens, stop at a blank line or at a new `Question:`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .. import data, registry
 from ..tables import Metric, Table, interval, limit_notes, published, published_rows
-from ..types import Generate, Prepared, Task
+from ..types import Generate, Prepared, Task, TaskOption
 
 BENCHMARK = "econlogicqa"
 LETTERS = "ABCD"
@@ -120,27 +120,46 @@ def format_question(item: dict) -> str:
     return f"Question: {item['question']}\n{opts}\nAnswer:"
 
 
+def _demos(shots: list[dict]) -> str:
+    return "".join(f"{format_question(s)} {s['answer']}\n\n" for s in shots)
+
+
 class _FewShot(Task):
     suite = "econlogicqa"
     benchmark = BENCHMARK
     metrics = (Metric("accuracy", paired_exact=True), Metric("pairwise"))
+    options = (TaskOption("shots", "per-item", "per-item: each item's demonstrations drawn from train, seeded by the seed and "
+                          "the item's id (as the harness task samples them per document); fixed: one seeded set for every item "
+                          "(econeval before prompt version 3)", choices=("per-item", "fixed")),)
     k = 1
 
     def prepare(self, ctx) -> Prepared:
         train = data.load(BENCHMARK, "train.jsonl")
-        shots = random.Random(ctx.seed).sample(train, self.k)
-        prefix = "".join(f"{format_question(s)} {s['answer']}\n\n" for s in shots)
-        return Prepared(
-            items=data.load(BENCHMARK, "test.jsonl"),
-            settings={"shots": [s["id"] for s in shots], "shot_source": "train (partial reconstruction: 189 of 390 rows)",
-                      "max_tokens": MAX_TOKENS, "stop": list(STOP), "decoding": "greedy",
-                      "reader": "econeval answer reader v1 (last answer marker wins; permutations of A-D only)"},
-            state={"prefix": prefix})
+        mode = ctx.options_for(self)["shots"]
+        settings = {"shots": mode, "shot_source": "train (partial reconstruction: 189 of 390 rows)",
+                    "max_tokens": MAX_TOKENS, "stop": list(STOP), "decoding": "greedy",
+                    "reader": "econeval answer reader v1 (last answer marker wins; permutations of A-D only)"}
+        state = {"train": train, "seed": ctx.seed, "mode": mode}
+        if mode == "fixed":
+            shots = random.Random(ctx.seed).sample(train, self.k)
+            settings["shot_ids"] = [s["id"] for s in shots]
+            state["prefix"] = _demos(shots)
+        else:
+            settings["shot_draw"] = "random.Random(f'{seed}/{item id}').sample(train, k), per item"
+        return Prepared(items=data.load(BENCHMARK, "test.jsonl"), settings=settings, state=state)
+
+    def shots_for(self, item: dict, prep: Prepared) -> list[dict]:
+        """The item's demonstrations: the same on every run with the same seed, whatever the
+        order, shard or --limit the item runs in."""
+        return random.Random(f"{prep.state['seed']}/{item['id']}").sample(prep.state["train"], self.k)
 
     def requests(self, item, prep, outputs):
-        prefix = prep.state["prefix"]
-        return {"response": Generate(prompt=prefix + format_question(item), prefix=prefix, max_tokens=MAX_TOKENS,
-                                     stop=STOP)}
+        if prep.state["mode"] == "fixed":
+            prefix = prep.state["prefix"]
+            return {"response": Generate(prompt=prefix + format_question(item), prefix=prefix, max_tokens=MAX_TOKENS,
+                                         stop=STOP)}
+        demos = _demos(self.shots_for(item, prep))
+        return {"response": Generate(prompt=demos + format_question(item), max_tokens=MAX_TOKENS, stop=STOP)}
 
     def score(self, item, outputs, prep):
         order, why = read_order(outputs["response"])
@@ -168,7 +187,7 @@ class _FewShot(Task):
 @registry.task
 class OneShot(_FewShot):
     name = "econlogicqa-1shot"
-    prompt_version = "econlogicqa-1shot/2"  # /2: the raw prompt by default (no chat template), as the harness fed it
+    prompt_version = "econlogicqa-1shot/3"  # /2: the raw prompt (no chat template), as the harness fed it; /3: shots per item
     description = "EconLogicQA event ordering, 1-shot (Table 2)"
     k = 1
 
@@ -176,7 +195,7 @@ class OneShot(_FewShot):
 @registry.task
 class FiveShot(_FewShot):
     name = "econlogicqa-5shot"
-    prompt_version = "econlogicqa-5shot/2"
+    prompt_version = "econlogicqa-5shot/3"
     description = "EconLogicQA event ordering, 5-shot (Table 2)"
     k = 5
 
