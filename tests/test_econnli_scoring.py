@@ -1,6 +1,7 @@
 """EconNLI Table 4 from predictions: the released parse rule and sklearn's arithmetic."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -187,3 +188,70 @@ def test_generation_stops_only_where_the_released_parse_is_settled():
             assert all(parse_answer(start + t) == 1 for t in tails), start
     assert settled.search(" Yes") and settled.search(' "No-yes') and not settled.search(" No") and not settled.search(" no\tye")
     assert not settled.search(" Nope, yes")  # the first word ended at the space: the space stop ends it instead
+
+
+# Answers that each released CoT rule reads as Yes, No, both (released-finma counts it twice) or nothing.
+_COT_TEXT = {"yes": "The premise makes it more likely.\nYes.", "no": "It does not follow from the premise.\nNo.",
+             "both": "Yes, the premise can cause it.\nNo.", "none": "It depends on the circumstances.\nMaybe."}
+_PUB = json.loads((Path(__file__).resolve().parent.parent / "econeval/published/econnli.json").read_text())["tables"]["table4"]
+
+
+def _paper3(row):
+    """The paper's rounding: sklearn's 4-digit report (the released results file) rounded half up to 3."""
+    from decimal import ROUND_HALF_UP, Decimal
+
+    return [float(Decimal(f"{v:.4f}").quantize(Decimal("0.001"), ROUND_HALF_UP))
+            for v in (row[c][k] for c in ("Negative Pairs", "Positive Pairs", "Average") for k in ("precision", "recall", "f1"))]
+
+
+def _cot_predictions(tmp_path, name, neg, pos):
+    """A predictions file: for the gold-negative items `neg` (kind → count), then for the
+    gold-positive ones `pos`, in the test file's order."""
+    test = data.load("econnli", "test.jsonl")
+    lines = []
+    for label, counts in ((0, neg), (1, pos)):
+        ids = iter(r["id"] for r in test if r["label"] == label)
+        for kind, n in counts.items():
+            lines += [json.dumps({"id": next(ids), "response": _COT_TEXT[kind]}) for _ in range(n)]
+    path = tmp_path / f"{name}.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("model,neg,pos,support", [
+    # counts from the released results file (LLM_results.txt): support and recall per class give them
+    ("LLAMA2 (7B)", {"no": 88, "yes": 425}, {"yes": 486, "no": 25, "both": 2}, (513, 515)),  # 1,028 predictions
+    ("FINMA", {"no": 397, "yes": 116}, {"yes": 225, "no": 288}, (513, 513)),
+    ("GPT-4", {"no": 315, "yes": 196, "none": 2}, {"yes": 479, "no": 32, "none": 2}, (511, 511)),  # 4 dropped
+])
+def test_published_cot_rows_are_reproduced_by_the_rule_their_record_names(tmp_path, model, neg, pos, support):
+    from econeval.api import score_predictions
+
+    row = next(r for r in _PUB["rows"] if r["model"] == model and r["prompting"] == "CoT")
+    rule = row["reproduced_by"]["cot_parse"]
+    path = _cot_predictions(tmp_path, model.split()[0], neg, pos)
+    got = {}
+    for r in ("released-llama", "released-finma", "released-gpt"):
+        res = score_predictions("econnli-cot", path, task_options={"cot_parse": r}, bootstrap=0)["tasks"]["econnli-cot"]
+        got[r] = (_paper3(res["paper"]), (res["paper"]["Negative Pairs"]["support"], res["paper"]["Positive Pairs"]["support"]))
+    assert got[rule] == (row["values"], support)  # exactly the published row, on the released file's supports
+    if model == "LLAMA2 (7B)":  # 1,028 predictions on 1,026 items: no other rule can give them
+        assert all(got[r][1] != support for r in got if r != rule)
+
+
+def test_the_report_shows_each_cot_run_under_every_rule_beside_the_rows_they_reproduce(cli, tmp_path):
+    path = _cot_predictions(tmp_path, "llama7b", {"no": 88, "yes": 425}, {"yes": 486, "no": 25, "both": 2})
+    out = tmp_path / "scored"
+    assert cli("score", "--task", "econnli-cot", "--predictions", path, "-T", "cot_parse=released-finma", "--out", out)[0] == 0
+    rc, text, err = cli("report", out, "--format", "json")
+    assert rc == 0, err
+    tab = next(t for t in json.loads(text)["tables"] if t["id"] == "econnli-table4")
+    paper = {(r["label"], r["setting"]): r["values"] for r in tab["rows"] if r["source"] == "paper"}
+    mine = {r["setting"]: r for r in tab["rows"] if r["source"] == "run"}
+    assert set(mine) == {"CoT (released-finma)", "CoT (released-llama)", "CoT (released-gpt)"}
+    v = mine["CoT (released-finma)"]["values"]
+    as_row = {c: {k: v[3 * i + j] for j, k in enumerate(("precision", "recall", "f1"))}
+              for i, c in enumerate(("Negative Pairs", "Positive Pairs", "Average"))}
+    assert _paper3(as_row) == paper[("LLAMA2 (7B)", "CoT (released-finma)")]
+    assert mine["CoT (released-finma)"]["n"] == 1026 and mine["CoT (released-llama)"]["n"] == 1026
+    assert ("ChatGPT", "Zero (weighted avg)") in paper and any("weighted average" in n for n in tab["notes"])

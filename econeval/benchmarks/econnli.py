@@ -92,10 +92,11 @@ def released_icl_parse(prompt: str, response: str) -> int | None:
 def cot_votes(text: str, rule: str) -> list[int]:
     """The predictions the released CoT code records for one answer (the text after the prompt's
     last "### Answer:", up to the next "### Question:"):
-    - released-llama (LLAMA2 7B/13B and Alpaca rows): 'Yes.' in it → 1, elif 'No.' in it → 0;
-    - released-finma (the FINMA row, the notebook's live code): 'Yes' in it → 1 and, independently,
-      'No' in it → 0 (case-sensitive substrings: "Now", "Not" count as No; an answer with both is
-      counted twice);
+    - released-llama (the LLAMA2 13B and Alpaca rows; the notebook's commented-out rule): 'Yes.' in
+      it → 1, elif 'No.' in it → 0;
+    - released-finma (the LLAMA2 7B and FINMA rows; the notebook's live code): 'Yes' in it → 1 and,
+      independently, 'No' in it → 0 (case-sensitive substrings: "Now", "Not" count as No; an
+      answer with both is counted twice: LLAMA2 7B's published support is 1,028 of 1,026 items);
     - released-gpt (ChatGPT / GPT-4 rows): the last line, lower-cased: 'yes' in it → 1, elif 'no' → 0.
     An answer the rule cannot read gives no prediction (it is dropped, as released)."""
     pred = text.split("### Question:")[0].strip()
@@ -257,9 +258,10 @@ class CoTTask(_EconNLITask):
     stop = ("### Question:", "### Answer:")  # where the released split ends the answer
     settled = None  # the answer comes after the reasoning
     options = (TaskOption("cot_parse", "released-llama",
-                          "which released CoT rule gives the headline: released-llama (the LLAMA2/Alpaca rows: 'Yes.' "
-                          "then 'No.'), released-finma (the FINMA row: independent 'Yes'/'No' substrings, an answer "
-                          "with both counted twice), released-gpt (the ChatGPT/GPT-4 rows: the last line)",
+                          "which released CoT rule gives the headline: released-llama (the LLAMA2 13B / Alpaca rows: "
+                          "'Yes.' then 'No.'), released-finma (the LLAMA2 7B / FINMA rows: independent 'Yes'/'No' "
+                          "substrings, an answer with both counted twice), released-gpt (the ChatGPT/GPT-4 rows: the "
+                          "last line); the other two are reported beside it",
                           COT_RULES, "choice"),)
 
     @property
@@ -405,8 +407,35 @@ def _table4(runs) -> Table | None:
         return None
     tab = Table("econnli-table4", "EconNLI Table 4: classification (precision / recall / F1 per class)", pub["columns"], 3,
                 headline=[c for c in pub["columns"] if c.startswith("Average")])
-    tab.rows = published_rows(pub) + [row for *_, row in mine]
+    paper_rows = published_rows(pub)
+    for row in paper_rows:  # which released rule and which average reproduce the row (published/econnli.json)
+        how = row.get("reproduced_by") or {}
+        marks = [how["cot_parse"]] if "cot_parse" in how else []
+        marks += ["weighted avg"] if how.get("average") == "weighted" else []
+        if marks:
+            row["setting"] = f"{row['setting']} ({', '.join(marks)})"
+    run_rows = []
+    for run, task, res, row in mine:
+        if task != "econnli-cot":
+            run_rows.append(row)
+            continue
+        row = {**row, "setting": f"CoT ({res.get('parse_rule')})"}
+        run_rows.append(row)
+        for rule in COT_RULES:  # the run scored as each published CoT row was
+            other = (res.get("extras") or {}).get(rule)
+            if rule != res.get("parse_rule") and other:
+                run_rows.append({"source": "run", "label": run.label, "setting": f"CoT ({rule})",
+                                 "values": [other[c][m] for c, m in _CELLS], "intervals": None, "n": other.get("n_predictions")})
+    tab.rows = paper_rows + run_rows
     tab.notes = ["Published rows: open models through HuggingFace, greedy; ChatGPT/GPT-4 through OpenAI's API (January 2024).",
+                 "CoT rows name the released rule that reproduces them (the released results file's supports settle it: "
+                 "LLAMA2 (7B)'s 1,028 predictions on 1,026 items can only come from released-finma's independent 'Yes'/'No' "
+                 "tests, the notebook's live code, which FINMA's row also ran under; LLAMA2 (13B) and Alpaca ran under the "
+                 "commented-out released-llama rule; ChatGPT/GPT-4 under the last-line rule released-gpt); each econeval CoT run "
+                 "is shown scored by all three (n: predictions), so every published row has its like.",
+                 "Averages are macro averages, as sklearn's classification_report prints them, except ChatGPT Zero's published "
+                 "Average, which is the weighted average (its supports differ: 1,024 predictions); econeval's rows are macro "
+                 "(equal to the weighted one when both classes have the same support).",
                  "The published open-model ICL rows are a parsing artefact of the released code (it reads the demonstration's "
                  "'answer:Yes', so every item is predicted Yes); econeval's row parses the model's own continuation.",
                  "Rows are computed over the parsed answers (n); unparsable answers are excluded, as in the released code."]
