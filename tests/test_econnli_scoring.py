@@ -255,3 +255,37 @@ def test_the_report_shows_each_cot_run_under_every_rule_beside_the_rows_they_rep
     assert _paper3(as_row) == paper[("LLAMA2 (7B)", "CoT (released-finma)")]
     assert mine["CoT (released-finma)"]["n"] == 1026 and mine["CoT (released-llama)"]["n"] == 1026
     assert ("ChatGPT", "Zero (weighted avg)") in paper and any("weighted average" in n for n in tab["notes"])
+
+
+def test_zero_shot_and_icl_prompts_follow_the_released_cells_whitespace_included():
+    import re
+
+    from econeval.benchmarks.econnli import ICLTask, ZeroShot
+    from econeval.runner import RunContext
+
+    def first(task, variant):
+        prep = task.prepare(RunContext(task_options={"prompt": variant}))
+        req = task.requests(prep.items[0], prep, {})["response"]
+        assert req.prompt.startswith(req.prefix) and req.prefix
+        return req
+
+    spaces = {v: [len(m) for m in re.findall(r" +(?=whether|premise:)", first(ZeroShot(), v).prompt)]
+              for v in ("released-open", "released-api", "paper")}
+    assert spaces == {"released-open": [9, 17], "released-api": [2, 10], "paper": [1, 1]}
+    assert first(ZeroShot(), "released-open").max_tokens == 10 and first(ICLTask(), "released-open").max_tokens == 3
+    icl_open, icl_api = first(ICLTask(), "released-open").prompt, first(ICLTask(), "released-api").prompt
+    assert icl_open.count("answer:Yes \n premise: ") == 1 and "answer:No \n Conduct inference on the following" in icl_open
+    assert "answer:Yes; premise: " in icl_api and "answer:No; Conduct inference on the following" in icl_api
+    assert ZeroShot().prepare(RunContext()).settings["prompt_variant"] == "released-open"  # the default
+
+
+def test_the_api_variant_strips_newlines_only_as_released():
+    from econeval.benchmarks.econnli import ZeroShot
+    from econeval.runner import RunContext
+
+    task = ZeroShot()
+    api, local = (task.prepare(RunContext(task_options={"prompt": v})) for v in ("released-api", "released-open"))
+    item = api.items[0]
+    assert task.score(item, {"response": "\nYes"}, api)["parsed"] == 1
+    assert task.score(item, {"response": " Yes"}, api)["parsed"] is None  # empty first token, as the released cell read it
+    assert task.score(item, {"response": " Yes"}, local)["parsed"] == 1

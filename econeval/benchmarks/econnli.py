@@ -24,12 +24,37 @@ INSTRUCTION = (
     "economical events. Infer whether the premise can cause the happening of the hypothesis. "
     "Only answer 'Yes' or 'No'."
 )
-ZERO = INSTRUCTION + " premise: {premise}, hypothesis: {hypothesis}, answer:"
-ICL = (
-    INSTRUCTION + " Here are some examples: premise:{p_pos}, hypothesis: {h_pos}, answer:Yes\n"
-    "premise: {p_neg}, hypothesis: {h_neg}, answer:No\n"
-    "Conduct inference on the following premise and hypothesis: premise: {premise}, hypothesis: {hypothesis}, answer:"
-)
+_INSTR_A = "Conduct inference on economic events. We provide a premise and a hypothesis, both of them are economical events. Infer"
+_INSTR_B = "whether the premise can cause the happening of the hypothesis. Only answer 'Yes' or 'No'."
+_TAIL = "premise: {premise}, hypothesis: {hypothesis}, answer:"
+_FOLLOW = "Conduct inference on the following premise and hypothesis: " + _TAIL
+# The zero-shot and ICL prompts in three variants: `released-open`, the released open-model
+# notebook cells character for character (their backslash line continuations keep the next
+# line's indentation: 9 spaces before "whether" and 17 before "premise:" zero-shot); `released-api`,
+# the released ChatGPT/GPT-4 cells (2 and 10 spaces; ICL demonstrations joined by ";"); `paper`,
+# the paper's Appendix D.3 text with single spaces (econeval's prompt before prompt version 2).
+ZERO_PROMPTS = {
+    "released-open": f"{_INSTR_A}{' ' * 9}{_INSTR_B}{' ' * 17}{_TAIL}",
+    "released-api": f"{_INSTR_A}{' ' * 2}{_INSTR_B}{' ' * 10}{_TAIL}",
+    "paper": f"{INSTRUCTION} {_TAIL}",
+}
+ICL_PROMPTS = {
+    "released-open": f"{_INSTR_A} {_INSTR_B} Here are some examples: premise: {{p_pos}}, hypothesis: {{h_pos}}, answer:Yes \n "
+                     f"premise: {{p_neg}}, hypothesis: {{h_neg}}, answer:No \n {_FOLLOW}",
+    "released-api": f"{_INSTR_A} {_INSTR_B} Here are some examples: premise: {{p_pos}}, hypothesis: {{h_pos}}, answer:Yes; "
+                    f"premise: {{p_neg}}, hypothesis: {{h_neg}}, answer:No; {_FOLLOW}",
+    "paper": f"{INSTRUCTION} Here are some examples: premise:{{p_pos}}, hypothesis: {{h_pos}}, answer:Yes\n"
+             f"premise: {{p_neg}}, hypothesis: {{h_neg}}, answer:No\n{_FOLLOW}",
+}
+ZERO, ICL = ZERO_PROMPTS["paper"], ICL_PROMPTS["paper"]
+# new tokens: the released open-model cells' max_new_tokens (10 zero-shot, 3 ICL); the API cells
+# set none (econeval: 8, enough for the first word the rule reads)
+MAX_TOKENS = {("zero", "released-open"): 10, ("icl", "released-open"): 3}
+PROMPT_OPTION = TaskOption("prompt", "released-open",
+                           "released-open: the released open-model prompt, whitespace included (the open models' rows); "
+                           "released-api: the released ChatGPT/GPT-4 prompt, answer stripped of newlines only, as released "
+                           "(for served chat models); paper: the paper's Appendix D.3 text, single-spaced",
+                           ("released-open", "released-api", "paper"), "choice")
 # The released notebook's CoT prompt (ICL_COT_model_evaluation.ipynb, `cot_prompt`), character
 # for character, line continuations resolved: the paper's Appendix D.4 lost the second
 # demonstration's question; this is its actual text.
@@ -71,10 +96,11 @@ def build(src: Path) -> dict[str, list[dict]]:
 
 
 
-def parse_answer(text: str) -> int | None:
+def parse_answer(text: str, strip: str | None = None) -> int | None:
     """The released code's rule: first space-separated token of the stripped answer, lowercased;
-    contains "yes" → 1, else contains "no" → 0, else unparsable (None)."""
-    first = text.strip().split(" ")[0].lower()
+    contains "yes" → 1, else contains "no" → 0, else unparsable (None). `strip="\n"`: the
+    released API cells strip newlines only (a leading space leaves an empty first token)."""
+    first = text.strip(strip).split(" ")[0].lower()
     if "yes" in first:
         return 1
     if "no" in first:
@@ -145,19 +171,22 @@ class _EconNLITask(Task):
         """(prefix shared by all items, full prompt)."""
         raise NotImplementedError
 
-    def parse(self, text: str) -> int | None:
+    def parse_with(self, text: str, prep: Prepared) -> int | None:
         return parse_answer(text)
+
+    def budget(self, prep: Prepared) -> int:
+        return self.max_tokens
 
     def requests(self, item, prep, outputs):
         prefix, prompt = self.prompt(item, prep)
-        reqs = {"response": Generate(prompt=prompt, prefix=prefix, max_tokens=self.max_tokens, stop=self.stop,
+        reqs = {"response": Generate(prompt=prompt, prefix=prefix, max_tokens=self.budget(prep), stop=self.stop,
                                      stop_regex=self.settled)}
         if self.logprobs:
             reqs["option_logprobs"] = OptionLogprobs(prompt=prompt, prefix=prefix, options=("Yes", "No"))
         return reqs
 
     def score(self, item, outputs, prep):
-        parsed = self.parse(outputs["response"])
+        parsed = self.parse_with(outputs["response"], prep)
         rec = {"parsed": parsed, "gold": item["label"], "correct": None if parsed is None else parsed == item["label"]}
         lp = outputs.get("option_logprobs")
         if lp and "Yes" in lp and "No" in lp:
@@ -196,20 +225,45 @@ class _EconNLITask(Task):
         return out
 
 
+class _Variant(_EconNLITask):
+    """Zero-shot and ICL: the prompt variant (-T prompt=) sets the text, the token budget and the strip."""
+
+    options = (PROMPT_OPTION,)
+    kind = ""
+
+    def prepare(self, ctx):
+        prep = super().prepare(ctx)
+        variant = ctx.options_for(self)["prompt"]
+        prep.state["variant"] = variant
+        prep.state["max_tokens"] = MAX_TOKENS.get((self.kind, variant), self.max_tokens)
+        prep.settings.update(prompt_variant=variant, max_tokens=prep.state["max_tokens"],
+                             answer_strip="newlines only (released API cells)" if variant == "released-api" else "all whitespace")
+        return prep
+
+    def parse_with(self, text: str, prep: Prepared) -> int | None:
+        return parse_answer(text, "\n" if prep.state["variant"] == "released-api" else None)
+
+    def budget(self, prep: Prepared) -> int:
+        return prep.state["max_tokens"]
+
+
 @registry.task
-class ZeroShot(_EconNLITask):
+class ZeroShot(_Variant):
     name = "econnli-zero"
-    prompt_version = "econnli-zero/1"
+    prompt_version = "econnli-zero/2"  # /2: the released prompts' whitespace (-T prompt=), 10 new tokens for open models
     description = "EconNLI classification, zero-shot (released-code prompt)"
+    kind = "zero"
 
     def prompt(self, item, prep):
-        return INSTRUCTION, ZERO.format(premise=item["premise"], hypothesis=item["hypothesis"])
+        text = ZERO_PROMPTS[prep.state["variant"]]
+        return text.split("premise: {premise}")[0], text.format(premise=item["premise"], hypothesis=item["hypothesis"])
 
 
 @registry.task
-class ICLTask(_EconNLITask):
+class ICLTask(_Variant):
     name = "econnli-icl"
-    prompt_version = "econnli-icl/1"
+    prompt_version = "econnli-icl/2"  # /2: the released prompts (-T prompt=), 3 new tokens for open models
+    kind = "icl"
     description = "EconNLI classification, ICL: one positive and one negative train example per item (Appendix D.3)"
 
     def prepare(self, ctx):
@@ -229,8 +283,9 @@ class ICLTask(_EconNLITask):
 
     def prompt(self, item, prep):
         pos, neg = self.demos(item, prep)
-        return INSTRUCTION + " Here are some examples:", ICL.format(p_pos=pos["premise"], h_pos=pos["hypothesis"], p_neg=neg["premise"], h_neg=neg["hypothesis"],
-                              premise=item["premise"], hypothesis=item["hypothesis"])
+        text = ICL_PROMPTS[prep.state["variant"]]
+        return text.split("{p_pos}")[0], text.format(p_pos=pos["premise"], h_pos=pos["hypothesis"], p_neg=neg["premise"],
+                                                     h_neg=neg["hypothesis"], premise=item["premise"], hypothesis=item["hypothesis"])
 
     def score(self, item, outputs, prep):
         rec = super().score(item, outputs, prep)
