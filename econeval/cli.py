@@ -344,8 +344,9 @@ def view_cmd(run_dir, tasks, out):
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "md"]), default="text", show_default=True)
 @_config_option("gate")
 def compare_cmd(baseline, candidate, max_drop, metrics, n_boot, seed, allow_missing, junit, fmt):
-    """Compare two runs item by item; exit 1 when a metric regresses (a release gate), 2 when
-    the runs cannot be compared (or the candidate lacks what the baseline has)."""
+    """Compare two runs item by item (a release gate): exit 0 pass, 1 when a metric regresses,
+    3 inconclusive (too few items to rule out a drop of --max-drop), 2 when the runs cannot be
+    compared (or the candidate lacks what the baseline has)."""
     from .compare import compare, junit as junit_xml, render
 
     result = compare(baseline, candidate, max_drop=max_drop, metrics=metrics, n_boot=n_boot, seed=seed,
@@ -360,6 +361,8 @@ def compare_cmd(baseline, candidate, max_drop, metrics, n_boot, seed, allow_miss
         bad = [f"{r.task} {r.metric}" for r in result.rows if r.verdict == "regression"]
         click.echo(f"econeval: regression: {', '.join(bad)}", err=True)
         sys.exit(1)
+    if result.verdict == "inconclusive":
+        sys.exit(3)
 
 
 # ---- list / models -----------------------------------------------------------------------

@@ -39,7 +39,8 @@ class Row:
     low: float | None
     high: float | None
     p_mcnemar: float | None
-    verdict: str  # ok | regression | improvement | n/a
+    verdict: str  # ok | regression | improvement | inconclusive | n/a
+    detectable: float | None = None  # the smallest drop detectable at 80% power with these items (2.80 bootstrap SEs)
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -58,18 +59,27 @@ class Comparison:
 
     @property
     def verdict(self) -> str:
-        return "regression" if any(r.verdict == "regression" for r in self.rows) else "pass"
+        """regression (exit 1) if any metric regressed, else inconclusive (exit 3) if any metric's
+        interval reaches below -max_drop (too few items to rule such a drop out), else pass."""
+        verdicts = {r.verdict for r in self.rows}
+        return "regression" if "regression" in verdicts else "inconclusive" if "inconclusive" in verdicts else "pass"
 
     def verdict_line(self) -> str:
         bad = [f"{r.task} {r.metric}" for r in self.rows if r.verdict == "regression"]
         gated = [r for r in self.rows if r.verdict != "n/a"]
+        open_ = [r for r in self.rows if r.verdict == "inconclusive"]
         tasks = sorted({r.task for r in self.rows})
         n_items = sum({r.task: r.n for r in self.rows}.values())
         dropped = sum(d["missing"] for d in self.dropped.values())
         tail = f"; {dropped:,} baseline item(s) dropped (--allow-missing)" if dropped else ""
         if bad:
             return f"verdict: REGRESSION in {len(bad)} of {len(gated)} metrics ({', '.join(bad)}){tail}"
-        return (f"verdict: pass: no metric worse by more than {self.max_drop} with its interval excluding zero "
+        if open_:
+            need = max((r.detectable or 0) for r in open_)
+            return (f"verdict: inconclusive: {len(open_)} of {len(gated)} metrics cannot rule out a drop of {self.max_drop} "
+                    f"({', '.join(f'{r.task} {r.metric}' for r in open_)}); with {n_items:,} paired items a drop must be "
+                    f"about {need:.3f} to be detected at 80% power: run more items{tail}")
+        return (f"verdict: pass: no metric worse by more than {self.max_drop}, every interval above -{self.max_drop} "
                 f"({len(gated)} metrics, {len(tasks)} task(s), {n_items:,} paired items){tail}")
 
     def as_dict(self) -> dict[str, Any]:
@@ -189,13 +199,15 @@ def _compare(base_dir: Path, cand_dir: Path, max_drop: float, metrics: tuple[str
             spec = task.metric(m)
             vb, vc = hb.get(m), hc.get(m)
             diff = vc - vb if vb is not None and vc is not None else None
-            iv = percentile_interval([y[m] - x[m] for x, y in boots if x.get(m) is not None and y.get(m) is not None])
+            draws = [y[m] - x[m] for x, y in boots if x.get(m) is not None and y.get(m) is not None]
+            iv = percentile_interval(draws)
             low, high = iv if iv else (None, None)
+            detectable = _detectable(draws, len(ids)) if spec.direction else None
             p = None
             if spec.paired_exact and all(isinstance(r.get("correct"), bool) for r in pb + pc):
                 p = mcnemar_exact(sum(x["correct"] and not y["correct"] for x, y in zip(pb, pc)),
                                   sum(y["correct"] and not x["correct"] for x, y in zip(pb, pc)))
-            rows.append(Row(t, m, len(ids), vb, vc, diff, low, high, p, _verdict(spec, diff, low, high, max_drop)))
+            rows.append(Row(t, m, len(ids), vb, vc, diff, low, high, p, _verdict(spec, diff, low, high, max_drop, len(ids)), detectable))
     unknown = [m for m in metrics if m not in available]
     if unknown:
         raise UsageError(f"no task of these runs has the metric {', '.join(repr(m) for m in unknown)}",
@@ -203,7 +215,31 @@ def _compare(base_dir: Path, cand_dir: Path, max_drop: float, metrics: tuple[str
     return Comparison(rows, dropped, run_differences(base_meta, cand_meta), max_drop)
 
 
-def _verdict(metric: Metric, diff, low, high, max_drop: float) -> str:
+POWER_Z = 1.959964 + 0.841621  # two-sided 5% test at 80% power: z(0.975) + z(0.80)
+
+
+def resolution(n: int) -> float:
+    """The drop n paired items cannot rule out even when every pair agrees: with no discordant
+    pair in n, a discordance rate up to -ln(0.025)/n (about 3.7/n) is still consistent with the
+    data at 97.5% (the exact zero-event bound), and a mean of [0, 1] scores can move that much.
+    The bootstrap, which sees no variance then, would call such a run a pass."""
+    return -math.log(0.025) / n if n else math.inf
+
+
+def _detectable(draws: list[float], n: int) -> float | None:
+    """The smallest true drop a test of these items would detect at 80% power: (z_0.975 + z_0.8)
+    standard errors (the bootstrap draws' standard deviation), and never below the resolution of
+    n items."""
+    if len(draws) < 2:
+        return None
+    mean = sum(draws) / len(draws)
+    return max(POWER_Z * (sum((d - mean) ** 2 for d in draws) / (len(draws) - 1)) ** 0.5, resolution(n))
+
+
+def _verdict(metric: Metric, diff, low, high, max_drop: float, n: int) -> str:
+    """regression: worse by more than the margin, the interval excluding zero; improvement: the
+    mirror; inconclusive: neither, and a drop beyond the margin is not ruled out (the interval
+    reaches below -margin, or n items cannot resolve the margin at all); ok: it is ruled out."""
     if diff is None or low is None or metric.direction == 0:
         return "n/a"
     sign = metric.direction  # worse = sign * diff < 0
@@ -212,7 +248,7 @@ def _verdict(metric: Metric, diff, low, high, max_drop: float) -> str:
         return "regression"
     if worse > max_drop and lo > 0:
         return "improvement"
-    return "ok"
+    return "inconclusive" if lo < -max_drop or resolution(n) > max_drop else "ok"
 
 
 def _fmt(v) -> str:
@@ -222,7 +258,7 @@ def _fmt(v) -> str:
 def render(comparison: Comparison, fmt: str) -> str:
     """The rows, then what was dropped, what else differs, and the closing verdict line."""
     rows = comparison.rows
-    cols = ("task", "metric", "n", "baseline", "candidate", "diff", "low", "high", "p_mcnemar", "verdict")
+    cols = ("task", "metric", "n", "baseline", "candidate", "diff", "low", "high", "p_mcnemar", "detectable", "verdict")
     if fmt == "md":
         lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
         lines += ["| " + " | ".join(_fmt(getattr(r, c)) for c in cols) + " |" for r in rows]
@@ -248,9 +284,13 @@ def junit(comparison: Comparison) -> str:
     fails = sum(r.verdict == "regression" for r in rows)
     out = ['<?xml version="1.0" encoding="UTF-8"?>',
            f'<testsuite name="econeval compare" tests="{len(rows) + len(comparison.dropped)}" failures="{fails}" '
-           f'skipped="{len(comparison.dropped)}">']
+           f'skipped="{len(comparison.dropped) + sum(r.verdict == "inconclusive" for r in rows)}">']
     for r in rows:
         out.append(f'  <testcase classname="{escape(r.task)}" name="{escape(r.metric)}">')
+        if r.verdict == "inconclusive":
+            msg = (f"inconclusive: a drop beyond {max_drop} is not ruled out (diff {_fmt(r.diff)}, 95% interval "
+                   f"[{_fmt(r.low)}, {_fmt(r.high)}], detectable at 80% power {_fmt(r.detectable)}, n {r.n})")
+            out.append(f'    <skipped message="{escape(msg, {chr(34): "&quot;"})}"/>')
         if r.verdict == "regression":
             msg = (f"{r.metric} dropped from {_fmt(r.baseline)} to {_fmt(r.candidate)} (diff {_fmt(r.diff)}, 95% "
                    f"interval [{_fmt(r.low)}, {_fmt(r.high)}], margin {max_drop}, n {r.n})")

@@ -114,7 +114,7 @@ def _forest(plt, np, fig_doc):
     fig, ax = plt.subplots(figsize=(6, 0.32 * len(rows) + 1.2))
     y = np.arange(len(rows))[::-1]
     for yi, r in zip(y, rows):
-        c = "#d62728" if r["verdict"] == "regression" else "#2ca02c" if r["verdict"] == "improvement" else "#444"
+        c = "#d62728" if r["verdict"] == "regression" else "#2ca02c" if r["verdict"] == "improvement" else "#e6a100" if r["verdict"] == "inconclusive" else "#444"
         ax.plot([r["low"], r["high"]], [yi, yi], color=c, lw=2)
         ax.plot([r["diff"]], [yi], "o", color=c)
     ax.axvline(0, color="#888", lw=1)
@@ -194,7 +194,7 @@ def render_html(doc: dict[str, Any]) -> str:
         if "refused" in c:
             parts.append(f"<p>Not comparable: {e(c['refused'])}</p>")
             continue
-        cols = ("task", "metric", "n", "baseline", "candidate", "diff", "low", "high", "p_mcnemar", "verdict")
+        cols = ("task", "metric", "n", "baseline", "candidate", "diff", "low", "high", "p_mcnemar", "detectable", "verdict")
         body = "".join("<tr>" + "".join(f"<td class=l>{e(str(r[k]))}</td>" if k in ("task", "metric", "verdict")
                                         else f"<td>{e(cell(r[k], 4))}</td>" for k in cols) + "</tr>" for r in c["rows"])
         parts.append(f"<table class=compare><thead><tr>{''.join(f'<th>{k}</th>' for k in cols)}</tr></thead><tbody>{body}</tbody></table>")

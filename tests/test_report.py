@@ -89,7 +89,7 @@ def test_report_formats(cli, two_runs):
     car = next(t for t in doc["tables"] if t["id"] == "steer-me-table2")
     assert [r["label"] for r in car["rows"]][:5] == ["o1-preview", "gpt-4o", "claude-3-5-sonnet", "gpt-4o-mini", "claude-3-haiku"]
     assert [r["n"] for r in car["rows"] if r["source"] == "run"] == [6 * 64, 6 * 64]
-    assert doc["compare"][0]["rows"] and all(r["verdict"] in ("ok", "n/a") for r in doc["compare"][0]["rows"])
+    assert doc["compare"][0]["rows"] and all(r["verdict"] in ("ok", "inconclusive", "n/a") for r in doc["compare"][0]["rows"])
     scored = a.parent / "from-predictions"
     rc, _, err = cli("score", "--task", "econnli-zero", "--predictions", a / "samples.jsonl", "--out", scored)
     assert rc == 0, err
