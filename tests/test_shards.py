@@ -71,7 +71,7 @@ def test_three_shards_merge_into_the_single_process_run(cli, sharded):
     rc, _, err = cli(*ARGS, "--out", merged, env=env)
     assert rc == 0, err
     assert (merged / "samples.jsonl").read_bytes() == (one / "samples.jsonl").read_bytes()
-    rc, _, err = cli("compare", one, merged, "--bootstrap", "100", env=env)
+    rc, _, err = cli("compare", one, merged, "--bootstrap", "100", "--max-drop", "0.2", env=env)  # 34 items resolve 0.2
     assert rc == 0, err
 
 
