@@ -31,7 +31,7 @@ def test_run_writes_the_run_folder(cli, tmp_path, registry):
     assert meta["backend"]["model"]["name"] == "tiny" and len(meta["backend"]["model"]["sha256"]) == 64
     assert meta["tasks"]["econnli-zero"]["prompt_version"] == TASKS["econnli-zero"].prompt_version
     assert meta["tasks"]["econnli-zero"]["dataset"]["version"] == "1.0.0"
-    assert len(meta["tasks"]["econlogicqa-1shot"]["settings"]["shots"]) == 1
+    assert meta["tasks"]["econlogicqa-1shot"]["settings"]["shots"] == "per-item"  # drawn per item (ids: shots_for)
     assert meta["backend"]["device"] == "cpu" and "schedule" in meta["backend"]
     samples = lines(out / "samples.jsonl")
     assert [s["id"] for s in samples] == [f"econnli/test/{i}" for i in range(3)] + [f"econlogicqa/test/{i}" for i in range(3)]
