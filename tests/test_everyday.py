@@ -133,6 +133,10 @@ def test_runs_lists_past_runs_and_view_writes_their_answers(cli, tmp_path, tiny_
     rc, out, _ = cli("runs", "--json", env=env)
     [row] = json.loads(out)
     assert row["items_saved"] == 130 and set(row["headline"]) == {"econnli-zero", "steer-me"}
+    meta = json.loads((folder / "run.json").read_text())
+    (folder / "run.json").write_text(json.dumps({**meta, "status": "running"}))  # killed without a word: no lock holder
+    assert f"{folder.name}  stopped  tiny" in cli("runs", env=env)[1]
+    (folder / "run.json").write_text(json.dumps(meta))
     page = tmp_path / "view.html"
     rc, _, err = cli("view", folder, "--out", page)
     assert rc == 0, err
