@@ -302,3 +302,28 @@ def test_tax_incidence_asks_about_both_legal_sides():
     items = generate(["tax_incidence"], 100, 2025, {"tax_incidence": {"setting": "s", "module": "m"}})
     pairs = {(it["params"]["side"], it["params"]["ask"]) for it in items}
     assert pairs == {("sellers", "buyers"), ("sellers", "sellers"), ("buyers", "buyers"), ("buyers", "sellers")}
+
+
+def test_the_bundled_questions_have_no_unintroduced_person_no_earned_from_purchases_and_no_negated_answer():
+    import re
+
+    from econeval import data
+
+    qs = data.load("steer-me", "questions.jsonl")
+    assert len(qs) == 6400
+    names = re.compile(r"\b[A-Z][a-z]+(?:'s)?\b")
+    unintroduced, earned, negated = [], [], []
+    for q in qs:
+        text = q["question"]
+        pron = re.search(r"\b(he|his|him|she|her)\b", text, re.I)
+        if pron and q["perspective"] in ("third person male", "third person female"):
+            before = text[:pron.start()]
+            if not any(m.group(0).rstrip("'s") not in ("When", "While", "If", "A", "An", "The", "In", "At", "After", "Using")
+                       for m in names.finditer(before)):
+                unintroduced.append(q["id"])
+        if re.search(r"\bnext year from\b", text):
+            earned.append(q["id"])
+        right = q["options"][q["correct_index"]]
+        if any(o != right and o.lstrip("-−") == right.lstrip("-−") for o in q["options"]):
+            negated.append(q["id"])
+    assert unintroduced == [] and earned == [] and negated == []

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from .solvers import ELEMENTS, Draw
 
-GENERATOR_VERSION = "2"  # 2: six elements rewritten to ask what they name, type variants, grammar
+GENERATOR_VERSION = "3"  # 2: six elements rewritten to ask what they name, type variants, grammar; 3: a named
+# person is introduced before any pronoun, no option is the correct answer's negation, consumption smoothing wording
 HERE = Path(__file__).resolve().parent
 NEAR_MISSES = (1.1, 0.9, 1.25, 0.8, 1.5, 0.5, 2.0)
 LETTERS = "ABCD"
@@ -65,9 +66,10 @@ def fill(text: str, slots: dict[str, str], domain: str, perspective: str, rng: r
     if per["Subj"].startswith("A ") and per["Subj"][2:3].lower() in "aeiou":
         per["Subj"] = "An " + per["Subj"][2:]  # "An athlete"
     per["Subj2"] = per["subj"][0].upper() + per["subj"][1:] if perspective != "first person" else "I"
+    text = _CHOICE.sub(lambda m: m.group(1) if per["form"] == 0 else m.group(2), text)
+    text = _introduce(text, per, lex["perspectives"][perspective]["Subj"])
     values = {**per, "good": dom["goods"][0], "good2": dom["goods"][1], "product": dom["product"], "seller": dom["seller"],
               "market": dom["market"], "activity": dom["activity"], "agent": dom["agent"], **slots}
-    text = _CHOICE.sub(lambda m: m.group(1) if per["form"] == 0 else m.group(2), text)
 
     def slot(m):
         if m.group(1) not in values:
@@ -76,6 +78,23 @@ def fill(text: str, slots: dict[str, str], domain: str, perspective: str, rng: r
 
     out = _SLOT.sub(slot, text)
     return out[0].upper() + out[1:]
+
+
+_PERSON = ("Subj", "subj", "Subj2", "poss", "Poss", "obj")
+
+
+def _introduce(text: str, per: dict, subj_template: str) -> str:
+    """A named third person (`{female}`, `{male}`) is named at the first mention: a text whose
+    first reference to the person is a pronoun ("When his income rises ...") gets the name there
+    ("When Omar's income rises ...")."""
+    if "{female}" not in subj_template and "{male}" not in subj_template:
+        return text
+    first = next((m for m in _SLOT.finditer(text) if m.group(1) in _PERSON), None)
+    if first is None or first.group(1) == "Subj":
+        return text
+    name = per["Subj"]
+    named = {"subj": name, "Subj2": name, "obj": name, "poss": f"{name}'s", "Poss": f"{name}'s"}[first.group(1)]
+    return text[:first.start()] + named + text[first.end():]
 
 
 def fmt(value: float, decimals: int) -> str:
@@ -90,10 +109,13 @@ def options_for(draw: Draw, decimals: int) -> list[tuple[str, float, str]] | Non
     seen = {right}
     wrong = []
     gap = max(2 * 10.0 ** -decimals, 0.01 * abs(draw.answer))
+    negated = fmt(-draw.answer, decimals)
     for why, v in list(draw.mistakes.items()) + [(f"near miss ×{f:g}", draw.answer * f) for f in NEAR_MISSES]:
         if v is None or not math.isfinite(v):
             continue
         s = fmt(v, decimals)
+        if s == negated:  # -x is never offered: where a quantity is read as a magnitude (an elasticity, "by how much"), it is right too
+            continue
         if s not in seen and abs(v - draw.answer) >= gap:
             seen.add(s)
             wrong.append((s, v, why))
