@@ -92,7 +92,7 @@ def _task_options(fn):
         if o.kind == "bool":
             fn = click.option(o.flag, f"topt_{name}", is_flag=True, default=None, help=what)(fn)
         elif o.kind == "path":
-            fn = click.option(o.flag, f"topt_{name}", type=click.Path(dir_okay=False, exists=True, path_type=Path), help=what)(fn)
+            fn = click.option(o.flag, f"topt_{name}", type=click.Path(exists=True, path_type=Path), help=what)(fn)
         else:
             fn = click.option(o.flag, f"topt_{name}", type=click.Choice(list(o.choices)) if o.choices else str, default=None,
                               help=what)(fn)

@@ -230,8 +230,8 @@ class TaskOption:
             from pathlib import Path
 
             p = Path(value).expanduser()
-            if not p.is_file():
-                raise ValueError(f"file not found: {value}")
+            if not p.exists():
+                raise ValueError(f"not found: {value}")
             return str(p.resolve())
         return value
 

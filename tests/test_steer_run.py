@@ -86,3 +86,38 @@ def test_elements_listing(cli):
     assert len(rows) == 64
     cs = next(r for r in rows if r["element"] == "consumer_surplus")
     assert cs["covered"] and cs["domains"] == 10 and cs["perspectives"] == 5
+
+
+def _package(root):
+    """A small STEER-ME data package in the authors' staged layout (their steer_bench/data.py)."""
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    root.mkdir()
+    (root / "elements.csv").write_text("element,setting,module\nlinear_system_eq,Foundations,Systems of Equations\n")
+    rows = [dict(element="linear_system_eq", base_id=str(i), part=0, question_text=f"Solve x + {i} = {i + 2}. What is x?",
+                 options=["1", "2", "3", "4"], correct_index=1, grading="answer", type="standard", domain="shopping",
+                 perspective="second person", template_id="t0") for i in range(3)]
+    rows += [dict(rows[0], base_id="m", part=k, question_text=f"part {k}") for k in (0, 1)]  # a multi-part group
+    rows += [dict(rows[0], base_id="c", correct_index=None, grading="consistency")]  # consistency-graded
+    where = root / "data" / "foundations" / "systems_of_equations" / "linear_system_eq"
+    where.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(rows), where / "test.parquet")
+    return root
+
+
+def test_the_authors_staged_data_package_runs(cli, tmp_path, tiny_model):
+    pkg = _package(tmp_path / "steer-me-package")
+    out = tmp_path / "run"
+    rc, _, err = cli("run", "--model", tiny_model, "--task", "steer-me", "-T", f"questions={pkg}", "--quiet", "--out", out)
+    assert rc == 0, err
+    res = json.loads((out / "results.json").read_text())["tasks"]["steer-me"]
+    assert res["n"] == 3
+    source = json.loads((out / "run.json").read_text())["tasks"]["steer-me"]["settings"]["source"]
+    assert source["questions"] == 3 and source["not_run"] == {"multi_part_groups": 1, "consistency_graded_groups": 1}
+    assert len(source["sha256"]) == 64
+    ids = [json.loads(line)["id"] for line in (out / "samples.jsonl").read_text().splitlines()]
+    assert ids == [f"steer-me/linear_system_eq/{i}/0" for i in range(3)]
+    rc, _, err = cli("run", "--model", tiny_model, "--task", "steer-me", "-T", f"questions={tmp_path}", "--quiet",
+                     "--out", tmp_path / "run2")
+    assert rc == 2 and "not a STEER-ME data package (no elements.csv)" in err

@@ -182,15 +182,22 @@ class SteerMe(Task):
                    "reasoning) | free-text (no options; the final number is read)", ADAPTATIONS, "choice", flag="--adaptation"),
         TaskOption("car", False, 'calibrated answer replacement: one option per question becomes "No other option is correct."',
                    kind="bool", flag="--car"),
-        TaskOption("questions", None, "a question set from `econeval steer generate` instead of the bundled one", kind="path",
-                   flag="--questions"),
+        TaskOption("questions", None, "a question set from `econeval steer generate` (a .jsonl file), or the authors' "
+                   "released STEER-ME data package (a folder: elements.csv + data/<setting>/<module>/<element>/test.parquet; "
+                   "needs pyarrow), instead of the bundled one", kind="path", flag="--questions"),
     )
 
     def prepare(self, ctx) -> Prepared:
         opts = ctx.options_for(self)
         adaptation = opts["adaptation"]
         qfile = opts["questions"]
-        if qfile:
+        if qfile and Path(qfile).is_dir():  # the authors' staged data package (package.py)
+            from .package import load as load_package
+
+            items, source = load_package(Path(qfile))
+            if not items:
+                raise UsageError(f"{qfile}: no answer-graded single-part question to run", hint=str(source["not_run"]))
+        elif qfile:
             items = read_jsonl(Path(qfile), "questions file")
             need = {"id", "element", "options", "correct_index", "question"}
             for n, it in enumerate(items, 1):
