@@ -216,16 +216,32 @@ def _write_scored_folder(out: Path, task, prep, seed: int, predictions: Path, re
 
 def export_prompts(task: str, seed: int = 1234, limit: int | None = None,
                    task_options: dict[str, Any] | None = None) -> list[dict]:
-    """Each item's first-stage requests as econeval sends them (few-shot demonstrations included;
-    a model's chat template is applied by the backend on top): id, prompts, request settings."""
+    """Each item's requests as econeval sends them (few-shot demonstrations included; a model's
+    chat template is applied by the backend on top): id, prompts, request settings, and for a
+    conversation its turns. Later stages are shown with a placeholder for the model's earlier
+    text (`<reply to NAME>`), so a multi-turn protocol shows every turn."""
+    from .types import Generate
+
     t = registry.get_task(task)
     ctx = runner.RunContext(seed=seed, limit=limit, task_options=dict(task_options or {}))
     runner.check_task_options([t], ctx.task_options)
     prep = t.prepare(ctx)
     rows = []
     for item in runner.select_items(t, prep, limit):
-        reqs = t.requests(item, prep, {})
+        reqs, outputs, stage_of = {}, {}, {}
+        for stage in range(t.stages):
+            new = {k: r for k, r in t.requests(item, prep, outputs).items() if k not in reqs}
+            if not new:
+                break
+            reqs.update(new)
+            stage_of.update({k: stage + 1 for k in new})
+            if any(not isinstance(r, Generate) for r in new.values()):
+                break  # only a text reply can be stood in for
+            outputs.update({k: f"<reply to {k}>" for k in new})
         rows.append({"id": item["id"], "task": t.name, "prompts": {k: r.prompt for k, r in reqs.items()},
-                     "requests": {k: {"kind": type(r).__name__, **{f: getattr(r, f) for f in ("options", "max_tokens", "stop")
-                                                                   if hasattr(r, f)}} for k, r in reqs.items()}})
+                     **({"turns": {k: list(r.turns) for k, r in reqs.items() if getattr(r, "turns", ())}}
+                        if any(getattr(r, "turns", ()) for r in reqs.values()) else {}),
+                     "requests": {k: {"kind": type(r).__name__, "stage": stage_of[k],
+                                      **{f: getattr(r, f) for f in ("options", "max_tokens", "stop") if hasattr(r, f)}}
+                                  for k, r in reqs.items()}})
     return rows

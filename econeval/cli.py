@@ -574,7 +574,8 @@ def data_export(name, out, file_name, prompts, seed, limit, task_option, **kw):
 
         rows = export_prompts(name, seed=seed, limit=limit, task_options=_collect_options(task_option, kw))
         if registry.get_task(name).stages > 1:
-            click.echo(f"note: {name} has {registry.get_task(name).stages} stages; later stages' prompts depend on the answers", err=True)
+            click.echo(f"note: {name} has {registry.get_task(name).stages} stages; later stages are shown with a placeholder "
+                       "for the model's earlier reply (<reply to NAME>)", err=True)
     else:
         m = data.manifest(name)
         names = [file_name] if file_name else m.get("export", next(iter(m["files"])))

@@ -17,6 +17,14 @@ from .tables import Metric
 MODEL, JUDGE, EMBEDDER = "model", "judge", "embedder"  # the roles a request can be sent to
 
 
+def chat_messages(prompt: str, turns: tuple[str, ...] = ()) -> list[dict[str, str]]:
+    """The chat messages of a request: its turns (user, assistant, user, ...; a conversation
+    the task built from earlier replies) or its prompt as one user message."""
+    if not turns:
+        return [{"role": "user", "content": prompt}]
+    return [{"role": "user" if i % 2 == 0 else "assistant", "content": t} for i, t in enumerate(turns)]
+
+
 @dataclass(frozen=True)
 class Generate:
     """Greedy generation. `prefix` is a leading part of `prompt` that many items share: a backend
@@ -33,6 +41,9 @@ class Generate:
     role: str = MODEL
     # stop as soon as the text so far matches (re.search): the task's parse is settled then
     stop_regex: str | None = None
+    # a conversation (user, assistant, ..., user) sent as chat messages when the chat template
+    # applies; `prompt` is then its text without a template (what a raw model is sent)
+    turns: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -45,6 +56,7 @@ class OptionLogprobs:
     prefix: str = ""
     chat: bool = False
     role: str = MODEL
+    turns: tuple[str, ...] = ()  # as Generate.turns
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ class Messages(JSONHandler):
             Messages.overloaded.add(prompt)
             return self._send(529, {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
                               {"retry-after": "0"})
-        if "Answer:" in prompt and "A. " in prompt:  # STEER-ME direct: answer with the first option's letter
+        if "SINGLE LETTER" in prompt and "A. " in prompt:  # STEER-ME direct: answer with the first option's letter
             text = "(A) because the first option follows."
         else:
             text = " Yes, it does." if "increase" in prompt[-300:] else " No."

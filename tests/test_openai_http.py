@@ -95,6 +95,11 @@ def test_chat_endpoint(server):
     # chat = "on" sends every request to the chat endpoint, whatever the task's default
     be.generate([Generate(prompt="demand increases", max_tokens=5)])
     assert FakeOpenAI.requests_seen[-1][0] == "/v1/chat/completions"
+    # a conversation goes as its messages: the model's earlier reply as the assistant's
+    turns = ("Q: demand increases?\nPlease reason.", "It rises.", "A. up\nB. down\nAnswer:")
+    be.option_logprobs([OptionLogprobs(prompt="\n".join(turns), options=("A", "B"), chat=True, turns=turns)])
+    assert FakeOpenAI.requests_seen[-1][1]["messages"] == [
+        {"role": "user", "content": turns[0]}, {"role": "assistant", "content": turns[1]}, {"role": "user", "content": turns[2]}]
 
 
 def test_run_econnli_through_the_api(cli, tmp_path, registry):

@@ -20,7 +20,8 @@ def test_generate_is_deterministic_and_usable_by_run(cli, tmp_path, registry):
     rows = [json.loads(l) for l in a.read_text().splitlines()]
     assert [r["element"] for r in rows[:1]] == ["find_eq_price"]  # taxonomy order
     out = tmp_path / "run"
-    rc, _, err = cli("run", "--task", "steer-me", "--questions", a, "--adaptation", "cot-shown", "--quiet", "--out", out, env=registry)
+    rc, _, err = cli("run", "--task", "steer-me", "--questions", a, "--adaptation", "cot-shown", "-T", "reasoning_tokens=64",
+             "--quiet", "--out", out, env=registry)
     assert rc == 0, err
     meta = json.loads((out / "run.json").read_text())
     s = meta["tasks"]["steer-me"]["settings"]
@@ -51,7 +52,8 @@ def test_run_direct_with_car_on_the_bundled_set(cli, tmp_path, registry):
 
 def test_free_text_adaptation_end_to_end(cli, tmp_path, registry):
     out = tmp_path / "run"
-    rc, _, err = cli("run", "--task", "steer-me", "--adaptation", "free-text", "--limit", "1", "--quiet", "--out", out, env=registry)
+    rc, _, err = cli("run", "--task", "steer-me", "--adaptation", "free-text", "--limit", "1", "-T", "reasoning_tokens=64",
+                     "--quiet", "--out", out, env=registry)
     assert rc == 0, err
     res = json.loads((out / "results.json").read_text())["tasks"]["steer-me"]
     assert res["adaptation"] == "free-text" and res["n"] == 64
@@ -63,7 +65,7 @@ def test_free_text_adaptation_end_to_end(cli, tmp_path, registry):
     assert json.loads((out / "run.json").read_text())["judge"] is None  # no --judge: the regex reads the number
     judged = tmp_path / "judged"
     rc, _, err = cli("run", "--task", "steer-me", "--adaptation", "free-text", "--judge", "tiny", "--limit", "1",
-                     "--quiet", "--out", judged, env=registry)
+                     "-T", "reasoning_tokens=64", "--quiet", "--out", judged, env=registry)
     assert rc == 0, err
     meta = json.loads((judged / "run.json").read_text())
     assert meta["judge"]["identity"] and "evaluator" in meta["tasks"]["steer-me"]["settings"]["free_text_extractor"]
@@ -121,3 +123,19 @@ def test_the_authors_staged_data_package_runs(cli, tmp_path, tiny_model):
     rc, _, err = cli("run", "--model", tiny_model, "--task", "steer-me", "-T", f"questions={tmp_path}", "--quiet",
                      "--out", tmp_path / "run2")
     assert rc == 2 and "not a STEER-ME data package (no elements.csv)" in err
+
+
+def test_the_answer_turn_follows_the_models_reasoning_in_the_chat(cli, tmp_path, tiny_chat_model):
+    questions = tmp_path / "q.jsonl"
+    assert cli("steer", "generate", "--elements", "consumer_surplus", "--per-element", "2", "--out", questions)[0] == 0
+    out = tmp_path / "run"
+    rc, _, err = cli("run", "--model", tiny_chat_model, "--task", "steer-me", "--questions", questions, "--adaptation",
+                     "cot-hidden", "-T", "reasoning_tokens=8", "--chat", "on", "--quiet", "--out", out)
+    assert rc == 0, err
+    for s in (json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()):
+        rendered = s["rendered"]["option_logprobs"]
+        first, answer = rendered.index("Please reason step by step"), rendered.index("RESPOND WITH ONLY A SINGLE LETTER")
+        # three messages: the reasoning turn, the model's reasoning (the tests' template renders every
+        # message alike), the answer turn
+        assert f"<|end|><|user|>{s['reasoning'].strip()}<|end|><|user|>A. " in rendered[first:answer]
+        assert rendered.count("<|end|>") == 3 and rendered.endswith("<|assistant|>")

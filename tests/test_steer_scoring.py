@@ -133,9 +133,9 @@ def test_score_command_with_logprobs_and_text(cli, tmp_path):
     assert res["adaptation"] == "direct" and res["n_unparsed"] == 1
 
 
-def test_cot_requests_take_two_stages():
+def test_cot_requests_take_two_stages_in_econevals_own_prompt_set():
     task = SteerMe()
-    prep = task.prepare(RunContext(task_options={"adaptation": "cot-hidden"}))
+    prep = task.prepare(RunContext(task_options={"adaptation": "cot-hidden", "prompts": "econeval1"}))
     item = prep.items[0]
     first = task.requests(item, prep, {})["reasoning"]
     assert "A. " not in first.prompt and first.prompt.endswith("Let's think step by step.")
@@ -143,8 +143,45 @@ def test_cot_requests_take_two_stages():
     assert "A. " + item["options"][0] in second.prompt and second.prompt.endswith("the answer is")
     assert second.options == ("A", "B", "C", "D")
     assert task.requests(item, prep, {"reasoning": "x", "option_logprobs": {}}) == {}
-    shown = SteerMe().prepare(RunContext(task_options={"adaptation": "cot-shown"}))
+    shown = SteerMe().prepare(RunContext(task_options={"adaptation": "cot-shown", "prompts": "econeval1"}))
     assert "A. " in task.requests(item, shown, {})["reasoning"].prompt
+
+
+ANSWER = ("\nAnswer by writing the option letter corresponding to the correct option. RESPOND WITH ONLY A SINGLE LETTER.\nA:")
+REASON = "\nPlease reason step by step, and put your final answer within \\boxed{}."
+
+
+def test_the_open2025_prompts_are_the_authors_strings_and_turns():
+    task = SteerMe()
+    item = task.prepare(RunContext()).items[0]
+    q, opts = "Q: " + item["question"], "".join(f"\n{L}. {o}" for L, o in zip("ABCD", item["options"]))
+    prep = {a: task.prepare(RunContext(task_options={"adaptation": a})) for a in ("direct", "cot-shown", "cot-hidden", "free-text")}
+    assert prep["direct"].settings["prompts"]["set"] == "open2025" and prep["direct"].settings["reasoning_tokens"] == 4096
+    direct = task.requests(item, prep["direct"], {})["option_logprobs"]
+    assert direct.prompt == q + opts + "\n" + ANSWER and direct.turns == ()
+    for a, first_turn, answer_turn in (("cot-shown", q + opts + "\n" + REASON, ANSWER),
+                                       ("cot-hidden", q + "\n" + REASON, opts.lstrip("\n") + "\n" + ANSWER)):
+        reasoning = task.requests(item, prep[a], {})["reasoning"]
+        assert reasoning.prompt == first_turn and reasoning.max_tokens == 4096
+        answer = task.requests(item, prep[a], {"reasoning": " I think so. "})["option_logprobs"]
+        assert answer.turns == (first_turn, "I think so.", answer_turn)  # the answer is a second user turn
+        assert answer.prompt == "\n".join(answer.turns) and answer.options == ("A", "B", "C", "D")
+    free = task.requests(item, prep["free-text"], {})["response"]
+    assert free.prompt == q + "\n" + REASON
+
+
+def test_few_shot_examples_per_cell_from_a_separate_pool():
+    task = SteerMe()
+    prep = task.prepare(RunContext(task_options={"shots": "2"}))
+    items = [it for it in prep.items if it["element"] == prep.items[0]["element"]]
+    a = task.requests(items[0], prep, {})["option_logprobs"]
+    assert a.prefix and a.prompt.startswith(a.prefix) and a.prefix.endswith("\n\n") and a.prefix.count("Q: ") == 2
+    assert a.prefix.count(ANSWER + " ") == 2  # each example answered: the instruction, a space, its letter
+    assert all(it["question"] not in a.prefix for it in prep.items)  # never an evaluated question
+    same_cell = [it for it in items[1:] if (it["type"], it["domain"]) == (items[0]["type"], items[0]["domain"])]
+    if same_cell:
+        assert task.requests(same_cell[0], prep, {})["option_logprobs"].prefix == a.prefix
+    assert prep.settings["shots"] == 2
 
 
 def test_car_table_hand_computed():

@@ -14,7 +14,7 @@ from typing import Callable, Sequence
 
 from .. import registry
 from ..errors import ModelError
-from ..types import BackendInfo, Completion, Generate, OptionLogprobs, OptionScores
+from ..types import BackendInfo, Completion, Generate, OptionLogprobs, OptionScores, chat_messages
 from .base import Backend, Settings
 from .http_client import ServedClient, ServedOptions, split_stops
 from .openai_http import TEXT_ANSWER_TOKENS
@@ -48,21 +48,21 @@ class AnthropicBackend(Backend):
         self.client.n.update(client_side_stops=0, text_only_answers=0, oversized_answers=0)
         self.served = self.client.check_server()
 
-    def _message(self, prompt: str, **kw) -> dict:
+    def _message(self, r: Generate | OptionLogprobs, **kw) -> dict:
         return self.client.post("/v1/messages", {"model": self.options.api_model, "temperature": 0,
-                                                 "messages": [{"role": "user", "content": prompt}], **kw})
+                                                 "messages": chat_messages(r.prompt, r.turns), **kw})
 
     def _generate(self, r: Generate) -> Completion:
         if r.repeat_penalty != 1.0:
             raise ModelError(f"a task asks for repetition penalty {r.repeat_penalty:g}, which the Messages API does not offer")
         server_stops = split_stops(r)
-        resp = self._message(r.prompt, max_tokens=r.max_tokens, **({"stop_sequences": server_stops} if server_stops else {}))
+        resp = self._message(r, max_tokens=r.max_tokens, **({"stop_sequences": server_stops} if server_stops else {}))
         return self.client.completion(resp, r, server_stops)
 
     def _one(self, r):
         if isinstance(r, OptionLogprobs):  # no log-probabilities: the letter is read from the text
             self.client.count("text_only_answers")
-            choice = self._message(r.prompt, max_tokens=TEXT_ANSWER_TOKENS)["choices"][0]
+            choice = self._message(r, max_tokens=TEXT_ANSWER_TOKENS)["choices"][0]
             return OptionScores(text=choice.get("text") or "")
         return self._generate(r)
 

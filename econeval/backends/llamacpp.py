@@ -23,7 +23,7 @@ import orjson
 from .. import registry
 from ..config import ModelSpec, cache_home
 from ..errors import ModelError, UsageError, warn
-from ..types import BackendInfo, Completion, Generate, OptionLogprobs, OptionScores
+from ..types import BackendInfo, Completion, Generate, OptionLogprobs, OptionScores, chat_messages
 from .base import Backend, BackendOptions, Settings, option
 from .llamacpp_batch import Engine
 from .llamacpp_plan import Prepared, make_plan
@@ -303,7 +303,7 @@ class LlamaCppBackend(Backend):
             piece = self._pieces[tok] = buf.raw[:n]
         return piece
 
-    def _render_chat(self, text: str) -> str:
+    def _render_chat(self, messages: list[dict]) -> str:
         try:
             if self._formatter is None:
                 from llama_cpp.llama_chat_format import Jinja2ChatFormatter
@@ -312,7 +312,7 @@ class LlamaCppBackend(Backend):
                 eos = self.model.detokenize([self.model.token_eos()], special=True).decode("utf-8", "ignore")
                 self._formatter = (Jinja2ChatFormatter(self.template, eos_token=eos, bos_token=bos), bos)
             fmt, bos = self._formatter
-            out = fmt(messages=[{"role": "user", "content": text}]).prompt
+            out = fmt(messages=messages).prompt
         except Exception as exc:  # noqa: BLE001 - jinja2's errors, and what the template raises itself
             raise ModelError(f"the chat template of model '{self.spec.name}' cannot be applied ({type(exc).__name__}: "
                              f"{str(exc).splitlines()[0] if str(exc) else ''})", hint="use --chat off, or fix the template") from None
@@ -323,17 +323,17 @@ class LlamaCppBackend(Backend):
         "auto" those whose task asks for it (its paper's code did) when the file has a template."""
         return self.spec.chat == "on" or (task_default and self.use_chat)
 
-    def _texts(self, prompt: str, prefix: str, chat: bool) -> tuple[str, str, bool]:
+    def _texts(self, prompt: str, prefix: str, chat: bool, turns: tuple[str, ...] = ()) -> tuple[str, str, bool]:
         if self._chat(chat):
-            full = self._render_chat(prompt)
-            pre = self._render_chat(prefix + _SENTINEL).split(_SENTINEL)[0] if prefix else ""
+            full = self._render_chat(chat_messages(prompt, turns))
+            pre = self._render_chat(chat_messages(prefix + _SENTINEL)).split(_SENTINEL)[0] if prefix else ""
             return full, (pre if full.startswith(pre) else ""), True
         return prompt, prefix, False
 
-    def _tokens(self, prompt: str, prefix: str, chat: bool) -> tuple[str, list[int], int]:
+    def _tokens(self, prompt: str, prefix: str, chat: bool, turns: tuple[str, ...] = ()) -> tuple[str, list[int], int]:
         """The prompt text as evaluated (chat template applied), its tokens, and how many of them
         form the reusable prefix (0: none)."""
-        full, pre, special = self._texts(prompt, prefix, chat)
+        full, pre, special = self._texts(prompt, prefix, chat, turns)
         tokens = self.tokenize(full, special)
         if not pre:
             return full, tokens, 0
@@ -360,7 +360,7 @@ class LlamaCppBackend(Backend):
         generation for the same prompt share one evaluation of it)."""
         prepared = []
         for req in requests:
-            full, tokens, n_prefix = self._tokens(req.prompt, req.prefix, req.chat)
+            full, tokens, n_prefix = self._tokens(req.prompt, req.prefix, req.chat, req.turns)
             prepared.append(Prepared(req, full, tokens, n_prefix, full if self._chat(req.chat) else None))
         plan = make_plan(prepared, self.n_ctx, lambda full, tokens, o, chat: self._continuation(full, tokens, o, chat))
         try:

@@ -37,7 +37,7 @@ from typing import Callable, Sequence
 
 from .. import registry
 from ..errors import ModelError, UsageError
-from ..types import BackendInfo, Completion, Generate, OptionLogprobs, OptionScores
+from ..types import BackendInfo, Completion, Generate, OptionLogprobs, OptionScores, chat_messages
 from .base import Backend, Settings, option
 from .http_client import CONTEXT, HTTPError, ServedClient, ServedOptions, choice_text, split_stops
 
@@ -147,12 +147,12 @@ class OpenAIHTTPBackend(Backend):
                 return None
         return doc
 
-    def _body(self, prompt: str, **kw) -> tuple[str, dict]:
+    def _body(self, r: Generate | OptionLogprobs, **kw) -> tuple[str, dict]:
         if self.use_chat:
             if "logprobs" in kw:
                 kw["logprobs"], kw["top_logprobs"] = True, kw["logprobs"]
-            return "/v1/chat/completions", {"messages": [{"role": "user", "content": prompt}], **kw}
-        return "/v1/completions", {"prompt": prompt, **kw}
+            return "/v1/chat/completions", {"messages": chat_messages(r.prompt, r.turns), **kw}
+        return "/v1/completions", {"prompt": r.prompt, **kw}
 
     def _penalty(self, value: float) -> dict:
         if self.penalty_param == "repeat_penalty":
@@ -171,14 +171,14 @@ class OpenAIHTTPBackend(Backend):
         kw = {"max_tokens": r.max_tokens, **self._penalty(r.repeat_penalty)}
         if server_stops:
             kw["stop"] = server_stops
-        path, body = self._body(r.prompt, **kw)
+        path, body = self._body(r, **kw)
         return self.client.completion(self.client.post(path, {**self._fixed(), **body}), r, server_stops)
 
     def _option_scores(self, r: OptionLogprobs) -> OptionScores:
         while True:
             k = self.top_logprobs
             # without log-probabilities the letter is read from the text: room for "(B)" or "B."
-            path, body = self._body(r.prompt, max_tokens=1 if k else TEXT_ANSWER_TOKENS, **({"logprobs": k} if k else {}),
+            path, body = self._body(r, max_tokens=1 if k else TEXT_ANSWER_TOKENS, **({"logprobs": k} if k else {}),
                                     **self._penalty(1.0))
             try:
                 resp = self.client.post(path, {**self._fixed(), **body})

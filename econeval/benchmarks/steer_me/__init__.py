@@ -4,12 +4,12 @@ re-implementation of auto-STEER, labelled as such) and scores them with the auth
 
 Adaptations (`--adaptation`): direct (default), cot-shown, cot-hidden (0-CoT: reasoning first,
 then the letter with the options shown), free-text. `--car` replaces one option per question
-with "No other option is correct." in the paper's exact 1/K balance.
+with "No other option is correct." in the paper's exact 1/K balance. Prompts (`-T prompts=`):
+the authors' released `open2025` set by default (prompts.py), `econeval1` for econeval's own.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import random
@@ -22,6 +22,7 @@ from ...metrics import brier, ece, mean, normalized_accuracy, spread
 from ...results import read_jsonl
 from ...tables import Metric
 from ...types import JUDGE, MODEL, Generate, OptionLogprobs, Prepared, Task, TaskOption, call_info
+from . import prompts as P
 from .generator import GENERATOR_VERSION, covered, generate
 
 BENCHMARK = "steer-me"
@@ -29,7 +30,7 @@ LETTERS = "ABCDEFGHIJ"
 NOTA = "No other option is correct."
 BUNDLE_SEED, BUNDLE_PER_ELEMENT = 2025, 100
 ADAPTATIONS = ("direct", "cot-shown", "cot-hidden", "free-text")
-COT_MAX_TOKENS = 256
+SHOT_POOL_SEED, SHOT_POOL_PER_ELEMENT = BUNDLE_SEED + 1, 20  # the bundled set's few-shot pool: other questions
 
 
 def taxonomy_rows(src: Path) -> list[dict]:
@@ -143,21 +144,32 @@ def apply_car(items: list[dict], seed: int) -> list[dict]:
     for it in items:
         buckets.setdefault((it["element"], len(it["options"])), []).append(it)
     out = {}
-    for (_, k), group in buckets.items():
-        ranked = sorted(group, key=lambda it: hashlib.sha256(f"{seed}/car/{it['id']}".encode()).hexdigest())
-        replace_correct = {it["id"] for it in ranked[: round(len(group) / k)]}
+    for (element, k), group in buckets.items():  # the authors' selection: floor(N/K + 1/2) by a seeded hash rank
+        ranked = sorted(group, key=lambda it: (P.stable_hash(seed, "none", element, it.get("base_id", it["id"])), it["id"]))
+        replace_correct = {it["id"] for it in ranked[: math.floor(len(group) / k + 0.5)]}
         for it in group:
             opts = list(it["options"])
             if it["id"] in replace_correct:
                 idx = it["correct_index"]
             else:
-                idx = random.Random(f"{seed}/car/{it['id']}").choice([i for i in range(k) if i != it["correct_index"]])
+                rng = random.Random(P.stable_hash(seed, "none-wrong", it["id"]))
+                idx = rng.choice([i for i in range(k) if i != it["correct_index"]])
             opts[idx] = NOTA
             out[it["id"]] = {**it, "options": opts, "car_replaced": idx, "nota_is_correct": it["id"] in replace_correct}
     return [out[it["id"]] for it in items]
 
 
 # ---- prompts ------------------------------------------------------------------------------
+def _int_option(value, name: str, lo: int, hi: int) -> int:
+    try:
+        n = int(str(value).strip())
+    except ValueError:
+        raise UsageError(f"task option {name} of steer-me: '{value}' is not a whole number") from None
+    if not lo <= n <= hi:
+        raise UsageError(f"task option {name} of steer-me: {n} is out of range ({lo} to {hi})")
+    return n
+
+
 def options_block(item: dict) -> str:
     return "\n".join(f"{LETTERS[i]}. {o}" for i, o in enumerate(item["options"]))
 
@@ -171,7 +183,7 @@ class SteerMe(Task):
     name = "steer-me"
     suite = "steer-me"
     benchmark = BENCHMARK
-    prompt_version = "steer-me/1"
+    prompt_version = "steer-me/2"  # /2: the authors' open2025 prompt set and turns by default (-T prompts=econeval1: /1)
     description = "STEER-ME re-implementation: generated microeconomics multiple choice (options: adaptation, car, questions)"
     stages = 2
     group_field = "element"
@@ -182,6 +194,12 @@ class SteerMe(Task):
                    "reasoning) | free-text (no options; the final number is read)", ADAPTATIONS, "choice", flag="--adaptation"),
         TaskOption("car", False, 'calibrated answer replacement: one option per question becomes "No other option is correct."',
                    kind="bool", flag="--car"),
+        TaskOption("prompts", P.DEFAULT, "open2025: the authors' released prompt set and turn structure (the canonical "
+                   "open-weight runs'); econeval1: econeval's own wording, one turn", tuple(P.PROMPT_SETS), "choice"),
+        TaskOption("shots", "0", "few-shot examples per question, drawn for its (element, type, domain) cell as the authors' "
+                   "package does (bundled set: from a separately generated pool; a package: its few_shot split)"),
+        TaskOption("reasoning_tokens", None, "the reasoning budget of cot-shown, cot-hidden and free-text (default: the "
+                   "prompt set's: open2025 4096, econeval1 256)"),
         TaskOption("questions", None, "a question set from `econeval steer generate` (a .jsonl file), or the authors' "
                    "released STEER-ME data package (a folder: elements.csv + data/<setting>/<module>/<element>/test.parquet; "
                    "needs pyarrow), instead of the bundled one", kind="path", flag="--questions"),
@@ -207,6 +225,14 @@ class SteerMe(Task):
         else:
             items = data.load(BENCHMARK, "questions.jsonl")
             source = {"questions": "bundled set", "seed": BUNDLE_SEED, "per_element": BUNDLE_PER_ELEMENT}
+        pset = opts["prompts"]
+        shots = _int_option(opts["shots"], "shots", 0, 64)
+        budget = _int_option(opts["reasoning_tokens"], "reasoning_tokens", 1, 65536) if opts["reasoning_tokens"] else \
+            P.PROMPT_SETS[pset]["reasoning_tokens"]
+        if shots and pset != "open2025":
+            raise UsageError("-T shots needs the open2025 prompt set (its few-shot format)")
+        if shots and adaptation == "free-text":
+            raise UsageError("few-shot examples are multiple choice: -T shots must be 0 with --adaptation free-text")
         car = bool(opts["car"])  # applied to the items that run (finalize_items), so --limit keeps its 1/K balance
         label = adaptation + ("+car" if car else "")
         prep = Prepared(items=items, settings={
@@ -215,8 +241,11 @@ class SteerMe(Task):
             "scoring": ("option log-probabilities of the letters at the answer position (' A' counts as 'A', max over duplicates), "
                         "reshaped by renormalising and by mixing with uniform (RPM)") if adaptation != "free-text" else
                        "number from the text (last \\boxed{}, else after the last ANSWER:, else the last number); correct within 2% and closest to gold",
-            "cot_max_tokens": COT_MAX_TOKENS, "car": car,
-        }, state={"adaptation": adaptation, "label": label, "car": car, "seed": ctx.seed})
+            "reasoning_tokens": budget, "car": car,
+            "prompts": {"set": pset, "sha256": P.strings_hash(pset)}, "shots": shots,
+        }, state={"adaptation": adaptation, "label": label, "car": car, "seed": ctx.seed, "prompts": pset,
+                  "strings": P.PROMPT_SETS[pset], "budget": budget, "shots": shots,
+                  "pool": self._shot_pool(qfile) if shots else []})
         if adaptation == "free-text":
             extractor = "judge" if ctx.judge_given else "regex"
             prep.settings["free_text_extractor"] = (
@@ -227,6 +256,18 @@ class SteerMe(Task):
                 prep.roles = (MODEL, JUDGE)
                 prep.settings["evaluator_prompt"] = EXTRACT_PROMPT
         return prep
+
+    @staticmethod
+    def _shot_pool(qfile) -> list[dict]:
+        """Where few-shot examples come from: a package's few_shot split; for the bundled set (or a
+        questions file), questions generated apart from it (another seed), never the evaluated ones."""
+        if qfile and Path(qfile).is_dir():
+            from .package import load as load_package
+
+            return load_package(Path(qfile), "few_shot")[0] if list(Path(qfile).glob("data/*/*/*/few_shot.parquet")) else []
+        tax = {r["element"]: r for r in data.load(BENCHMARK, "taxonomy.jsonl")}
+        pool = generate([e for e in tax if e in covered()], SHOT_POOL_PER_ELEMENT, SHOT_POOL_SEED, tax)
+        return [{**q, "id": q["id"].replace("steer-me/", "steer-me-shots/", 1)} for q in pool]
 
     def finalize_items(self, items, prep):
         return apply_car(items, prep.state["seed"]) if prep.state["car"] else items
@@ -245,6 +286,41 @@ class SteerMe(Task):
         return tuple(LETTERS[:len(item["options"])])
 
     def requests(self, item, prep, outputs):
+        if prep.state["prompts"] == "open2025":
+            return self._requests_open2025(item, prep, outputs)
+        return self._requests_econeval1(item, prep, outputs)
+
+    def _requests_open2025(self, item, prep, outputs):
+        """The authors' turns: the reasoning turn and the answer turn are separate user messages,
+        the model's reasoning between them (chat template); a raw model gets them joined by newlines."""
+        st, k = prep.state, len(item["options"])
+        letters = tuple(LETTERS[:k])
+        fmt = P.FORMATS[st["adaptation"]]
+        shots = P.select_shots(st["pool"], item, st["shots"], st["seed"])
+        prefix = P.few_shot_prefix(shots, st["strings"])
+        t = P.turns(fmt, item["question"], item["options"], st["strings"])
+        t[0] = prefix + t[0]
+        if fmt == "mc":
+            return {} if outputs else {"option_logprobs": OptionLogprobs(prompt=t[0], prefix=prefix, options=letters, chat=True)}
+        if fmt == "free":
+            if "response" not in outputs:
+                return {"response": Generate(prompt=t[0], prefix=prefix, max_tokens=st["budget"], stop=("\nQ: ",), chat=True)}
+            return self._evaluator(item, prep, outputs)
+        if "reasoning" not in outputs:
+            return {"reasoning": Generate(prompt=t[0], prefix=prefix, max_tokens=st["budget"], stop=("\nQ: ",), chat=True)}
+        if "option_logprobs" in outputs:
+            return {}
+        conversation = (t[0], outputs["reasoning"].strip(), t[1])
+        return {"option_logprobs": OptionLogprobs(prompt="\n".join(conversation), prefix=prefix, options=letters, chat=True,
+                                                  turns=conversation)}
+
+    def _evaluator(self, item, prep, outputs):
+        if prep.state.get("extractor") == "judge" and "extracted" not in outputs:
+            ask = EXTRACT_PROMPT.format(question=item["question"], response=outputs["response"].strip())
+            return {"extracted": Generate(prompt=ask, max_tokens=EXTRACT_MAX_TOKENS, stop=("\n",), chat=True, role=JUDGE)}
+        return {}
+
+    def _requests_econeval1(self, item, prep, outputs):
         a, k = prep.state["adaptation"], len(item["options"])
         q = f"Question: {item['question']}\n"
         letters = tuple(LETTERS[:k])
@@ -254,15 +330,12 @@ class SteerMe(Task):
         if a == "free-text":
             if "response" not in outputs:
                 prompt = q + "Give the final answer as a number after 'ANSWER:'.\nAnswer: Let's think step by step."
-                return {"response": Generate(prompt=prompt, max_tokens=COT_MAX_TOKENS, stop=("\nQuestion:",), chat=True)}
-            if prep.state.get("extractor") == "judge" and "extracted" not in outputs:
-                ask = EXTRACT_PROMPT.format(question=item["question"], response=outputs["response"].strip())
-                return {"extracted": Generate(prompt=ask, max_tokens=EXTRACT_MAX_TOKENS, stop=("\n",), chat=True, role=JUDGE)}
-            return {}
+                return {"response": Generate(prompt=prompt, max_tokens=prep.state["budget"], stop=("\nQuestion:",), chat=True)}
+            return self._evaluator(item, prep, outputs)
         shown = a == "cot-shown"
         first = q + (options_block(item) + "\n" if shown else "") + "Answer: Let's think step by step."
         if "reasoning" not in outputs:
-            return {"reasoning": Generate(prompt=first, max_tokens=COT_MAX_TOKENS, stop=("\nQuestion:",), chat=True)}
+            return {"reasoning": Generate(prompt=first, max_tokens=prep.state["budget"], stop=("\nQuestion:",), chat=True)}
         if "option_logprobs" in outputs:
             return {}
         second = first + outputs["reasoning"] + ("" if shown else "\n" + options_block(item)) + final

@@ -1,0 +1,89 @@
+"""STEER-ME prompt sets: the strings the model sees besides the questions, and the user turns
+built from them.
+
+`open2025` (the default) is the authors' released evaluation package's default set, "the one
+used by every canonical open-weight STEER-ME run" (their `steer_bench/prompts.py`): questions as
+`Q: …`, options as `\\nA. …` lines, the reasoning turn and the answer turn as separate user
+messages (shown, hidden), a few-shot prefix of solved examples before the first turn.
+`econeval1` is econeval's wording before prompt version 2 (`Question: …`, "Let's think step by
+step.", one turn with the reasoning inside). The set's name and the sha256 of its strings are
+part of the run's settings (run.json, identity).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+LETTERS = "ABCDEFGHIJ"
+
+PROMPT_SETS: dict[str, dict] = {
+    "open2025": {
+        "reasoning": "\nPlease reason step by step, and put your final answer within \\boxed{}.",
+        "answer": ("\nAnswer by writing the option letter corresponding to the correct option. "
+                   "RESPOND WITH ONLY A SINGLE LETTER.\nA:"),
+        "free_answer": "",
+        "hidden_options_newline": False,
+        "few_shot_answer_sep": " ",
+        "reasoning_tokens": 4096,
+    },
+    "econeval1": {  # econeval's own wording (prompt version 1)
+        "reasoning_tokens": 256,
+    },
+}
+DEFAULT = "open2025"
+FORMATS = {"direct": "mc", "cot-shown": "shown", "cot-hidden": "hidden", "free-text": "free"}
+
+
+def strings_hash(name: str) -> str:
+    return hashlib.sha256(json.dumps(PROMPT_SETS[name], sort_keys=True).encode()).hexdigest()[:16]
+
+
+def option_block(options: list[str]) -> str:
+    """`\\nA. opt` lines (a question's letters start at A: econeval runs single-part questions)."""
+    return "".join(f"\n{LETTERS[i]}. {o}" for i, o in enumerate(options))
+
+
+def turns(fmt: str, question: str, options: list[str], s: dict) -> list[str]:
+    """The user turns of one question (the model replies after each; the last reply is the answer):
+    mc [question + options + answer]; shown [question + options + reasoning, answer];
+    hidden [question + reasoning, options + answer]; free [question + reasoning]."""
+    q, opts = "Q: " + question, option_block(options)
+    if fmt == "mc":
+        return [q + opts + "\n" + s["answer"]]
+    if fmt == "shown":
+        return [q + opts + "\n" + s["reasoning"], s["answer"]]
+    if fmt == "hidden":
+        return [q + "\n" + s["reasoning"], (opts if s["hidden_options_newline"] else opts.lstrip("\n")) + "\n" + s["answer"]]
+    if fmt == "free":
+        return [q + "\n" + s["reasoning"] + s["free_answer"]]
+    raise ValueError(f"unknown format {fmt!r}")
+
+
+def few_shot_prefix(examples: list[dict], s: dict) -> str:
+    """Solved examples in the multiple-choice format, each followed by its letter; the prefix
+    ends with a blank line (never altered by "No other option is correct")."""
+    if not examples:
+        return ""
+    return "".join("Q: " + e["question"] + option_block(e["options"]) + "\n" + s["answer"] + s["few_shot_answer_sep"]
+                   + LETTERS[e["correct_index"]] + "\n" for e in examples) + "\n\n"
+
+
+def stable_hash(*parts: object) -> int:
+    return int(hashlib.sha256("/".join(map(str, parts)).encode()).hexdigest()[:16], 16)
+
+
+def select_shots(pool: list[dict], item: dict, shots: int, seed: int) -> list[dict]:
+    """`shots` examples for the item's (element, type, domain) cell: candidates of the same
+    element, type and domain; if fewer than `shots`, the same element and type; then the same
+    element; sorted by id and shuffled with a hash of (seed, cell), so a cell shares its prefix."""
+    if shots <= 0:
+        return []
+    cands = [e for e in pool if e["element"] == item["element"] and e["id"] != item["id"]]
+    tiers = [[e for e in cands if e.get("type") == item.get("type") and e.get("domain") == item.get("domain")],
+             [e for e in cands if e.get("type") == item.get("type")], cands]
+    chosen = sorted(next((t for t in tiers if len(t) >= shots), cands), key=lambda e: e["id"])
+    import random
+
+    random.Random(stable_hash(seed, "shots", item["element"], item.get("type"), item.get("domain"))).shuffle(chosen)
+    return chosen[:shots]
