@@ -139,3 +139,15 @@ def test_the_answer_turn_follows_the_models_reasoning_in_the_chat(cli, tmp_path,
         # message alike), the answer turn
         assert f"<|end|><|user|>{s['reasoning'].strip()}<|end|><|user|>A. " in rendered[first:answer]
         assert rendered.count("<|end|>") == 3 and rendered.endswith("<|assistant|>")
+
+
+def test_exported_prompts_show_the_open2025_turns(cli, tmp_path):
+    out = tmp_path / "p.jsonl"
+    rc, _, err = cli("data", "export", "steer-me", "--prompts", "--limit", "1", "--adaptation", "cot-shown", "--out", out)
+    assert rc == 0 and "placeholder" in err, err
+    row = json.loads(out.read_text().splitlines()[0])
+    first = row["prompts"]["reasoning"]
+    assert first.startswith("Q: ") and first.endswith("\n\nPlease reason step by step, and put your final answer within \\boxed{}.")
+    assert row["turns"]["option_logprobs"] == [first, "<reply to reasoning>", "\nAnswer by writing the option letter corresponding "
+                                               "to the correct option. RESPOND WITH ONLY A SINGLE LETTER.\nA:"]
+    assert row["requests"]["reasoning"]["stage"] == 1 and row["requests"]["option_logprobs"]["stage"] == 2
