@@ -46,7 +46,7 @@ def evaluate(model: str | config.ModelSpec | None = None, tasks: Sequence[str] =
              judge: str | None = None, embedder: str | None = None, n_ctx: int | None = None, chat: str | None = None,
              bootstrap: int = 1000, progress: bool | Callable[[dict], None] | None = None, argv: list[str] | None = None,
              say: Callable[[str], None] | None = None, shard: tuple[int, int] | None = None, new: bool = False,
-             config_file: dict | None = None) -> ResultsDoc:
+             config_file: dict | None = None, sample: str | float | int | None = None) -> ResultsDoc:
     """Evaluate `model` (a model file, a models.toml name, `PREFIX:NAME` for a served model,
     a ModelSpec, or None for the default) on `tasks` (names) or a `suite` (default: all), write
     the run folder `out` and return the results document. Without `out` the folder is the
@@ -65,6 +65,8 @@ def evaluate(model: str | config.ModelSpec | None = None, tasks: Sequence[str] =
     option nothing declares is refused. `chat` (auto, on, off) overrides the model's chat mode.
     `shard` (K, N) runs only the chunks of shard K of N into `out`/shard-K-of-N (`merge` joins them).
     `config_file`: what run.json records of a `--config` file (runconfig.py).
+    `sample` (instead of `limit`): a seeded stratified sample of each task, N items or a fraction
+    (sampling.py); its numbers are estimates of the full set's, with intervals to match.
 
     Returns the results document with one key added: `run_folder`, the folder written."""
     selected = registry.select(suite, list(tasks))
@@ -76,7 +78,16 @@ def evaluate(model: str | config.ModelSpec | None = None, tasks: Sequence[str] =
     roles.check(spec, settings)
     if shard is not None and out is None:
         raise UsageError("--shard needs --out DIR (a folder every shard can reach; each writes DIR/shard-K-of-N)")
-    ctx = runner.RunContext(seed=seed, limit=limit, task_options=dict(task_options or {}), bootstrap=bootstrap, shard=shard)
+    from . import sampling
+
+    if sample is not None and limit is not None:
+        raise UsageError("--sample and --limit together: a sample is drawn from all items", hint="pass one of them")
+    try:
+        sample = sampling.parse(sample)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    ctx = runner.RunContext(seed=seed, limit=limit, task_options=dict(task_options or {}), bootstrap=bootstrap, shard=shard,
+                            sample=sample)
     _judge_and_embedder(ctx, roles.with_options(judge_spec, split[JUDGE]) if judge_spec else None, embedder, seed)
     callback = progress if callable(progress) else None
     show = sys.stderr.isatty() if progress is None else progress is True

@@ -61,7 +61,8 @@ def describe(folder: Path) -> dict[str, Any] | None:
         except UsageError:
             saved = None
     results: dict = {}
-    for name in ["results.json", *sorted(p.name for p in folder.glob("results-limit-*.json"))]:
+    for name in ["results.json", *sorted(p.name for p in folder.glob("results-limit-*.json")),
+                 *sorted(p.name for p in folder.glob("results-sample-*.json"))]:
         try:
             doc = read_json(folder / name) if (folder / name).is_file() else {}
         except (OSError, ValueError):

@@ -176,8 +176,11 @@ def _prefix_help() -> str:
 @click.option("--task", "-t", "tasks", multiple=True, help="Run only this task (repeatable); instead of --suite.")
 @click.option("--limit", "-n", type=click.IntRange(min=1, max=10**9),
               help="Evaluate only the first N items of each task (a task may count them per sub-task or element).")
+@click.option("--sample", metavar="N|F", help="Evaluate a seeded stratified sample of each task: N items, or a fraction F "
+              "(0.1); numbers are estimates of the full set's, with intervals to match. A folder extends to a larger "
+              "sample or the full set without re-running.")
 @click.option("--seed", type=click.IntRange(min=0, max=2**63 - 1), default=1234, show_default=True,
-              help="Seed for few-shot draws (recorded in run.json).")
+              help="Seed for few-shot draws and --sample (recorded in run.json).")
 @click.option("--n-ctx", type=click.IntRange(min=256, max=2**20), help="Context length in tokens (default: the model's entry).")
 @click.option("--chat", type=click.Choice(["auto", "on", "off"]),
               help="Chat template: auto (each task's default, as its paper's code did, when the model has a template), "
@@ -200,7 +203,7 @@ def _prefix_help() -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print results.json on stdout instead of the summary table.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress display.")
 @_config_option("run")
-def run(model, suite, tasks, limit, seed, n_ctx, chat, model_option, out, new, embedder, task_option, judge, n_boot, shard,
+def run(model, suite, tasks, limit, sample, seed, n_ctx, chat, model_option, out, new, embedder, task_option, judge, n_boot, shard,
         shard_count, as_json, quiet, **kw):
     """Evaluate a model and write run.json, samples.jsonl and results.json."""
     from .api import evaluate, program
@@ -214,16 +217,19 @@ def run(model, suite, tasks, limit, seed, n_ctx, chat, model_option, out, new, e
     doc = evaluate(model=model, tasks=tasks, suite=suite, limit=limit, out=out, seed=seed, task_options=options,
                    model_options=model_options, judge=judge, embedder=embedder, n_ctx=n_ctx, chat=chat, bootstrap=n_boot,
                    progress=not quiet, argv=[*program(), *sys.argv[1:]], shard=shards.parse(shard, shard_count), new=new,
-                   config_file=click.get_current_context().meta.get("econeval_config"))
+                   config_file=click.get_current_context().meta.get("econeval_config"), sample=sample)
     folder = doc.pop("run_folder")
     if as_json:
         _echo_json(doc)
     else:
         click.echo(clean(f"model: {doc['model']}   run folder: {folder}"))
         for name, res in doc["tasks"].items():
-            cells = "  ".join(f"{k} {_fmt(v)}" for k, v in registry.get_task(name).headline(res).items())
+            ivs = res.get("intervals") or {}
+            cells = "  ".join(f"{k} {_fmt(v)}" + (f" [{ivs[k][0]:.3f}, {ivs[k][1]:.3f}]" if res.get("estimate") and ivs.get(k) else "")
+                              for k, v in registry.get_task(name).headline(res).items())
+            est = f"  (estimates: {res['estimate']['from']:,} of {res['estimate']['of']:,} items)" if res.get("estimate") else ""
             click.echo(f"  {name:<22} n {res['n']:>5}  unparsed {res.get('n_unparsed', 0):>4}  skipped {res['n_skipped']:>3}  "
-                       f"errors {res['n_errors']:>3}  {cells}")
+                       f"errors {res['n_errors']:>3}  {cells}{est}")
     _check_outcome(doc)
 
 

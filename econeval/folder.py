@@ -30,7 +30,7 @@ MEMBERS = (LOCK, "run.json", "samples.jsonl", "results.json")
 
 def _is_member(name: str) -> bool:
     """A file econeval writes in a run folder (an atomic write's leftover temporary file too)."""
-    return name in MEMBERS or (name.startswith("results-limit-") and name.endswith(".json")) \
+    return name in MEMBERS or (name.startswith(("results-limit-", "results-sample-")) and name.endswith(".json")) \
         or (name.startswith(".") and name.endswith(".tmp"))
 
 

@@ -26,7 +26,8 @@ def load_run(folder: Path) -> RunView:
     if not isinstance(meta, dict):
         raise UsageError(f"{folder}/run.json is not a run description (not a JSON object)")
     results: dict[str, dict] = {}
-    for name in ["results.json", *sorted(p.name for p in folder.glob("results-limit-*.json"))]:
+    for name in ["results.json", *sorted(p.name for p in folder.glob("results-limit-*.json")),
+                 *sorted(p.name for p in folder.glob("results-sample-*.json"))]:
         path = folder / name
         if path.is_file():
             try:

@@ -26,7 +26,7 @@ from .registry import did_you_mean
 
 # file key → (the command's parameter, whether a relative path may be one beside the file)
 KEYS: dict[str, dict[str, tuple[str, bool]]] = {
-    "run": {"model": ("model", True), "suite": ("suite", False), "tasks": ("tasks", False), "limit": ("limit", False),
+    "run": {"model": ("model", True), "suite": ("suite", False), "tasks": ("tasks", False), "limit": ("limit", False), "sample": ("sample", False),
             "seed": ("seed", False), "n_ctx": ("n_ctx", False), "chat": ("chat", False), "judge": ("judge", True),
             "embedder": ("embedder", True), "bootstrap": ("n_boot", False), "out": ("out", True), "quiet": ("quiet", False),
             "task_options": ("task_option", False), "model_options": ("model_option", False)},

@@ -64,7 +64,10 @@ def run_meta(tasks: list[Task], preps: dict[str, Prepared], info: BackendInfo, r
              shard: tuple[int, int] | None = None) -> dict:
     """run.json of a run as it starts (status running), its identity included."""
     tids = task_identity(tasks, preps)
+    from .sampling import SCHEME
+
     identity: dict[str, Any] = {"run_format": RUN_FORMAT, "model": info.identity(), "seed": seed, "tasks": tids,
+                                "sample_scheme": SCHEME,
                                 "embedder": (roles.get(EMBEDDER) or {}).get("identity"),
                                 "judge": (roles.get(JUDGE) or {}).get("identity")}
     schedule = {"chunk_items": chunk_size(info.parallel),

@@ -35,6 +35,7 @@ class RunContext:
 
     seed: int = 1234
     limit: int | None = None
+    sample: float | int | None = None  # --sample: items per task, or a fraction (sampling.py)
     bootstrap: int = 1000  # resamples for the headline numbers' intervals (0: none)
     task_options: dict[str, Any] = field(default_factory=dict)  # option name → value, for every task declaring it
     judge_given: bool = False  # a judge model was named (--judge); otherwise the judge role is the evaluated model
@@ -104,8 +105,17 @@ def prompt_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-def select_items(task: Task, prep: Prepared, limit: int | None) -> list[dict]:
+def select_items(task: Task, prep: Prepared, limit: int | None, sample: float | int | None = None, seed: int = 0) -> list[dict]:
+    """The items a run evaluates: all, the first --limit, or a stratified --sample."""
+    if sample is not None:
+        return task.finalize_items(sampled(task, prep, sample, seed)[0], prep)
     return task.finalize_items(prep.items if limit is None else task.limit_items(prep.items, limit), prep)
+
+
+def sampled(task: Task, prep: Prepared, sample: float | int, seed: int) -> tuple[list[dict], dict]:
+    from .sampling import stratified
+
+    return stratified(prep.items, task.strata, sample, seed, task.name)
 
 
 # ---- one chunk -------------------------------------------------------------------------------
@@ -189,10 +199,21 @@ def score_records(task: Task, items: list[dict], outputs: list[dict], prep: Prep
     return records
 
 
-def aggregate(task: Task, records: list[dict], prep: Prepared, n_boot: int = 0, seed: int = 0) -> TaskResult:
+def aggregate(task: Task, records: list[dict], prep: Prepared, n_boot: int = 0, seed: int = 0,
+              sample: dict | None = None) -> TaskResult:
+    """A task's result; `sample` (a stratified sample's record): its numbers are estimates of the
+    full set's, with intervals that account for the strata and the finite population."""
     kept = [r for r in records if not r.get("skipped") and not r.get("error")]
     out = task.aggregate(kept, prep)
-    intervals = headline_intervals(task, kept, prep, n_boot, seed)
+    design = None
+    if sample:
+        strata = {it["id"]: str(task.strata(it)) for it in prep.items}
+        design = (strata, sample["n"] / sample["population"])
+        out["estimate"] = {"from": sample["n"], "of": sample["population"], "scheme": sample["scheme"],
+                           "strata": len(sample["strata"]), "strata_sampled_once": sample["strata_sampled_once"],
+                           "note": f"estimated from {sample['n']:,} of {sample['population']:,} items "
+                                   f"(a stratified sample over {len(sample['strata'])} strata)"}
+    intervals = headline_intervals(task, kept, prep, n_boot, seed, design)
     if intervals:
         out["intervals"] = intervals
     out["n"] = len(records)
@@ -343,7 +364,7 @@ def _plan(tasks: list[Task], preps: dict[str, Prepared], ctx: RunContext, size: 
     """Each task's chunks of this run (this shard's): fixed chunks of its item list, so batches are reproducible."""
     out = {}
     for task in tasks:
-        everything = select_items(task, preps[task.name], ctx.limit)
+        everything = select_items(task, preps[task.name], ctx.limit, ctx.sample, ctx.seed)
         chunks = [everything[start:start + size] for start in range(0, len(everything), size)]
         out[task.name] = [ch for c, ch in enumerate(chunks) if in_shard(c, ctx.shard)]
     return out
@@ -358,8 +379,16 @@ def _run_locked(tasks, backend, folder: RunFolder, ctx, preps, meta, show_progre
         meta["identity"] = merged_identity(old.get("identity"), meta["identity"])
         for key in ("tasks", "options"):
             meta[key] = {**(old.get(key) or {}), **meta[key]}
-    results_name = folder.results_name(ctx.limit)
-    if results_name != "results.json":
+    designs: dict[str, dict] = {}
+    if ctx.sample is not None:  # a stratified sample: its own results file, never results.json
+        results_name = f"results-sample-{ctx.sample}.json"
+        designs = {t.name: sampled(t, preps[t.name], ctx.sample, ctx.seed)[1] for t in tasks}
+        meta["limit"] = old.get("limit")
+        meta["samples"] = {**old.get("samples", {}), results_name: {"sample": ctx.sample, "seed": ctx.seed, "tasks": designs}}
+        meta["partial_results"] = {**old.get("partial_results", {}), results_name: {"sample": ctx.sample}}
+    else:
+        results_name = folder.results_name(ctx.limit)
+    if ctx.sample is None and results_name != "results.json":
         meta["limit"] = old.get("limit")
         meta["partial_results"] = {**old.get("partial_results", {}), results_name: ctx.limit}
     results: dict[str, Any] = {}
@@ -410,7 +439,7 @@ def _run_locked(tasks, backend, folder: RunFolder, ctx, preps, meta, show_progre
                                      "items_per_s": round(n_run / elapsed, 3) if n_run and elapsed else None,
                                      **{k: c1[k] - c0.get(k, 0) for k in c1}}
                 results[task.name] = aggregate(task, [log.done[(task.name, it["id"])] for it in items], prep,
-                                               n_boot=ctx.bootstrap, seed=ctx.seed)
+                                               n_boot=ctx.bootstrap, seed=ctx.seed, sample=designs.get(task.name))
         except Interrupted as exc:
             state["writing"] = True
             prog.close()
@@ -432,7 +461,7 @@ def _run_locked(tasks, backend, folder: RunFolder, ctx, preps, meta, show_progre
         prog.close()
         earlier = folder.read_results(results_name)  # the folder's other tasks keep their numbers
         doc = {"econeval_version": __version__, "model": meta["backend"]["model"]["name"], "limit": ctx.limit,
-               "tasks": {**{k: v for k, v in earlier.items() if k not in results}, **results}}
+               **({"sample": ctx.sample} if ctx.sample is not None else {}), "tasks": {**{k: v for k, v in earlier.items() if k not in results}, **results}}
         sig.write(folder.write_results, results_name, doc)
         meta.update(status="complete", finished=now(), timing=timing, backend=backend.info().to_json(),
                     peak_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1))

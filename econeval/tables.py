@@ -98,10 +98,14 @@ def interval(res: dict | None, key: str) -> list | None:
 
 
 def limit_notes(pairs: list[tuple[RunView, dict | None]]) -> list[str]:
-    """One note per run that evaluated a subset (`--limit`)."""
+    """One note per run that evaluated a subset (`--limit`, or a stratified `--sample`)."""
     out = []
     for run, res in pairs:
-        if run.meta.get("limit"):
+        est = (res or {}).get("estimate")
+        if est:
+            out.append(f"{run.label}: {est['note']}; its intervals are those of the full-set numbers (stratified "
+                       "bootstrap, finite-population corrected)")
+        elif run.meta.get("limit"):
             n = (res or {}).get("n", (res or {}).get("n_scored"))
             out.append(f"{run.label}: --limit {run.meta['limit']} (a subset: {n} items)")
     return list(dict.fromkeys(out))

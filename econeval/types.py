@@ -296,6 +296,10 @@ class Task:
         """What `--limit N` keeps: the first N items."""
         return items[:limit]
 
+    def strata(self, item: dict) -> str:
+        """The stratum of an item for `--sample` (sampling.py): one for all by default."""
+        return "all"
+
     def finalize_items(self, items: list[dict], prep: Prepared) -> list[dict]:
         """The items that run, after `--limit`: a task whose items depend on which others run
         (STEER-ME's CAR balance per element) settles them here. Default: unchanged."""

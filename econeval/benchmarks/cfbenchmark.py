@@ -125,6 +125,9 @@ class _CFB(Task):
     metrics = (Metric("R.Avg"), Metric("C.Avg"), Metric("G.Avg"), Metric("Avg"))
     suite = "cfbenchmark"
     group_field = "subtask"
+
+    def strata(self, item):
+        return item["task"]  # the sub-task: Table 2 is per sub-task
     benchmark = BENCHMARK
     roles = (MODEL, EMBEDDER)
     stages = 2  # the model's answer, then (generation sub-tasks) the embedding similarity to the reference

@@ -157,6 +157,9 @@ class _EconNLITask(Task):
     stop: tuple[str, ...] = (" ",)
     settled: str | None = r"(?i)^\s*[^ ]*yes"
 
+    def strata(self, item):
+        return f"label {item['label']}"  # the gold label: Table 4 is per class
+
     def prepare(self, ctx) -> Prepared:
         settings = {"max_tokens": self.max_tokens, "stop": list(self.stop), "parse_rule": self.parse_rule,
                     "prompt_version": self.prompt_version}

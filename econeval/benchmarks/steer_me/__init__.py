@@ -272,6 +272,9 @@ class SteerMe(Task):
     def finalize_items(self, items, prep):
         return apply_car(items, prep.state["seed"]) if prep.state["car"] else items
 
+    def strata(self, item):
+        return item["element"]  # the paper reports per element
+
     def limit_items(self, items, limit):
         """--limit N: the first N questions of each element."""
         seen: dict[str, int] = {}

@@ -1,0 +1,94 @@
+"""Stratified samples (--sample): nested, proportional, seeded, extendable to the full set, and
+intervals of the full-set numbers that cover them as often as they say."""
+
+import json
+import random
+
+import pytest
+
+from econeval import sampling
+from econeval.intervals import headline_intervals
+from econeval.types import Prepared, Task
+
+
+def _items(sizes):
+    return [{"id": f"{h}/{i}", "h": h} for h, n in sizes.items() for i in range(n)]
+
+
+def test_allocation_is_proportional_and_nested():
+    sizes = {"a": 500, "b": 300, "c": 150, "d": 50}
+    assert sampling.allocate(sizes, 100) == {"a": 50, "b": 30, "c": 15, "d": 5}
+    prev = {h: 0 for h in sizes}
+    for n in range(1, 300):
+        got = sampling.allocate(sizes, n)
+        assert sum(got.values()) == n and all(got[h] >= prev[h] for h in sizes)  # one seat more each time
+        prev = got
+
+
+def test_samples_are_seeded_nested_stratified_and_in_order():
+    items = _items({"a": 60, "b": 30, "c": 10})
+    small, rec = sampling.stratified(items, lambda it: it["h"], 10, 7, "t")
+    big, _ = sampling.stratified(items, lambda it: it["h"], 0.5, 7, "t")
+    again, _ = sampling.stratified(items, lambda it: it["h"], 10, 7, "t")
+    other, _ = sampling.stratified(items, lambda it: it["h"], 10, 8, "t")
+    assert small == again and small != other
+    assert {it["id"] for it in small} <= {it["id"] for it in big}  # a larger sample holds the smaller one
+    assert rec["strata"] == {"a": [6, 60], "b": [3, 30], "c": [1, 10]} and rec["n"] == 10 and rec["population"] == 100
+    assert rec["strata_sampled_once"] == 1
+    assert [items.index(it) for it in small] == sorted(items.index(it) for it in small)  # the dataset's order
+    assert len(big) == 50
+    for bad in ("0", "-3", "1.5", "x", "2.0001"):
+        with pytest.raises(ValueError):
+            sampling.parse(bad)
+    assert sampling.parse("200") == 200 and sampling.parse("0.1") == 0.1
+
+
+class _Mean(Task):
+    name = "mean"
+
+    def aggregate(self, records, prep):
+        return {"acc": sum(r["correct"] for r in records) / len(records)}
+
+    def headline(self, result):
+        return {"acc": result["acc"]}
+
+
+def test_intervals_of_sampled_estimates_cover_the_full_set_number_at_their_level():
+    rng = random.Random(0)
+    rates = {"a": 0.9, "b": 0.6, "c": 0.3, "d": 0.1}
+    pop = [{"id": f"{h}/{i}", "h": h, "correct": rng.random() < rates[h]} for h, n in
+           {"a": 400, "b": 300, "c": 200, "d": 100}.items() for i in range(n)]
+    truth = sum(r["correct"] for r in pop) / len(pop)
+    strata = {r["id"]: r["h"] for r in pop}
+    task, prep = _Mean(), Prepared(items=pop)
+    hits, trials = 0, 1000
+    for seed in range(trials):
+        drawn, rec = sampling.stratified(pop, lambda it: it["h"], 200, seed, "mean")
+        iv = headline_intervals(task, drawn, prep, 200, seed, (strata, rec["n"] / rec["population"]))["acc"]
+        hits += iv[0] <= truth <= iv[1]
+    assert 0.93 <= hits / trials <= 0.97, hits / trials
+
+
+def test_a_sample_run_extends_to_exactly_the_full_run(cli, tmp_path, tiny_model):
+    questions = tmp_path / "q.jsonl"  # 2 elements x 10 questions: a population small enough to run whole
+    assert cli("steer", "generate", "--elements", "consumer_surplus,find_eq_price", "--per-element", "10",
+               "--out", questions)[0] == 0
+    base = ("run", "--model", tiny_model, "--task", "steer-me", "--questions", questions, "-P", "1", "--quiet")
+    folder, full = tmp_path / "sampled", tmp_path / "full"
+    rc, out, err = cli(*base, "--sample", "6", "--out", folder)
+    assert rc == 0 and "(estimates: 6 of 20 items)" in out, err
+    meta = json.loads((folder / "run.json").read_text())
+    design = meta["samples"]["results-sample-6.json"]["tasks"]["steer-me"]
+    assert design["strata"] == {"find_eq_price": [3, 10], "consumer_surplus": [3, 10]} and meta["identity"]["sample_scheme"]
+    res = json.loads((folder / "results-sample-6.json").read_text())["tasks"]["steer-me"]
+    assert res["estimate"]["from"] == 6 and "finite-population corrected" in res["intervals"]["method"]
+    assert not (folder / "results.json").exists()
+    rc, _, err = cli(*base[:-1], "--out", folder)  # not --quiet: it says what it resumes
+    assert rc == 0 and "resuming" in err and "6 of 20 items done" in err
+    assert cli(*base, "--out", full)[0] == 0
+    a, b = (json.loads((f / "results.json").read_text())["tasks"]["steer-me"] for f in (folder, full))
+    assert a["paper"] == b["paper"] and a["intervals"] == b["intervals"]
+    rc, _, err = cli(*base, "--sample", "4", "--limit", "3", "--out", tmp_path / "x")
+    assert rc == 2 and "--sample and --limit" in err
+    rc, _, err = cli(*base, "--sample", "0", "--out", tmp_path / "y")
+    assert rc == 2 and "--sample 0" in err
