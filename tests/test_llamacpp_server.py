@@ -29,7 +29,7 @@ def llama_server(tiny_model, tmp_path_factory):
     log = tmp_path_factory.mktemp("server") / "server.log"
     with open(log, "w") as fh:
         proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(tiny_model), "--model_alias", "tiny",
-                                 "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "512", "--n_threads", "2"],
+                                 "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048", "--n_threads", "2"],
                                 stdout=fh, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
