@@ -14,7 +14,7 @@ from typing import Any
 
 from . import config, registry
 from .errors import UsageError, clean_tree
-from .folder import read_samples
+from .folder import folder_results, read_samples
 from .results import read_json
 
 
@@ -60,21 +60,15 @@ def describe(folder: Path) -> dict[str, Any] | None:
             saved = len(read_samples(folder / "samples.jsonl")[0])
         except UsageError:
             saved = None
-    results: dict = {}
-    for name in ["results.json", *sorted(p.name for p in folder.glob("results-limit-*.json")),
-                 *sorted(p.name for p in folder.glob("results-sample-*.json"))]:
-        try:
-            doc = read_json(folder / name) if (folder / name).is_file() else {}
-        except (OSError, ValueError):
-            continue
-        tasks = doc.get("tasks") if isinstance(doc, dict) else None
-        for task, res in (tasks.items() if isinstance(tasks, dict) else ()):
-            results.setdefault(task, res)  # results.json (the folder's largest run) first
+    try:
+        results = folder_results(folder)
+    except UsageError:  # a damaged results file: the run is still listed, without numbers
+        results = {}
     backend = meta.get("backend") if isinstance(meta.get("backend"), dict) else {}
     model = (backend.get("model") or {}).get("name") or (backend.get("model") or {}).get("predictions") or "?"
     return {"folder": str(folder), "status": status, "model": model, "tasks": list(meta.get("tasks") or {}),
             "items_saved": saved, "started": meta.get("started"), "limit": meta.get("limit"),
-            "headline": _headline(results if isinstance(results, dict) else {})}
+            "headline": _headline(results)}
 
 
 def list_runs(paths: list[Path]) -> list[dict]:

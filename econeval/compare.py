@@ -144,8 +144,8 @@ def run_differences(base_meta: dict, cand_meta: dict) -> list[str]:
     """What differs between two runs besides their items: identity (model, settings, schedule),
     econeval version, data package."""
     bi, ci = base_meta.get("identity") or {}, cand_meta.get("identity") or {}
-    out = [d.replace(" in the folder, ", " in the baseline, ").replace(" now", " in the candidate")
-           for d in identity_differences({k: v for k, v in bi.items() if k != "tasks"}, {k: v for k, v in ci.items() if k != "tasks"})]
+    out = identity_differences({k: v for k, v in bi.items() if k != "tasks"}, {k: v for k, v in ci.items() if k != "tasks"},
+                               sides=("in the baseline", "in the candidate"))
     for label, get in (("econeval version", lambda m: m.get("econeval_version")),
                        ("data package", lambda m: (m.get("data_package") or {}).get("version")),
                        ("schedule", lambda m: (m.get("backend") or {}).get("schedule"))):

@@ -166,19 +166,22 @@ class RunFolder:
 _ROLES = ("judge", "embedder")  # identity keys compared only where both runs use the role
 
 
-def identity_differences(old: dict, new: dict, partial: bool = False) -> list[str]:
+FOLDER_SIDES = ("in the folder", "now")  # how a difference names the two identities compared
+
+
+def identity_differences(old: dict, new: dict, partial: bool = False, sides: tuple[str, str] = FOLDER_SIDES) -> list[str]:
     """What differs between a folder's identity and a run's, as the user would name it."""
     out: list[str] = []
     for k in sorted(set(old) | set(new), key=str):
         if k == "tasks":
             both = [t for t in new.get("tasks", {}) if t in old.get("tasks", {})]
             for t in both:
-                out.extend(differences(old["tasks"][t], new["tasks"][t], f"tasks.{t}", partial))
+                out.extend(differences(old["tasks"][t], new["tasks"][t], f"tasks.{t}", partial, sides))
         elif k in _ROLES:
             if old.get(k) is not None and new.get(k) is not None:
-                out.extend(differences(old[k], new[k], k, partial))
+                out.extend(differences(old[k], new[k], k, partial, sides))
         elif not (partial and k not in new):
-            out.extend(differences(old.get(k), new.get(k), k, partial))
+            out.extend(differences(old.get(k), new.get(k), k, partial, sides))
     return out
 
 
@@ -210,24 +213,48 @@ def _short(v) -> str:
     return s if len(s) <= 72 else s[:69] + "…"
 
 
-def differences(old: Any, new: Any, where: str = "", partial: bool = False) -> list[str]:
+def differences(old: Any, new: Any, where: str = "", partial: bool = False,
+                sides: tuple[str, str] = FOLDER_SIDES) -> list[str]:
     """Readable paths where two identity documents differ (`partial`: keys `new` lacks are not
-    compared)."""
+    compared; `sides`: how the two are named)."""
     if isinstance(old, dict) and isinstance(new, dict):
         out = []
         for k in sorted(set(old) | set(new), key=str):
             path = f"{where}.{k}" if where else str(k)
             if k not in old:
-                out.append(f"{_label(path)}: not in the folder's run")
+                out.append(f"{_label(path)}: {_short(new[k])} {sides[1]}, not set {sides[0]}")
             elif k not in new:
                 if not partial:
-                    out.append(f"{_label(path)}: only in the folder's run")
+                    out.append(f"{_label(path)}: {_short(old[k])} {sides[0]}, not set {sides[1]}")
             else:
-                out.extend(differences(old[k], new[k], path, partial))
+                out.extend(differences(old[k], new[k], path, partial, sides))
         return out
     if old != new:
-        return [f"{_label(where)}: {_short(old)} in the folder, {_short(new)} now"]
+        return [f"{_label(where)}: {_short(old)} {sides[0]}, {_short(new)} {sides[1]}"]
     return []
+
+
+def folder_results(path: Path) -> dict[str, dict]:
+    """Each task's result in a run folder's results files: results.json first (the folder's
+    largest run), then results-limit-*.json and results-sample-*.json. A file that cannot be read
+    as a results document is refused."""
+    results: dict[str, dict] = {}
+    names = ["results.json", *sorted(p.name for p in path.glob("results-limit-*.json")),
+             *sorted(p.name for p in path.glob("results-sample-*.json"))]
+    for name in names:
+        file = path / name
+        if not file.is_file():
+            continue
+        try:
+            doc = read_json(file)
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"{file} cannot be read: {exc}") from None
+        tasks = doc.get("tasks") if isinstance(doc, dict) else None
+        if not isinstance(tasks, dict):
+            raise UsageError(f"{file} is not a results document (no 'tasks' table)")
+        for task, res in tasks.items():
+            results.setdefault(task, res)
+    return results
 
 
 def read_samples(path: Path) -> tuple[dict[tuple[str, str], dict], int]:

@@ -113,12 +113,10 @@ class RunProgress:
         self._current = None
         self._update(force=True)
 
-    def close(self, message: str | None = None) -> None:
+    def close(self) -> None:
         if self._live is not None:
             self._live.stop()
             self._live = None
-        if message:
-            self.say(message)
 
     def say(self, message: str) -> None:
         """A line beside the display (from any thread: the Ctrl-C acknowledgement)."""
@@ -162,13 +160,12 @@ class RunProgress:
         snap = self.snapshot() if (self.callback or (self.show and not self.tty)) else None
         if self.callback:
             self.callback(snap)
-        if self.show and not self.tty and self._current is not None:
-            line = self._current
+        line = self._current
+        if self.show and not self.tty and line is not None:  # a log: a line each 10% of a task
             decile = int(line.saved * 10 // line.total) if line.total else 10
-            if decile != line._decile or line.saved >= line.total:
-                if decile != line._decile:
-                    line._decile = decile
-                    self.say(self._text(snap, line.name))
+            if decile != line._decile:
+                line._decile = decile
+                self.say(self._text(snap, line.name))
 
     def _text(self, snap: dict, name: str) -> str:
         t = next(x for x in snap["tasks"] if x["task"] == name)

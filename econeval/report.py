@@ -13,6 +13,7 @@ from typing import Any
 
 from . import registry
 from .errors import UsageError, clean_tree
+from .folder import folder_results
 from .results import read_json
 from .tables import RunView, as_dict, cell
 
@@ -25,20 +26,7 @@ def load_run(folder: Path) -> RunView:
         raise UsageError(f"{folder} is not a run folder (no readable run.json: {exc})") from None
     if not isinstance(meta, dict):
         raise UsageError(f"{folder}/run.json is not a run description (not a JSON object)")
-    results: dict[str, dict] = {}
-    for name in ["results.json", *sorted(p.name for p in folder.glob("results-limit-*.json")),
-                 *sorted(p.name for p in folder.glob("results-sample-*.json"))]:
-        path = folder / name
-        if path.is_file():
-            try:
-                doc = read_json(path)
-            except (OSError, ValueError) as exc:
-                raise UsageError(f"{path} cannot be read: {exc}") from None
-            tasks = doc.get("tasks") if isinstance(doc, dict) else None
-            if not isinstance(tasks, dict):
-                raise UsageError(f"{path} is not a results document (no 'tasks' table)")
-            for task, res in tasks.items():
-                results.setdefault(task, res)  # results.json (the run's own limit) first
+    results = folder_results(folder)
     if not results:
         raise UsageError(f"{folder} has no results yet (the run did not finish; rerun it to resume)")
     return RunView(folder, meta, results)

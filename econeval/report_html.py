@@ -168,8 +168,7 @@ def _table(t: dict) -> str:
             n = "" if row.get("n") is None else e(str(row["n"]))
             rows.append(f"<tr{cls}><td class=l>{e(row['source'])}</td><td class=l>{e(row['label'])}</td>"
                         f"<td class=l>{e(row.get('setting') or '')}</td>{''.join(cells)}<td>{n}</td></tr>")
-        hl = ' data-headline="1"' if len(parts) > 1 and k == 1 or (head and len(parts) == 1) else ""
-        out.append(f'<table class="results"{hl}><thead><tr>{header}</tr></thead><tbody>{"".join(rows)}</tbody></table>')
+        out.append(f'<table class="results"><thead><tr>{header}</tr></thead><tbody>{"".join(rows)}</tbody></table>')
     notes = "".join(f"<li>{e(n)}</li>" for n in t["notes"])
     return "".join(out) + f'<ul class="notes">{notes}</ul>'
 

@@ -105,17 +105,8 @@ def prompt_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-def select_items(task: Task, prep: Prepared, limit: int | None, sample: float | int | None = None, seed: int = 0) -> list[dict]:
-    """The items a run evaluates: all, the first --limit, or a stratified --sample."""
-    if sample is not None:
-        return task.finalize_items(sampled(task, prep, sample, seed)[0], prep)
+def select_items(task: Task, prep: Prepared, limit: int | None) -> list[dict]:
     return task.finalize_items(prep.items if limit is None else task.limit_items(prep.items, limit), prep)
-
-
-def sampled(task: Task, prep: Prepared, sample: float | int, seed: int) -> tuple[list[dict], dict]:
-    from .sampling import stratified
-
-    return stratified(prep.items, task.strata, sample, seed, task.name)
 
 
 # ---- one chunk -------------------------------------------------------------------------------
@@ -262,7 +253,7 @@ class _Signals:
     done). A watcher thread acknowledges the signal at once, while the main thread may still be
     inside the model's decode step (the exception is raised as soon as that step returns)."""
 
-    def __init__(self, ack: Callable[[int], None] | None = None):
+    def __init__(self, ack: Callable[[int, bool], None] | None = None):
         self.critical = False
         self.pending: int | None = None
         self.old: dict[int, Any] = {}
@@ -305,7 +296,7 @@ class _Signals:
                 return
             for signum in got:
                 if signum in HANDLED:
-                    self.ack(signum)
+                    self.ack(signum, self.critical)  # critical: a write is in progress and will finish
 
     def __exit__(self, *exc):
         import os
@@ -360,14 +351,23 @@ def run(tasks: list[Task], backend, out_dir: Path, ctx: RunContext, preps: dict[
             folder.close()
 
 
-def _plan(tasks: list[Task], preps: dict[str, Prepared], ctx: RunContext, size: int) -> dict[str, list[list[dict]]]:
-    """Each task's chunks of this run (this shard's): fixed chunks of its item list, so batches are reproducible."""
-    out = {}
+def _plan(tasks: list[Task], preps: dict[str, Prepared], ctx: RunContext,
+          size: int) -> tuple[dict[str, list[list[dict]]], dict[str, dict]]:
+    """Each task's chunks of this run (this shard's): fixed chunks of its item list, so batches
+    are reproducible; and with --sample, each task's sample design (sampling.py)."""
+    from .sampling import stratified
+
+    out, designs = {}, {}
     for task in tasks:
-        everything = select_items(task, preps[task.name], ctx.limit, ctx.sample, ctx.seed)
+        prep = preps[task.name]
+        if ctx.sample is not None:
+            picked, designs[task.name] = stratified(prep.items, task.strata, ctx.sample, ctx.seed, task.name)
+            everything = task.finalize_items(picked, prep)
+        else:
+            everything = select_items(task, prep, ctx.limit)
         chunks = [everything[start:start + size] for start in range(0, len(everything), size)]
         out[task.name] = [ch for c, ch in enumerate(chunks) if in_shard(c, ctx.shard)]
-    return out
+    return out, designs
 
 
 def _run_locked(tasks, backend, folder: RunFolder, ctx, preps, meta, show_progress, say, on_progress) -> dict:
@@ -379,23 +379,21 @@ def _run_locked(tasks, backend, folder: RunFolder, ctx, preps, meta, show_progre
         meta["identity"] = merged_identity(old.get("identity"), meta["identity"])
         for key in ("tasks", "options"):
             meta[key] = {**(old.get(key) or {}), **meta[key]}
-    designs: dict[str, dict] = {}
+    plan, designs = _plan(tasks, preps, ctx, meta["schedule"]["chunk_items"])
     if ctx.sample is not None:  # a stratified sample: its own results file, never results.json
         results_name = f"results-sample-{ctx.sample}.json"
-        designs = {t.name: sampled(t, preps[t.name], ctx.sample, ctx.seed)[1] for t in tasks}
         meta["limit"] = old.get("limit")
         meta["samples"] = {**old.get("samples", {}), results_name: {"sample": ctx.sample, "seed": ctx.seed, "tasks": designs}}
         meta["partial_results"] = {**old.get("partial_results", {}), results_name: {"sample": ctx.sample}}
     else:
         results_name = folder.results_name(ctx.limit)
-    if ctx.sample is None and results_name != "results.json":
-        meta["limit"] = old.get("limit")
-        meta["partial_results"] = {**old.get("partial_results", {}), results_name: ctx.limit}
+        if results_name != "results.json":
+            meta["limit"] = old.get("limit")
+            meta["partial_results"] = {**old.get("partial_results", {}), results_name: ctx.limit}
     results: dict[str, Any] = {}
     timing: dict[str, Any] = {}
-    state = {"chunk": 0, "writing": False}
+    chunk_no = 0
     log = folder.samples()
-    plan = _plan(tasks, preps, ctx, meta["schedule"]["chunk_items"])
     lines = []
     for task in tasks:
         items = [it for ch in plan[task.name] for it in ch]
@@ -406,9 +404,9 @@ def _run_locked(tasks, backend, folder: RunFolder, ctx, preps, meta, show_progre
         say(f"econeval: resuming {folder.path}: {saved:,} of {total:,} items done, {total - saved:,} to run")
     prog = RunProgress(lines, counters=backend.counters, show=show_progress, callback=on_progress)
 
-    def ack(signum: int) -> None:
-        doing = (f"finishing the write of chunk {state['chunk']}" if state["writing"] else
-                 f"the model stops at its next step; chunk {state['chunk']} (in progress) is dropped and runs again on resume")
+    def ack(signum: int, writing: bool) -> None:
+        doing = (f"finishing the write of chunk {chunk_no}" if writing else
+                 f"the model stops at its next step; chunk {chunk_no} (in progress) is dropped and runs again on resume")
         prog.say(f"econeval: {signal.Signals(signum).name}: stopping: {doing}; "
                  f"{prog.snapshot()['saved']:,} of {total:,} items are saved")
 
@@ -424,12 +422,9 @@ def _run_locked(tasks, backend, folder: RunFolder, ctx, preps, meta, show_progre
                     chunk = [it for it in whole if (task.name, it["id"]) not in log.done]
                     if not chunk:
                         continue
-                    state["chunk"] += 1
+                    chunk_no += 1
                     outputs = run_chunk(task, chunk, prep, ctx, progress=prog.advance)
-                    records = score_records(task, chunk, outputs, prep)
-                    state["writing"] = True
-                    sig.write(log.append, records)
-                    state["writing"] = False
+                    sig.write(log.append, score_records(task, chunk, outputs, prep))
                     prog.saved(len(chunk), sum(len(str(p)) for o in outputs for p in (o.get("prompts") or {}).values()))
                 prog.end()
                 elapsed = time.monotonic() - t0
@@ -441,7 +436,6 @@ def _run_locked(tasks, backend, folder: RunFolder, ctx, preps, meta, show_progre
                 results[task.name] = aggregate(task, [log.done[(task.name, it["id"])] for it in items], prep,
                                                n_boot=ctx.bootstrap, seed=ctx.seed, sample=designs.get(task.name))
         except Interrupted as exc:
-            state["writing"] = True
             prog.close()
             meta.update(status="interrupted", interrupted=now(), timing=timing)
             folder.write_meta(meta)

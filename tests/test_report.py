@@ -139,3 +139,13 @@ def test_html_report_renders_offline_in_chromium(cli, two_runs, tmp_path):
 
     img = imread(shot)
     assert img.shape[0] >= 1000 and img[..., :3].std() > 0.05  # not a blank page
+
+
+def test_the_f1_bars_carry_the_published_rows_as_reference_marks(cli, two_runs):
+    rc, text, err = cli("report", *two_runs, "--format", "json")
+    assert rc == 0, err
+    tab = next(t for t in json.loads(text)["tables"] if t["id"] == "econnli-table4")
+    [bars] = [f for f in tab["figures"] if f["kind"] == "bars"]
+    marks = {m["name"]: m["values"] for m in bars["marks"]}
+    assert set(marks) == {"GPT-4 (published)", "LLAMA2 (7B) (published)"}
+    assert marks["GPT-4 (published)"] == [[0.823, 0.848]] * len(bars["groups"])  # Zero: negative, positive F1

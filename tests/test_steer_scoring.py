@@ -239,3 +239,13 @@ def test_free_text_uses_the_evaluator_model_when_a_judge_is_given():
     assert not task.score(item, {"response": response}, plain)["correct"]
     agg = task.aggregate([rec], judged)
     assert agg["extras"]["regex_extraction"]["agreement_with_evaluator"] == 0.0
+
+
+def test_nota_goes_to_the_correct_option_in_floor_n_over_k_plus_a_half_questions():
+    from econeval.benchmarks.steer_me import apply_car
+
+    # 2 questions with 4 options: the authors' floor(2/4 + 1/2) = 1 (Python's round(0.5) would give 0)
+    items = [{"id": f"q{i}", "element": "e", "options": ["1", "2", "3", "4"], "correct_index": 0} for i in range(2)]
+    out = apply_car(items, seed=7)
+    assert sum(it["nota_is_correct"] for it in out) == 1
+    assert all(it["options"][it["car_replaced"]] == "No other option is correct." for it in out)

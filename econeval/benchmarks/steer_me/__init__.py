@@ -299,8 +299,7 @@ class SteerMe(Task):
         st, k = prep.state, len(item["options"])
         letters = tuple(LETTERS[:k])
         fmt = P.FORMATS[st["adaptation"]]
-        shots = P.select_shots(st["pool"], item, st["shots"], st["seed"])
-        prefix = P.few_shot_prefix(shots, st["strings"])
+        prefix = self._prefix(item, st)
         t = P.turns(fmt, item["question"], item["options"], st["strings"])
         t[0] = prefix + t[0]
         if fmt == "mc":
@@ -316,6 +315,15 @@ class SteerMe(Task):
         conversation = (t[0], outputs["reasoning"].strip(), t[1])
         return {"option_logprobs": OptionLogprobs(prompt="\n".join(conversation), prefix=prefix, options=letters, chat=True,
                                                   turns=conversation)}
+
+    @staticmethod
+    def _prefix(item: dict, st: dict) -> str:
+        """The few-shot prefix of the item's (element, type, domain) cell, made once per cell."""
+        cell = (item["element"], item.get("type"), item.get("domain"))
+        cache = st.setdefault("prefixes", {})
+        if cell not in cache:
+            cache[cell] = P.few_shot_prefix(P.select_shots(st["pool"], *cell, st["shots"], st["seed"]), st["strings"])
+        return cache[cell]
 
     def _evaluator(self, item, prep, outputs):
         if prep.state.get("extractor") == "judge" and "extracted" not in outputs:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 
 LETTERS = "ABCDEFGHIJ"
 
@@ -73,17 +74,15 @@ def stable_hash(*parts: object) -> int:
     return int(hashlib.sha256("/".join(map(str, parts)).encode()).hexdigest()[:16], 16)
 
 
-def select_shots(pool: list[dict], item: dict, shots: int, seed: int) -> list[dict]:
-    """`shots` examples for the item's (element, type, domain) cell: candidates of the same
-    element, type and domain; if fewer than `shots`, the same element and type; then the same
-    element; sorted by id and shuffled with a hash of (seed, cell), so a cell shares its prefix."""
+def select_shots(pool: list[dict], element: str, type_: str | None, domain: str | None, shots: int, seed: int) -> list[dict]:
+    """`shots` examples for an (element, type, domain) cell from a pool that holds no evaluated
+    question: candidates of the same element, type and domain; if fewer than `shots`, the same
+    element and type; then the same element; sorted by id and shuffled with a hash of (seed, cell)."""
     if shots <= 0:
         return []
-    cands = [e for e in pool if e["element"] == item["element"] and e["id"] != item["id"]]
-    tiers = [[e for e in cands if e.get("type") == item.get("type") and e.get("domain") == item.get("domain")],
-             [e for e in cands if e.get("type") == item.get("type")], cands]
+    cands = [e for e in pool if e["element"] == element]
+    tiers = [[e for e in cands if e.get("type") == type_ and e.get("domain") == domain],
+             [e for e in cands if e.get("type") == type_], cands]
     chosen = sorted(next((t for t in tiers if len(t) >= shots), cands), key=lambda e: e["id"])
-    import random
-
-    random.Random(stable_hash(seed, "shots", item["element"], item.get("type"), item.get("domain"))).shuffle(chosen)
+    random.Random(stable_hash(seed, "shots", element, type_, domain)).shuffle(chosen)
     return chosen[:shots]
