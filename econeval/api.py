@@ -46,7 +46,10 @@ def evaluate(model: str | config.ModelSpec | None = None, tasks: Sequence[str] =
              judge: str | None = None, embedder: str | None = None, n_ctx: int | None = None, chat: str | None = None,
              bootstrap: int = 1000, progress: bool | Callable[[dict], None] | None = None, argv: list[str] | None = None,
              say: Callable[[str], None] | None = None, shard: tuple[int, int] | None = None, new: bool = False,
-             config_file: dict | None = None, sample: str | float | int | None = None) -> ResultsDoc:
+             config_file: dict | None = None, sample: str | float | int | None = None, budget: str | float | None = None,
+             order: str | None = None, watch: Callable | None = None, per_task_options: dict | None = None,
+             only: dict[str, set[str]] | None = None,
+             check: Callable[[list, dict], None] | None = None) -> ResultsDoc:
     """Evaluate `model` (a model file, a models.toml name, `PREFIX:NAME` for a served model,
     a ModelSpec, or None for the default) on `tasks` (names) or a `suite` (default: all), write
     the run folder `out` and return the results document. Without `out` the folder is the
@@ -67,6 +70,12 @@ def evaluate(model: str | config.ModelSpec | None = None, tasks: Sequence[str] =
     `config_file`: what run.json records of a `--config` file (runconfig.py).
     `sample` (instead of `limit`): a seeded stratified sample of each task, N items or a fraction
     (sampling.py); its numbers are estimates of the full set's, with intervals to match.
+    `budget` (seconds, or "10m", "90s", "1h"): the items run in a seeded order that grows a
+    stratified sample of every task, the tasks' chunks interleaved, and no chunk starts once the
+    budget (counted from this call) is spent; what ran is reported as estimates of the full set's
+    numbers. `order`, `watch`, `per_task_options` (task → its option values), `only` (task → the item ids to run): the same machinery
+    for `econeval gate` (runner.RunContext);
+    `check(tasks, preps)` runs once the data is prepared, before a model loads.
 
     Returns the results document with one key added: `run_folder`, the folder written."""
     selected = registry.select(suite, list(tasks))
@@ -82,18 +91,30 @@ def evaluate(model: str | config.ModelSpec | None = None, tasks: Sequence[str] =
 
     if sample is not None and limit is not None:
         raise UsageError("--sample and --limit together: a sample is drawn from all items", hint="pass one of them")
+    started = time.monotonic()
     try:
         sample = sampling.parse(sample)
+        seconds = sampling.parse_duration(budget) if budget is not None else None
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    if seconds is not None:
+        if limit is not None or sample is not None:
+            raise UsageError("--budget with --limit or --sample: a budget run takes its own growing sample", hint="pass one of them")
+        order = order or "nested"
+        watch = watch or sampling.width_note
+    if order and shard is not None:
+        raise UsageError("--shard with --budget or a gate: the items' order spans every shard")
     ctx = runner.RunContext(seed=seed, limit=limit, task_options=dict(task_options or {}), bootstrap=bootstrap, shard=shard,
-                            sample=sample)
+                            sample=sample, order=order, watch=watch, per_task=dict(per_task_options or {}), only=only,
+                            deadline=started + seconds if seconds is not None else None)
     _judge_and_embedder(ctx, roles.with_options(judge_spec, split[JUDGE]) if judge_spec else None, embedder, seed)
     callback = progress if callable(progress) else None
     show = sys.stderr.isatty() if progress is None else progress is True
     say = say or ((lambda msg: print(msg, file=sys.stderr, flush=True)) if show else (lambda msg: None))
     try:
         preps = runner.prepare(selected, ctx)  # data, options and embedder problems show before a model loads
+        if check:
+            check(selected, preps)
         out = Path(out) if out else default_folder(spec, selected, preps, ctx, settings, judge_spec, embedder, new)
         if shard is not None:
             out = shards.folder_for(out, shard)

@@ -179,6 +179,10 @@ def _prefix_help() -> str:
 @click.option("--sample", metavar="N|F", help="Evaluate a seeded stratified sample of each task: N items, or a fraction F "
               "(0.1); numbers are estimates of the full set's, with intervals to match. A folder extends to a larger "
               "sample or the full set without re-running.")
+@click.option("--budget", metavar="DURATION", help="Stop taking new items once this much time is spent (300, 90s, 10m, 1h; "
+              "the model's loading counts): the items run in a seeded order that grows a stratified sample of every task, "
+              "the tasks taking turns, and the numbers are estimates of the full set's, with intervals. The same command "
+              "without --budget continues the folder to the full set.")
 @click.option("--seed", type=click.IntRange(min=0, max=2**63 - 1), default=1234, show_default=True,
               help="Seed for few-shot draws and --sample (recorded in run.json).")
 @click.option("--n-ctx", type=click.IntRange(min=256, max=2**20), help="Context length in tokens (default: the model's entry).")
@@ -203,7 +207,7 @@ def _prefix_help() -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print results.json on stdout instead of the summary table.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress display.")
 @_config_option("run")
-def run(model, suite, tasks, limit, sample, seed, n_ctx, chat, model_option, out, new, embedder, task_option, judge, n_boot, shard,
+def run(model, suite, tasks, limit, sample, budget, seed, n_ctx, chat, model_option, out, new, embedder, task_option, judge, n_boot, shard,
         shard_count, as_json, quiet, **kw):
     """Evaluate a model and write run.json, samples.jsonl and results.json."""
     from .api import evaluate, program
@@ -217,7 +221,7 @@ def run(model, suite, tasks, limit, sample, seed, n_ctx, chat, model_option, out
     doc = evaluate(model=model, tasks=tasks, suite=suite, limit=limit, out=out, seed=seed, task_options=options,
                    model_options=model_options, judge=judge, embedder=embedder, n_ctx=n_ctx, chat=chat, bootstrap=n_boot,
                    progress=not quiet, argv=[*program(), *sys.argv[1:]], shard=shards.parse(shard, shard_count), new=new,
-                   config_file=click.get_current_context().meta.get("econeval_config"), sample=sample)
+                   config_file=click.get_current_context().meta.get("econeval_config"), sample=sample, budget=budget)
     folder = doc.pop("run_folder")
     if as_json:
         _echo_json(doc)
@@ -369,6 +373,52 @@ def compare_cmd(baseline, candidate, max_drop, metrics, n_boot, seed, allow_miss
         sys.exit(1)
     if result.verdict == "inconclusive":
         sys.exit(3)
+
+
+@cli.command("gate")
+@click.argument("baseline", type=click.Path(file_okay=False, exists=True, path_type=Path))
+@click.option("--model", "-m", help="The candidate model (as for `run`; default: the registry's default model).")
+@click.option("--max-drop", type=click.FloatRange(min=0), default=0.02, show_default=True,
+              help="Pass when every gated metric's interval lies above -max-drop; regression when one lies below.")
+@click.option("--alpha", type=click.FloatRange(min=0, max=1, min_open=True, max_open=True), default=0.05, show_default=True,
+              help="The chance that any verdict is wrong, however early the gate stops (split over the gated metrics).")
+@click.option("--budget", metavar="DURATION", help="Stop taking new items once this much time is spent (300, 90s, 10m, 1h): "
+              "metrics still open are inconclusive.")
+@click.option("--metric", "metrics", multiple=True, help="Gate only these item metrics (repeatable; default: every task's).")
+@click.option("--replay", type=click.Path(file_okay=False, exists=True, path_type=Path),
+              help="A finished candidate run folder instead of --model: its items in the gate's order until the gate "
+                   "decides (what a gate would have used).")
+@click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), help="Also write JUnit XML (one test case per task and metric).")
+@click.option("--n-ctx", type=click.IntRange(min=256, max=2**20), help="Context length in tokens (default: the model's entry).")
+@click.option("--chat", type=click.Choice(["auto", "on", "off"]), help="Chat template (as for `run`).")
+@_model_options
+@click.option("--out", "-o", type=click.Path(file_okay=False, path_type=Path),
+              help="The candidate's run folder (default: the run's own folder under the data dir; resumable).")
+@click.option("--embedder", "-e", help="Sentence embedder for tasks scored by similarity (as for `run`).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--quiet", "-q", is_flag=True, help="No progress display.")
+def gate_cmd(baseline, model, max_drop, alpha, budget, metrics, replay, junit, n_ctx, chat, model_option, out, embedder, fmt, quiet, **kw):
+    """Sequential release gate: run the candidate on BASELINE's items in a seeded random order and
+    stop as soon as every gated metric is decided. Exit 0 pass, 1 regression, 3 inconclusive (at
+    the budget or the end of the items), 2 usage."""
+    from .api import program
+    from .gate import gate, junit as junit_xml, render
+
+    if replay and (model or out or budget):
+        raise UsageError("--replay with --model, --out or --budget: a replay runs no model", hint="pass one of them")
+    result = gate(baseline, model=model, max_drop=max_drop, alpha=alpha, budget=budget, metrics=metrics, replay=replay, out=out,
+                  model_options=_collect_model_options(model_option, kw), n_ctx=n_ctx, chat=chat, embedder=embedder,
+                  progress=not quiet, argv=[*program(), *sys.argv[1:]])
+    if junit:
+        write_atomic(junit, junit_xml(result["rows"], max_drop).encode())
+    if fmt == "json":
+        _echo_json(result)
+    else:
+        from .compare import Row
+
+        click.echo(clean(render(result["rows"], [Row(**r) for r in result["not_gated"]], max_drop, result["verdict_line"])))
+        click.echo(clean(f"candidate run folder: {result['candidate']}"))
+    sys.exit({"pass": 0, "regression": 1, "inconclusive": 3}[result["verdict"]])
 
 
 # ---- list / models -----------------------------------------------------------------------

@@ -25,7 +25,7 @@ from .errors import UsageError
 from .results import read_json, read_regular, write_json
 
 LOCK = ".lock"
-MEMBERS = (LOCK, "run.json", "samples.jsonl", "results.json")
+MEMBERS = (LOCK, "run.json", "samples.jsonl", "results.json", "results-partial.json")
 
 
 def _is_member(name: str) -> bool:
@@ -236,10 +236,11 @@ def differences(old: Any, new: Any, where: str = "", partial: bool = False,
 
 def folder_results(path: Path) -> dict[str, dict]:
     """Each task's result in a run folder's results files: results.json first (the folder's
-    largest run), then results-limit-*.json and results-sample-*.json. A file that cannot be read
+    largest run), then results-partial.json (a --budget run or a gate that stopped early),
+    results-limit-*.json and results-sample-*.json. A file that cannot be read
     as a results document is refused."""
     results: dict[str, dict] = {}
-    names = ["results.json", *sorted(p.name for p in path.glob("results-limit-*.json")),
+    names = ["results.json", "results-partial.json", *sorted(p.name for p in path.glob("results-limit-*.json")),
              *sorted(p.name for p in path.glob("results-sample-*.json"))]
     for name in names:
         file = path / name

@@ -37,6 +37,7 @@ class TaskLine:
     tokens: int = 0  # evaluated + generated tokens in this process
     units_done: float = 0.0  # size units of the items saved in this process
     items_done: int = 0  # items saved in this process
+    note: str = ""  # beside the figures (a --budget run: the current interval's width)
     _decile: int = -1
 
     def units(self, chars_per_token: float, lo: int = 0, hi: int | None = None) -> float:
@@ -56,7 +57,6 @@ class RunProgress:
     _current: TaskLine | None = None
     _t0: float = 0.0
     _c0: dict = field(default_factory=dict)
-    _done_in_run: int = 0  # index into the current line's remaining items
     _live: Any = None
     _last: float = 0.0
 
@@ -74,7 +74,6 @@ class RunProgress:
     # ---- the run's events ----------------------------------------------------------------
     def begin(self, name: str) -> None:
         self._current = next(line for line in self.lines if line.name == name)
-        self._done_in_run = 0
         self._mark()
         self._update(force=True)
 
@@ -100,14 +99,16 @@ class RunProgress:
         line.tokens += evaluated + c.get("tokens_generated", 0) - self._c0.get("tokens_generated", 0)
         self._chars_sent += chars
         self._tokens_eval += evaluated
-        lo = self._done_in_run
+        lo = line.items_done  # the line's remaining items are in run order
         line.units_done += line.units(self.chars_per_token(), lo, lo + n)
-        self._done_in_run += n
         line.saved += n
         line.items_done += n
         line.in_chunk = 0.0
         self._t0, self._c0 = now, c
         self._update(force=True)
+
+    def note(self, name: str, text: str | None) -> None:
+        next(line for line in self.lines if line.name == name).note = text or ""
 
     def end(self) -> None:
         self._current = None
@@ -140,7 +141,7 @@ class RunProgress:
         tasks, eta_total = [], 0.0 if average is not None else None
         for line in self.lines:
             per_unit = line.seconds / line.units_done if line.items_done and line.units_done > 0 else average
-            start = self._done_in_run if line is self._current else (0 if line.saved < line.total else len(line.chars))
+            start = line.items_done if line.saved < line.total else len(line.chars)
             left = line.units(cpt, start) if line.saved < line.total else 0.0
             eta = left * per_unit if per_unit is not None else (0.0 if not left else None)
             if eta_total is not None:
@@ -148,7 +149,7 @@ class RunProgress:
             tasks.append({"task": line.name, "saved": line.saved, "total": line.total, "in_chunk": round(line.in_chunk, 2),
                           "items_per_s": line.items_done / line.seconds if line.seconds else None,
                           "tokens_per_s": line.tokens / line.seconds if line.seconds and self.counters else None,
-                          "eta_s": eta, "running": line is self._current})
+                          "eta_s": eta, "running": line is self._current, **({"note": line.note} if line.note else {})})
         return {"tasks": tasks, "saved": sum(x.saved for x in self.lines), "total": sum(x.total for x in self.lines),
                 "elapsed_s": time.monotonic() - self.start, "eta_s": eta_total}
 
@@ -171,7 +172,8 @@ class RunProgress:
         t = next(x for x in snap["tasks"] if x["task"] == name)
         rate = f"{t['items_per_s']:.2f} items/s" if t["items_per_s"] else "- items/s"
         tok = f"  {t['tokens_per_s']:.0f} tokens/s" if t["tokens_per_s"] else ""
-        return (f"{name}: {t['saved']}/{t['total']} saved  {rate}{tok}  ETA {clock(t['eta_s'])}"
+        note = f"  {t['note']}" if t.get("note") else ""
+        return (f"{name}: {t['saved']}/{t['total']} saved  {rate}{tok}  ETA {clock(t['eta_s'])}{note}"
                 f"  | run: {snap['saved']}/{snap['total']}  elapsed {clock(snap['elapsed_s'])}  ETA {clock(snap['eta_s'])}")
 
     def _table(self):
@@ -180,7 +182,7 @@ class RunProgress:
         snap = self.snapshot()
         table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
         for col, just in (("task", "left"), ("saved", "right"), ("", "left"), ("items/s", "right"), ("tokens/s", "right"),
-                          ("ETA", "right")):
+                          ("ETA", "right"), ("", "left")):
             table.add_column(col, justify=just)
         for t in snap["tasks"]:
             frac = t["saved"] / t["total"] if t["total"] else 1.0
@@ -188,7 +190,7 @@ class RunProgress:
             chunk = f" +{t['in_chunk']:.0f}" if t["in_chunk"] >= 1 else ""
             table.add_row(("▶ " if t["running"] else "  ") + t["task"], f"{t['saved']}/{t['total']}{chunk}", bar,
                           f"{t['items_per_s']:.2f}" if t["items_per_s"] else "-",
-                          f"{t['tokens_per_s']:.0f}" if t["tokens_per_s"] else "-", clock(t["eta_s"]))
+                          f"{t['tokens_per_s']:.0f}" if t["tokens_per_s"] else "-", clock(t["eta_s"]), t.get("note", ""))
         table.add_row("  run", f"{snap['saved']}/{snap['total']}", f"elapsed {clock(snap['elapsed_s'])}", "", "",
-                      clock(snap["eta_s"]), style="bold")
+                      clock(snap["eta_s"]), "", style="bold")
         return table

@@ -38,18 +38,28 @@ class RunContext:
     sample: float | int | None = None  # --sample: items per task, or a fraction (sampling.py)
     bootstrap: int = 1000  # resamples for the headline numbers' intervals (0: none)
     task_options: dict[str, Any] = field(default_factory=dict)  # option name → value, for every task declaring it
+    per_task: dict[str, dict[str, Any]] = field(default_factory=dict)  # task → its own option values (a gate's baseline)
     judge_given: bool = False  # a judge model was named (--judge); otherwise the judge role is the evaluated model
     shard: tuple[int, int] | None = None  # (K, N): run only the chunks whose index ≡ K-1 (mod N); shards.py
+    # --budget and `econeval gate`: the items in a seeded order ("nested": stratified samples that
+    # grow; "random": a uniformly random order), the tasks' chunks interleaved; no new chunk after
+    # `deadline` (time.monotonic()); `watch(task, records so far)` after each chunk: (no more items
+    # for this task?, a note for its progress line)
+    order: str | None = None
+    deadline: float | None = None
+    watch: Callable[[Task, list[dict]], tuple[bool, str | None]] | None = None
+    only: dict[str, set[str]] | None = None  # task → the item ids to run (a gate: those its baseline scored)
     factories: dict[str, Callable[[], Any]] = field(default_factory=dict)  # role → factory
     _made: dict[str, Any] = field(default_factory=dict)
 
     def options_for(self, task: Task) -> dict[str, Any]:
         """The task's option values: the ones given (parsed by the option), defaults for the rest."""
         out = {}
+        given = {**self.task_options, **self.per_task.get(task.name, {})}
         for opt in task.options:
-            if opt.name in self.task_options:
+            if opt.name in given:
                 try:
-                    out[opt.name] = opt.parse(self.task_options[opt.name])
+                    out[opt.name] = opt.parse(given[opt.name])
                 except ValueError as exc:
                     raise UsageError(f"task option {opt.name} of {task.name}: {exc}") from None
             else:
@@ -198,12 +208,15 @@ def aggregate(task: Task, records: list[dict], prep: Prepared, n_boot: int = 0, 
     out = task.aggregate(kept, prep)
     design = None
     if sample:
-        strata = {it["id"]: str(task.strata(it)) for it in prep.items}
+        from .sampling import RANDOM_SCHEME
+
+        one = sample["scheme"] == RANDOM_SCHEME
+        strata = {it["id"]: "all" if one else str(task.strata(it)) for it in prep.items}
         design = (strata, sample["n"] / sample["population"])
+        how = "a simple random sample" if one else f"a stratified sample over {len(sample['strata'])} strata"
         out["estimate"] = {"from": sample["n"], "of": sample["population"], "scheme": sample["scheme"],
                            "strata": len(sample["strata"]), "strata_sampled_once": sample["strata_sampled_once"],
-                           "note": f"estimated from {sample['n']:,} of {sample['population']:,} items "
-                                   f"(a stratified sample over {len(sample['strata'])} strata)"}
+                           "note": f"estimated from {sample['n']:,} of {sample['population']:,} items ({how})"}
     intervals = headline_intervals(task, kept, prep, n_boot, seed, design)
     if intervals:
         out["intervals"] = intervals
@@ -355,12 +368,18 @@ def _plan(tasks: list[Task], preps: dict[str, Prepared], ctx: RunContext,
           size: int) -> tuple[dict[str, list[list[dict]]], dict[str, dict]]:
     """Each task's chunks of this run (this shard's): fixed chunks of its item list, so batches
     are reproducible; and with --sample, each task's sample design (sampling.py)."""
-    from .sampling import stratified
+    from .sampling import nested_order, random_order, stratified
 
     out, designs = {}, {}
     for task in tasks:
         prep = preps[task.name]
-        if ctx.sample is not None:
+        if ctx.order:  # every item, settled as in a full run, in the seeded order
+            everything = select_items(task, prep, None)
+            if ctx.only is not None:
+                everything = [it for it in everything if it["id"] in ctx.only.get(task.name, ())]
+            everything = (nested_order(everything, task.strata, ctx.seed, task.name) if ctx.order == "nested"
+                          else random_order(everything, ctx.seed, task.name))
+        elif ctx.sample is not None:
             picked, designs[task.name] = stratified(prep.items, task.strata, ctx.sample, ctx.seed, task.name)
             everything = task.finalize_items(picked, prep)
         else:
@@ -368,6 +387,26 @@ def _plan(tasks: list[Task], preps: dict[str, Prepared], ctx: RunContext,
         chunks = [everything[start:start + size] for start in range(0, len(everything), size)]
         out[task.name] = [ch for c, ch in enumerate(chunks) if in_shard(c, ctx.shard)]
     return out, designs
+
+
+def _schedule(tasks: list[Task], plan: dict[str, list[list[dict]]], interleave: bool) -> list[tuple[Task, list[dict]]]:
+    """The chunks in the order they run: task after task, or (interleave) one chunk of each task
+    in turn."""
+    if not interleave:
+        return [(t, ch) for t in tasks for ch in plan[t.name]]
+    out = []
+    for k in range(max((len(plan[t.name]) for t in tasks), default=0)):
+        out += [(t, plan[t.name][k]) for t in tasks if k < len(plan[t.name])]
+    return out
+
+
+def _segment_end(acc: dict, backend, prog: RunProgress) -> None:
+    """A task's run of consecutive chunks ended: add its seconds and counters to the task's."""
+    c1 = backend.counters()
+    acc["seconds"] += time.monotonic() - acc["t0"]
+    for k, v in c1.items():
+        acc["counters"][k] = acc["counters"].get(k, 0) + v - acc["c0"].get(k, 0)
+    prog.end()
 
 
 def _run_locked(tasks, backend, folder: RunFolder, ctx, preps, meta, show_progress, say, on_progress) -> dict:
@@ -412,29 +451,65 @@ def _run_locked(tasks, backend, folder: RunFolder, ctx, preps, meta, show_progre
 
     with _Signals(ack) as sig:
         sig.write(folder.write_meta, meta)
+        stopped: set[str] = set()  # tasks the watcher needs no more items of
+        budget_spent = False
+        started_tasks: set[str] = set()
+        spent: dict[str, dict] = {}  # task → its seconds and counters so far, and where its current segment began
         try:
+            current = None
+            for task, whole in _schedule(tasks, plan, interleave=ctx.order is not None):
+                chunk = [it for it in whole if (task.name, it["id"]) not in log.done]
+                if not chunk or task.name in stopped:
+                    continue
+                if ctx.deadline is not None and time.monotonic() >= ctx.deadline and task.name in started_tasks:
+                    budget_spent = True  # every task still gets its first chunk: each reports a number
+                    stopped.add(task.name)
+                    continue
+                started_tasks.add(task.name)
+                if current != task.name:
+                    if current:
+                        _segment_end(spent[current], backend, prog)
+                    prog.begin(task.name)
+                    spent.setdefault(task.name, {"seconds": 0.0, "counters": {}}).update(c0=backend.counters(), t0=time.monotonic())
+                    current = task.name
+                chunk_no += 1
+                prep = preps[task.name]
+                outputs = run_chunk(task, chunk, prep, ctx, progress=prog.advance)
+                sig.write(log.append, score_records(task, chunk, outputs, prep))
+                prog.saved(len(chunk), sum(len(str(p)) for o in outputs for p in (o.get("prompts") or {}).values()))
+                if ctx.watch:
+                    done = [log.done[k] for ch in plan[task.name] for it in ch if (k := (task.name, it["id"])) in log.done]
+                    enough, note = ctx.watch(task, done)
+                    prog.note(task.name, note)
+                    if enough:
+                        stopped.add(task.name)
+            if current:
+                _segment_end(spent[current], backend, prog)
             for task in tasks:
                 prep = preps[task.name]
                 items = [it for ch in plan[task.name] for it in ch]
-                t0, c0 = time.monotonic(), backend.counters()
-                prog.begin(task.name)
-                for whole in plan[task.name]:
-                    chunk = [it for it in whole if (task.name, it["id"]) not in log.done]
-                    if not chunk:
-                        continue
-                    chunk_no += 1
-                    outputs = run_chunk(task, chunk, prep, ctx, progress=prog.advance)
-                    sig.write(log.append, score_records(task, chunk, outputs, prep))
-                    prog.saved(len(chunk), sum(len(str(p)) for o in outputs for p in (o.get("prompts") or {}).values()))
-                prog.end()
-                elapsed = time.monotonic() - t0
-                c1 = backend.counters()
-                n_run = next(x for x in lines if x.name == task.name).items_done
-                timing[task.name] = {"items_run": n_run, "seconds": round(elapsed, 3),
-                                     "items_per_s": round(n_run / elapsed, 3) if n_run and elapsed else None,
-                                     **{k: c1[k] - c0.get(k, 0) for k in c1}}
-                results[task.name] = aggregate(task, [log.done[(task.name, it["id"])] for it in items], prep,
-                                               n_boot=ctx.bootstrap, seed=ctx.seed, sample=designs.get(task.name))
+                line = next(x for x in lines if x.name == task.name)
+                used = spent.get(task.name, {"seconds": 0.0, "counters": {}})
+                seconds = used["seconds"]
+                timing[task.name] = {"items_run": line.items_done, "seconds": round(seconds, 3),
+                                     "items_per_s": round(line.items_done / seconds, 3) if line.items_done and seconds else None,
+                                     **used["counters"]}
+                kept = [log.done[(task.name, it["id"])] for it in items if (task.name, it["id"]) in log.done]
+                partial = ctx.order is not None and len(kept) < len(items)
+                design = designs.get(task.name)
+                if partial:
+                    from .sampling import RANDOM_SCHEME, SCHEME, design as sample_design
+
+                    design = sample_design(items, {r["id"] for r in kept}, task.strata if ctx.order == "nested" else None,
+                                           SCHEME if ctx.order == "nested" else RANDOM_SCHEME)
+                if kept or not partial:
+                    results[task.name] = aggregate(task, kept, prep, n_boot=ctx.bootstrap, seed=ctx.seed, sample=design)
+            if ctx.order is not None and (budget_spent or stopped):
+                meta["stopped_early"] = {"why": "budget spent" if budget_spent else "decided", "at": now(),
+                                         "tasks_stopped": sorted(stopped)}
+                if any(r.get("estimate") for r in results.values()):
+                    results_name = "results-partial.json"
+                    meta["partial_results"] = {**meta.get("partial_results", {}), results_name: {"order": ctx.order}}
         except Interrupted as exc:
             prog.close()
             meta.update(status="interrupted", interrupted=now(), timing=timing)

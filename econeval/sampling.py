@@ -20,6 +20,7 @@ import math
 import random
 from typing import Any, Callable
 
+RANDOM_SCHEME = "random-order/v1"  # econeval gate's order: a simple random sample at every point
 SCHEME = "stratified-webster/v1"  # recorded in every run's identity: a change of scheme is another run
 
 
@@ -38,36 +39,104 @@ def parse(spec: str | float | int | None) -> float | int | None:
     raise ValueError(f"--sample {spec}: a whole number of items of at least 1, or a fraction between 0 and 1")
 
 
+def parse_duration(spec: str | float | int) -> float:
+    """`--budget` as given: seconds, or a number with s, m or h ("90s", "10m", "1.5h")."""
+    text = str(spec).strip().lower()
+    scale = {"s": 1, "m": 60, "h": 3600}.get(text[-1:], None)
+    try:
+        value = float(text[:-1] if scale else text) * (scale or 1)
+    except ValueError:
+        raise ValueError(f"--budget {spec!r}: give a duration such as 300, 90s, 10m or 1h") from None
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"--budget {spec}: a duration above 0")
+    return value
+
+
+def width_note(task, records: list[dict]) -> tuple[bool, str | None]:
+    """A budget run's progress note: the half-width of a normal 95% interval of the task's first
+    item metric over the items so far (a display; the results carry the stratified bootstrap)."""
+    metric = next(iter(task.item_metrics), None)
+    values = [v for r in records if not r.get("skipped") and not r.get("error")
+              and (v := task.item_values(r).get(metric.name if metric else "")) is not None] if metric else []
+    if len(values) < 2:
+        return False, None
+    m = sum(values) / len(values)
+    var = sum((v - m) ** 2 for v in values) / (len(values) - 1)
+    return False, f"{metric.name} {m:.3f} ±{1.96 * math.sqrt(var / len(values)):.3f}"
+
+
 def size(spec: float | int, population: int) -> int:
     return min(population, spec if isinstance(spec, int) else max(1, math.ceil(spec * population)))
 
 
-def allocate(sizes: dict[str, int], n: int) -> dict[str, int]:
-    """Webster's divisor method, one seat at a time (ties: the stratum named first)."""
+def seats(sizes: dict[str, int], n: int) -> list[str]:
+    """Webster's divisor method, one seat at a time (ties: the stratum named first): the stratum
+    of each of the first n seats."""
     got = {h: 0 for h in sizes}
+    out = []
     for _ in range(min(n, sum(sizes.values()))):
         h = max((h for h in sizes if got[h] < sizes[h]), key=lambda h: sizes[h] / (got[h] + 0.5))
         got[h] += 1
+        out.append(h)
+    return out
+
+
+def allocate(sizes: dict[str, int], n: int) -> dict[str, int]:
+    got = {h: 0 for h in sizes}
+    for h in seats(sizes, n):
+        got[h] += 1
     return got
+
+
+def _groups(items: list[dict], strata: Callable[[dict], str], seed: int, task: str) -> dict[str, list[dict]]:
+    """Each stratum's items in their seeded order."""
+    groups: dict[str, list[dict]] = {}
+    for it in items:
+        groups.setdefault(str(strata(it)), []).append(it)
+    for h, group in groups.items():
+        group.sort(key=lambda it: it["id"])
+        random.Random(f"{seed}/{task}/sample/{h}").shuffle(group)
+    return groups
+
+
+def nested_order(items: list[dict], strata: Callable[[dict], str], seed: int, task: str) -> list[dict]:
+    """All items in the order in which nested samples take them (`--budget`): its first k items
+    are exactly the `--sample k` sample."""
+    groups = _groups(items, strata, seed, task)
+    taken = {h: 0 for h in groups}
+    out = []
+    for h in seats({h: len(g) for h, g in groups.items()}, len(items)):
+        out.append(groups[h][taken[h]])
+        taken[h] += 1
+    return out
+
+
+def random_order(items: list[dict], seed: int, task: str) -> list[dict]:
+    """All items in a seeded, uniformly random order (`econeval gate`: its confidence sequences
+    assume each next item is drawn at random from those not yet run)."""
+    out = sorted(items, key=lambda it: it["id"])
+    random.Random(f"{seed}/{task}/gate-order").shuffle(out)
+    return out
+
+
+def design(items: list[dict], done: set[str], strata: Callable[[dict], str] | None, scheme: str = SCHEME) -> dict[str, Any]:
+    """What run.json records of the `done` items as a sample of `items` (strata None: one)."""
+    groups: dict[str, list[int]] = {}
+    for it in items:
+        g = groups.setdefault(str(strata(it)) if strata else "all", [0, 0])
+        g[1] += 1
+        g[0] += it["id"] in done
+    return {"scheme": scheme, "n": sum(g[0] for g in groups.values()), "population": len(items), "strata": groups,
+            "strata_sampled_once": sum(1 for g in groups.values() if g[0] == 1)}
 
 
 def stratified(items: list[dict], strata: Callable[[dict], str], spec: float | int, seed: int,
                task: str) -> tuple[list[dict], dict[str, Any]]:
     """The sample (in the items' order) and what run.json records of it."""
-    groups: dict[str, list[dict]] = {}
-    for it in items:
-        groups.setdefault(str(strata(it)), []).append(it)
-    n = size(spec, len(items))
-    alloc = allocate({h: len(g) for h, g in groups.items()}, n)
-    chosen: set[str] = set()
-    for h, group in groups.items():
-        order = sorted(group, key=lambda it: it["id"])
-        random.Random(f"{seed}/{task}/sample/{h}").shuffle(order)
-        chosen.update(it["id"] for it in order[: alloc[h]])
-    record = {"scheme": SCHEME, "n": n, "population": len(items),
-              "strata": {h: [alloc[h], len(g)] for h, g in groups.items()},
-              "strata_sampled_once": sum(1 for h in groups if alloc[h] == 1)}
-    return [it for it in items if it["id"] in chosen], record
+    groups = _groups(items, strata, seed, task)
+    alloc = allocate({h: len(g) for h, g in groups.items()}, size(spec, len(items)))
+    chosen = {it["id"] for h, group in groups.items() for it in group[: alloc[h]]}
+    return [it for it in items if it["id"] in chosen], design(items, chosen, strata)
 
 
 def boot_indices(strata_of: list[str], rng: random.Random) -> list[int]:

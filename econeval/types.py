@@ -283,6 +283,9 @@ class Task:
     roles: tuple[str, ...] = (MODEL,)  # the roles its requests use (model, judge, embedder)
     options: tuple[TaskOption, ...] = ()
     metrics: tuple[Metric, ...] = ()  # its headline metrics: direction, paired test, count (compare reads them)
+    # the item-level metrics `econeval gate` decides on: each the mean over the task's items of a
+    # value per item (`item_values`), within the metric's `bounds`
+    item_metrics: tuple[Metric, ...] = (Metric("accuracy", paired_exact=True),)
     group_field: str | None = None  # the sample field that names an item's group (a sub-task, an element): `econeval view` filters by it
 
     def metric(self, name: str) -> Metric:
@@ -327,6 +330,12 @@ class Task:
         """Every number of the paper's table in `result`, keyed by the table's column names
         (what `intervals` covers and `econeval report` prints); default: the headline."""
         return self.headline(result)
+
+    def item_values(self, record: dict) -> dict[str, float | None]:
+        """Each item metric's value for one scored record (None: the item has none). Default:
+        accuracy, an unparsed answer counting as wrong (the mean over all items, unlike a
+        paper's number over the parsed ones)."""
+        return {"accuracy": 1.0 if record.get("correct") is True else 0.0}
 
     def answer_options(self, item: dict, prep: Prepared) -> tuple[str, ...] | None:
         """The options whose log-probabilities a prediction may give for `item` (`econeval

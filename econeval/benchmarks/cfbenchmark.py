@@ -123,6 +123,9 @@ def table2(scores: dict[str, float | None]) -> dict[str, float | None]:
 
 class _CFB(Task):
     metrics = (Metric("R.Avg"), Metric("C.Avg"), Metric("G.Avg"), Metric("Avg"))
+    # each item's F1 (recognition, classification) or cosine similarity (generation): their mean
+    # over all items, where the paper averages sub-task means
+    item_metrics = (Metric("item score", bounds=(-1.0, 1.0)),)
     suite = "cfbenchmark"
     group_field = "subtask"
 
@@ -189,6 +192,9 @@ class _CFB(Task):
             if substituted:  # embedded as "nan", as the released scorer did
                 rec["nan_substituted"] = substituted
         return rec
+
+    def item_values(self, record):
+        return {"item score": record["f1"] if "f1" in record else record.get("similarity")}  # as the sub-task means
 
     def aggregate(self, records, prep):
         per: dict[str, list[float]] = {}

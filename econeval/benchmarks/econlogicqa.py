@@ -128,6 +128,7 @@ class _FewShot(Task):
     suite = "econlogicqa"
     benchmark = BENCHMARK
     metrics = (Metric("accuracy", paired_exact=True), Metric("pairwise"))
+    item_metrics = metrics  # both are means over all items (an unparsed answer scores 0)
     options = (TaskOption("shots", "per-item", "per-item: each item's demonstrations drawn from train, seeded by the seed and "
                           "the item's id (as the harness task samples them per document); fixed: one seeded set for every item "
                           "(econeval before prompt version 3)", choices=("per-item", "fixed")),)
@@ -168,6 +169,9 @@ class _FewShot(Task):
             rec["unparsed_reason"] = why
         rec["pairwise"] = pairwise_accuracy(order, item["answer"]) if order else 0.0
         return rec
+
+    def item_values(self, record):
+        return {"accuracy": float(record["correct"]), "pairwise": float(record["pairwise"])}
 
     def aggregate(self, records, prep):
         n = len(records)

@@ -405,6 +405,7 @@ class GenTask(Task):
     stages = 2  # the evaluated model's answer, then the judge's label
     metrics = (Metric("Ent.", count=True), Metric("Con.", count=True), Metric("Irr.", count=True),
                Metric("Con./Ent.(%)", lower_is_better=True))
+    item_metrics = ()  # the judge's labels make counts and a ratio, not a mean over items: `econeval gate` does not gate them
 
     def prepare(self, ctx):
         items = [r for r in data.load(BENCHMARK, "test.jsonl") if r["label"] == 1]

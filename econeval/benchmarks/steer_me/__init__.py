@@ -189,6 +189,9 @@ class SteerMe(Task):
     group_field = "element"
     metrics = (Metric("acc", paired_exact=True), Metric("norm acc"), Metric("ECE", lower_is_better=True),
                Metric("Brier", lower_is_better=True))
+    # over all items (an unanswered question counts as wrong; the paper's acc is over the answered
+    # ones), and each item's Brier score of the renormalised option probabilities where it has them
+    item_metrics = (Metric("accuracy", paired_exact=True), Metric("Brier", lower_is_better=True, bounds=(0.0, 2.0)))
     options = (
         TaskOption("adaptation", "direct", "direct | cot-shown | cot-hidden (0-CoT, options shown or hidden while "
                    "reasoning) | free-text (no options; the final number is read)", ADAPTATIONS, "choice", flag="--adaptation"),
@@ -382,6 +385,11 @@ class SteerMe(Task):
         if rec["answered"] and item.get("car_replaced") is not None:
             rec["chose_nota"] = rec["parsed"] == item["car_replaced"]
         return rec
+
+    def item_values(self, record):
+        probs = record.get("p_renormalized")
+        return {"accuracy": 1.0 if record.get("correct") is True else 0.0,
+                "Brier": brier(probs, record["gold"]) if probs else None}
 
     def aggregate(self, records, prep):
         groups = {"overall": {"all": records}}
