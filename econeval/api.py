@@ -261,13 +261,13 @@ def export_prompts(task: str, seed: int = 1234, limit: int | None = None,
     rows = []
     for item in runner.select_items(t, prep, limit):
         reqs, outputs, stage_of = {}, {}, {}
-        for stage in range(t.stages):
+        for stage in range(prep.stages or t.stages):
             new = {k: r for k, r in t.requests(item, prep, outputs).items() if k not in reqs}
             if not new:
                 break
             reqs.update(new)
             stage_of.update({k: stage + 1 for k in new})
-            if any(not isinstance(r, Generate) for r in new.values()):
+            if any(not isinstance(r, Generate) for r in new.values()) and not t.stands_in_for_choices:
                 break  # only a text reply can be stood in for
             outputs.update({k: f"<reply to {k}>" for k in new})
         rows.append({"id": item["id"], "task": t.name, "prompts": {k: r.prompt for k, r in reqs.items()},

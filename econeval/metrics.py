@@ -56,9 +56,11 @@ def ece(confidences: Sequence[float], correct: Sequence[bool], bins: int = 10) -
     return sum(abs(a - c) for a, c in sums.values()) / len(confidences)
 
 
-def normalized_accuracy(correct: Sequence[bool], k: Sequence[int]) -> float | None:
-    """Mean of +1 (correct) and −1/(K−1) (wrong): random guessing scores 0."""
-    return mean([1.0 if ok else -1.0 / (kk - 1) for ok, kk in zip(correct, k)])
+def normalized_accuracy(correct: Sequence[bool], k: Sequence[int], penalty: Sequence[float | None] | None = None) -> float | None:
+    """Mean of +1 (correct) and −1/(K−1) (wrong), or −penalty where one is given (a question
+    group's): random guessing scores 0."""
+    pen = penalty or [None] * len(k)
+    return mean([1.0 if ok else -(p if p is not None else 1.0 / (kk - 1)) for ok, kk, p in zip(correct, k, pen)])
 
 
 def spread(values: dict[str, float | None]) -> dict | None:

@@ -160,7 +160,8 @@ def run_chunk(task: Task, items: list[dict], prep: Prepared, ctx: RunContext, ou
     role together, in item order. Requests whose result is already in `outputs`, or whose role
     is in `skip_roles`, are not sent."""
     outputs = outputs if outputs is not None else [{} for _ in items]
-    for _stage in range(task.stages):
+    stages = prep.stages or task.stages
+    for _stage in range(stages):
         pending: dict[str, list[tuple[int, str, Any]]] = {}
         for i, (item, out) in enumerate(zip(items, outputs)):
             if out.get("skipped") or out.get("error"):
@@ -169,7 +170,7 @@ def run_chunk(task: Task, items: list[dict], prep: Prepared, ctx: RunContext, ou
                 if name not in out and req.role not in skip_roles:
                     pending.setdefault(req.role, []).append((i, name, req))
         n_reqs = sum(len(g) for g in pending.values())
-        step = (len(items) / task.stages / n_reqs) if progress and n_reqs else 0.0
+        step = (len(items) / stages / n_reqs) if progress and n_reqs else 0.0
         for role, group in pending.items():
             server = ctx.role(role)
             reqs = [r for _, _, r in group]

@@ -258,6 +258,7 @@ class Prepared:
     state: dict[str, Any] = field(default_factory=dict)  # not recorded (prompt prefixes, ...)
     options: dict[str, Any] = field(default_factory=dict)  # the task's option values
     dataset: dict[str, Any] | None = None  # the data fingerprint (version, hashes); default: the benchmark's manifest
+    stages: int | None = None  # the stages this run of the task needs when its data decides (multi-part questions); default: Task.stages
     roles: tuple[str, ...] | None = None  # the roles this run of the task uses when its options decide; default: Task.roles
 
 
@@ -286,6 +287,9 @@ class Task:
     # the item-level metrics `econeval gate` decides on: each the mean over the task's items of a
     # value per item (`item_values`), within the metric's `bounds`
     item_metrics: tuple[Metric, ...] = (Metric("accuracy", paired_exact=True),)
+    # `data export --prompts` may stand in "<reply to NAME>" for an option choice too (the task's
+    # later turns quote the chosen letter): it reads a string there as the reply
+    stands_in_for_choices: bool = False
     group_field: str | None = None  # the sample field that names an item's group (a sub-task, an element): `econeval view` filters by it
 
     def metric(self, name: str) -> Metric:

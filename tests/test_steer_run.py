@@ -99,9 +99,10 @@ def _package(root):
     (root / "elements.csv").write_text("element,setting,module\nlinear_system_eq,Foundations,Systems of Equations\n")
     rows = [dict(element="linear_system_eq", base_id=str(i), part=0, question_text=f"Solve x + {i} = {i + 2}. What is x?",
                  options=["1", "2", "3", "4"], correct_index=1, grading="answer", type="standard", domain="shopping",
-                 perspective="second person", template_id="t0") for i in range(3)]
-    rows += [dict(rows[0], base_id="m", part=k, question_text=f"part {k}") for k in (0, 1)]  # a multi-part group
-    rows += [dict(rows[0], base_id="c", correct_index=None, grading="consistency")]  # consistency-graded
+                 perspective="second person", template_id="t0", consistency_rule=None) for i in range(3)]
+    rows += [dict(rows[0], base_id="m", part=k, question_text=f"part {k}", correct_index=k) for k in (1, 0)]  # a multi-part group
+    rows += [dict(rows[0], base_id="c", part=k, question_text=f"brand {k}", options=["X", "Y"], correct_index=None,
+                  grading="consistency", consistency_rule="same_brand:00,11") for k in (0, 1)]  # consistency-graded
     where = root / "data" / "foundations" / "systems_of_equations" / "linear_system_eq"
     where.mkdir(parents=True)
     pq.write_table(pa.Table.from_pylist(rows), where / "test.parquet")
@@ -114,12 +115,29 @@ def test_the_authors_staged_data_package_runs(cli, tmp_path, tiny_model):
     rc, _, err = cli("run", "--model", tiny_model, "--task", "steer-me", "-T", f"questions={pkg}", "--quiet", "--out", out)
     assert rc == 0, err
     res = json.loads((out / "results.json").read_text())["tasks"]["steer-me"]
-    assert res["n"] == 3
+    assert res["n"] == 5
     source = json.loads((out / "run.json").read_text())["tasks"]["steer-me"]["settings"]["source"]
-    assert source["questions"] == 3 and source["not_run"] == {"multi_part_groups": 1, "consistency_graded_groups": 1}
+    assert source["questions"] == 5 and source["multi_part_groups"] == 2 and source["consistency_graded_groups"] == 1
     assert len(source["sha256"]) == 64
-    ids = [json.loads(line)["id"] for line in (out / "samples.jsonl").read_text().splitlines()]
-    assert ids == [f"steer-me/linear_system_eq/{i}/0" for i in range(3)]
+    samples = {s["id"]: s for s in map(json.loads, (out / "samples.jsonl").read_text().splitlines())}
+    assert list(samples) == [f"steer-me/linear_system_eq/{i}/0" for i in range(3)] + [
+        "steer-me/linear_system_eq/m", "steer-me/linear_system_eq/c"]
+    # the multi-part group: one conversation, the second part's letters continue (E-H), after the
+    # model's answer to the first part; graded right only when both parts are
+    multi = samples["steer-me/linear_system_eq/m"]
+    assert multi["parts"] == 2 and len(multi["parsed"]) == 2 and multi["penalty"] == 1 / 3
+    assert set(multi["option_logprobs@2"]) == set("EFGH") and "\nE. 1\nF. 2" in multi["prompts"]["option_logprobs@2"]
+    first = multi["prompts"]["option_logprobs"]
+    assert first.startswith("Q: part 0\nA. 1") and multi["prompts"]["option_logprobs@2"].startswith(first + "\n")
+    assert multi["correct"] == (multi["parsed"] == [0, 1])
+    brand = samples["steer-me/linear_system_eq/c"]  # a rule: the same brand in both parts (2 of 4 choices: penalty 1)
+    assert brand["grading"] == "consistency" and brand["penalty"] == 1.0 and "p_renormalized" not in brand
+    assert brand["correct"] == (brand["parsed"] in ([0, 0], [1, 1]))
+    rc, out_, err = cli("data", "export", "steer-me", "--prompts", "-T", f"questions={pkg}", "--out", tmp_path / "p.jsonl")
+    assert rc == 0, err
+    rows = {r["id"]: r for r in map(json.loads, (tmp_path / "p.jsonl").read_text().splitlines())}
+    m = rows["steer-me/linear_system_eq/m"]
+    assert m["turns"]["option_logprobs@2"][1] == "<reply to option_logprobs>" and m["requests"]["option_logprobs@2"]["stage"] == 2
     rc, _, err = cli("run", "--model", tiny_model, "--task", "steer-me", "-T", f"questions={tmp_path}", "--quiet",
                      "--out", tmp_path / "run2")
     assert rc == 2 and "not a STEER-ME data package (no elements.csv)" in err

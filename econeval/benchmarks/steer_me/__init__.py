@@ -136,27 +136,68 @@ def argmax(p: list[float]) -> int:
     return max(range(len(p)), key=lambda i: (p[i], -i))  # ties: the first option
 
 
+def part_name(name: str, part: int) -> str:
+    """A request's name for a part of a question (the first part's keep the plain names)."""
+    return name if part == 0 else f"{name}@{part + 1}"
+
+
+def chosen_letter(scores, letters: tuple[str, ...], call: dict) -> str | None:
+    """The letter the model chose at an answer turn: the valid letter of highest log-probability
+    (the text, when the backend gave no log-probabilities); a string stands in for a reply."""
+    if isinstance(scores, str):
+        return scores
+    if scores and any(L in scores for L in letters):
+        return max(letters, key=lambda L: (scores.get(L, -math.inf), -letters.index(L)))
+    m = _LEAD_ANY.match(call.get("text") or "")
+    return m.group(1) if m and m.group(1) in letters else None
+
+
+_LEAD_ANY = re.compile(r"^\s*\(?([A-Z])\)?(?:[.:)\s]|$)")
+
+
+def parse_rule(rule: str) -> set[tuple[int, ...]]:
+    """`same_brand:01,12` → {(0, 1), (1, 2)}: the allowed choices, one index per part."""
+    return {tuple(int(c) for c in a.strip()) for a in rule.partition(":")[2].split(",") if a.strip()}
+
+
+def consistency_penalty(allowed: set[tuple[int, ...]], sizes: list[int]) -> float:
+    """What a wrong answer costs in normalised accuracy: p / (1 - p), p the chance that uniform
+    random choices satisfy the rule (1/(K-1) for one K-option question), so guessing scores 0."""
+    total = math.prod(sizes)
+    valid = {a for a in allowed if len(a) == len(sizes) and all(0 <= x < n for x, n in zip(a, sizes))}
+    p = len(valid) / total if total else 0.0
+    return p / (1 - p) if p < 1 else 0.0
+
+
 # ---- CAR ----------------------------------------------------------------------------------
 def apply_car(items: list[dict], seed: int) -> list[dict]:
     """In each (element, K) bucket exactly round(N/K) questions, chosen by a seeded hash of
-    their ids, get the correct option replaced; the others get one wrong option replaced."""
+    their ids, get the correct option replaced; the others get one wrong option replaced (each
+    part of a multi-part question; K is its first part's; consistency-graded groups have no
+    correct option and are left as they are, as in the authors' package)."""
     buckets: dict[tuple, list[dict]] = {}
     for it in items:
-        buckets.setdefault((it["element"], len(it["options"])), []).append(it)
+        if it.get("grading", "answer") == "answer":
+            buckets.setdefault((it["element"], len(it["options"])), []).append(it)
     out = {}
     for (element, k), group in buckets.items():  # the authors' selection: floor(N/K + 1/2) by a seeded hash rank
         ranked = sorted(group, key=lambda it: (P.stable_hash(seed, "none", element, it.get("base_id", it["id"])), it["id"]))
         replace_correct = {it["id"] for it in ranked[: math.floor(len(group) / k + 0.5)]}
         for it in group:
-            opts = list(it["options"])
-            if it["id"] in replace_correct:
-                idx = it["correct_index"]
-            else:
-                rng = random.Random(P.stable_hash(seed, "none-wrong", it["id"]))
-                idx = rng.choice([i for i in range(k) if i != it["correct_index"]])
-            opts[idx] = NOTA
-            out[it["id"]] = {**it, "options": opts, "car_replaced": idx, "nota_is_correct": it["id"] in replace_correct}
-    return [out[it["id"]] for it in items]
+            parts, replaced = [], []
+            for part in P.parts_of(it):
+                opts = list(part["options"])
+                if it["id"] in replace_correct:
+                    idx = part["correct_index"]
+                else:
+                    rng = random.Random(P.stable_hash(seed, "none-wrong", part.get("question_id", it.get("question_id", it["id"]))))
+                    idx = rng.choice([i for i in range(len(opts)) if i != part["correct_index"]])
+                opts[idx] = NOTA
+                parts.append({**part, "options": opts})
+                replaced.append(idx)
+            out[it["id"]] = {**it, "options": parts[0]["options"], **({"parts": parts} if it.get("parts") else {}),
+                             "car_replaced": replaced[0], "nota_is_correct": it["id"] in replace_correct}
+    return [out.get(it["id"], it) for it in items]
 
 
 # ---- prompts ------------------------------------------------------------------------------
@@ -187,6 +228,7 @@ class SteerMe(Task):
     description = "STEER-ME re-implementation: generated microeconomics multiple choice (options: adaptation, car, questions)"
     stages = 2
     group_field = "element"
+    stands_in_for_choices = True  # a later part quotes the letter chosen before it
     metrics = (Metric("acc", paired_exact=True), Metric("norm acc"), Metric("ECE", lower_is_better=True),
                Metric("Brier", lower_is_better=True))
     # over all items (an unanswered question counts as wrong; the paper's acc is over the answered
@@ -217,7 +259,7 @@ class SteerMe(Task):
 
             items, source = load_package(Path(qfile))
             if not items:
-                raise UsageError(f"{qfile}: no answer-graded single-part question to run", hint=str(source["not_run"]))
+                raise UsageError(f"{qfile}: the package holds no question")
         elif qfile:
             items = read_jsonl(Path(qfile), "questions file")
             need = {"id", "element", "options", "correct_index", "question"}
@@ -236,6 +278,15 @@ class SteerMe(Task):
             raise UsageError("-T shots needs the open2025 prompt set (its few-shot format)")
         if shots and adaptation == "free-text":
             raise UsageError("few-shot examples are multiple choice: -T shots must be 0 with --adaptation free-text")
+        groups = [it for it in items if it.get("parts") or it.get("grading", "answer") != "answer"]
+        if groups and (pset != "open2025" or adaptation == "free-text"):  # those protocols ask one question at a time
+            items = [it for it in items if it not in groups]
+            source = {**source, "not_run": {"groups": len(groups), "why": "multi-part and consistency-graded groups run with "
+                                            "the open2025 prompts and a multiple-choice adaptation"}}
+            if not items:
+                raise UsageError(f"{qfile}: no single question to run with these options", hint=source["not_run"]["why"])
+        per_part = 1 if P.FORMATS[adaptation] == "mc" else 2
+        most_parts = max((len(P.parts_of(it)) for it in items), default=1)
         car = bool(opts["car"])  # applied to the items that run (finalize_items), so --limit keeps its 1/K balance
         label = adaptation + ("+car" if car else "")
         prep = Prepared(items=items, settings={
@@ -249,6 +300,8 @@ class SteerMe(Task):
         }, state={"adaptation": adaptation, "label": label, "car": car, "seed": ctx.seed, "prompts": pset,
                   "strings": P.PROMPT_SETS[pset], "budget": budget, "shots": shots,
                   "pool": self._shot_pool(qfile) if shots else []})
+        if most_parts > 1:
+            prep.stages = per_part * most_parts  # each part in turn, in one conversation
         if adaptation == "free-text":
             extractor = "judge" if ctx.judge_given else "regex"
             prep.settings["free_text_extractor"] = (
@@ -298,26 +351,39 @@ class SteerMe(Task):
 
     def _requests_open2025(self, item, prep, outputs):
         """The authors' turns: the reasoning turn and the answer turn are separate user messages,
-        the model's reasoning between them (chat template); a raw model gets them joined by newlines."""
-        st, k = prep.state, len(item["options"])
-        letters = tuple(LETTERS[:k])
+        the model's reasoning between them (chat template); a raw model gets them joined by
+        newlines. The parts of a multi-part question follow in the same conversation, each after
+        the model's answer to the one before, their letters continuing (A-B, then C-E, ...)."""
+        st = prep.state
         fmt = P.FORMATS[st["adaptation"]]
         prefix = self._prefix(item, st)
-        t = P.turns(fmt, item["question"], item["options"], st["strings"])
-        t[0] = prefix + t[0]
-        if fmt == "mc":
-            return {} if outputs else {"option_logprobs": OptionLogprobs(prompt=t[0], prefix=prefix, options=letters, chat=True)}
         if fmt == "free":
+            t = P.turns(fmt, item["question"], item["options"], st["strings"])
             if "response" not in outputs:
-                return {"response": Generate(prompt=t[0], prefix=prefix, max_tokens=st["budget"], stop=("\nQ: ",), chat=True)}
+                return {"response": Generate(prompt=prefix + t[0], prefix=prefix, max_tokens=st["budget"], stop=("\nQ: ",),
+                                             chat=True)}
             return self._evaluator(item, prep, outputs)
-        if "reasoning" not in outputs:
-            return {"reasoning": Generate(prompt=t[0], prefix=prefix, max_tokens=st["budget"], stop=("\nQ: ",), chat=True)}
-        if "option_logprobs" in outputs:
-            return {}
-        conversation = (t[0], outputs["reasoning"].strip(), t[1])
-        return {"option_logprobs": OptionLogprobs(prompt="\n".join(conversation), prefix=prefix, options=letters, chat=True,
-                                                  turns=conversation)}
+        parts = P.parts_of(item)
+        conversation: list[str] = []
+        for i, (part, offset) in enumerate(zip(parts, P.part_offsets([len(p["options"]) for p in parts]))):
+            letters = tuple(P.LETTERS[offset:offset + len(part["options"])])
+            t = P.turns(fmt, part["question"], part["options"], st["strings"], offset)
+            if i == 0:
+                t[0] = prefix + t[0]
+            for j, text in enumerate(t):
+                answer = j == len(t) - 1
+                name = part_name("option_logprobs" if answer else "reasoning", i)
+                conversation.append(text)
+                if name not in outputs:
+                    turns = tuple(conversation) if len(conversation) > 1 else ()
+                    prompt = "\n".join(conversation)
+                    if answer:
+                        return {name: OptionLogprobs(prompt=prompt, prefix=prefix, options=letters, chat=True, turns=turns)}
+                    return {name: Generate(prompt=prompt, prefix=prefix, max_tokens=st["budget"], stop=("\nQ: ",), chat=True,
+                                           turns=turns)}
+                reply = outputs[name] if not answer else chosen_letter(outputs[name], letters, call_info(outputs, name))
+                conversation.append(reply.strip() if isinstance(reply, str) else reply or "")
+        return {}
 
     @staticmethod
     def _prefix(item: dict, st: dict) -> str:
@@ -369,6 +435,11 @@ class SteerMe(Task):
             rec.update(answered=value is not None, parsed=value, correct=free_text_correct(value, gold, others),
                        regex_parsed=by_regex, regex_correct=free_text_correct(by_regex, gold, others))
             return rec
+        if item.get("parts") or item.get("grading", "answer") != "answer":
+            rec = self._score_group(item, outputs, rec)
+            if rec["answered"] and item.get("car_replaced") is not None:
+                rec["chose_nota"] = rec["parsed"][0] == item["car_replaced"]  # the first part's choice, as its probabilities
+            return rec
         lp = outputs.get("option_logprobs")
         if lp and any(L in lp for L in LETTERS[:k]):
             raw, alpha = distribution(lp, k)
@@ -390,6 +461,36 @@ class SteerMe(Task):
         probs = record.get("p_renormalized")
         return {"accuracy": 1.0 if record.get("correct") is True else 0.0,
                 "Brier": brier(probs, record["gold"]) if probs else None}
+
+    @staticmethod
+    def _score_group(item, outputs, rec):
+        """A question group, as the authors' scorer: answered when every part has a choice;
+        correct when every part is right (answer-graded) or the choices satisfy the rule
+        (consistency-graded); a wrong answer costs the largest 1/(K-1) of its parts, or
+        p/(1-p) for a rule that random choices satisfy with probability p; option
+        probabilities (calibration) from the first part of an answer-graded group."""
+        parts = P.parts_of(item)
+        chosen = []
+        for i, (part, offset) in enumerate(zip(parts, P.part_offsets([len(p["options"]) for p in parts]))):
+            letters = tuple(P.LETTERS[offset:offset + len(part["options"])])
+            name = part_name("option_logprobs", i)
+            letter = chosen_letter(outputs.get(name) or {}, letters, call_info(outputs, name))
+            chosen.append(None if letter is None else letters.index(letter))
+        answered = all(c is not None for c in chosen)
+        rec.update(parts=len(parts), grading=item.get("grading", "answer"), answered=answered, parsed=chosen)
+        sizes = [len(p["options"]) for p in parts]
+        if rec["grading"] == "consistency":
+            allowed = parse_rule(item["consistency_rule"])
+            rec.update(correct=answered and tuple(chosen) in allowed, penalty=consistency_penalty(allowed, sizes), gold=None)
+            return rec
+        golds = [p["correct_index"] for p in parts]
+        rec.update(correct=answered and chosen == golds, penalty=max(1.0 / (n - 1) for n in sizes), gold=golds[0])
+        lp = outputs.get("option_logprobs")
+        if answered and lp:
+            raw, alpha = distribution(lp, sizes[0])
+            p_ren = rpm(raw, alpha, "renormalized")
+            rec.update(alpha=alpha, p_renormalized=p_ren, p_mixed=rpm(raw, alpha, "mixed"), top_correct=argmax(p_ren) == golds[0])
+        return rec
 
     def aggregate(self, records, prep):
         groups = {"overall": {"all": records}}
@@ -434,15 +535,17 @@ def metrics(recs: list[dict]) -> dict:
     out = {
         "n": len(recs),
         "accuracy": mean([float(r["correct"]) for r in answered]),
-        "normalized_accuracy": normalized_accuracy([r["correct"] for r in answered], [r["k"] for r in answered]),
+        "normalized_accuracy": normalized_accuracy([r["correct"] for r in answered], [r["k"] for r in answered],
+                                                   [r.get("penalty") for r in answered]),
         "no_answer_rate": 1 - len(answered) / len(recs) if recs else None,
     }
     probs = [r for r in answered if "p_renormalized" in r]
-    if probs and len(probs) == len(answered):
+    graded = [r for r in answered if r.get("grading") != "consistency"]  # a rule has no gold option: no probabilities
+    if probs and len(probs) == len(graded):
         for mode in ("renormalized", "mixed"):
             p = [r[f"p_{mode}"] for r in probs]
             out[mode] = {
-                "ece": ece([max(x) for x in p], [r["correct"] for r in probs]),
+                "ece": ece([max(x) for x in p], [r.get("top_correct", r["correct"]) for r in probs]),
                 "brier": mean([brier(x, r["gold"]) for x, r in zip(p, probs)]),
                 "epa": mean([x[r["gold"]] for x, r in zip(p, probs)]),
             }

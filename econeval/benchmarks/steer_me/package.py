@@ -6,9 +6,11 @@ Layout, as the authors' evaluation package (`steer_bench/data.py`) reads it: `DI
 `element`, `base_id`, `part`, `question_text`, `options`, `correct_index` (null for
 consistency-graded parts), `grading`, `type`, `domain`, `perspective`, `template_id`.
 
-What econeval runs of it: every answer-graded single-part question. Multi-part groups (letters
-continuing across the parts) and consistency-graded groups are not run yet; their counts are
-recorded in run.json. Reading parquet needs pyarrow (`pip install "econeval[steer-data]"`).
+One item per question group (element, base_id): a single question, or the parts of a multi-part
+group (asked in one conversation, letters continuing across the parts) with its grading, answer
+(every part right) or consistency (the choices satisfy the group's `consistency_rule`,
+`<rule_id>:<allowed>`, one digit per part). Reading parquet needs pyarrow (`pip install
+"econeval[steer-data]"`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import UsageError
+
+READER = 2  # 2: multi-part and consistency-graded groups run (1: single questions only); in the run's identity
 
 
 def _clean(x: Any) -> Any:
@@ -68,25 +72,36 @@ def load(pkg: Path, split: str = "test") -> tuple[list[dict], dict]:
             r["_setting"] = r.get("setting") or meta.get("setting") or setting
             r["_module"] = r.get("module") or meta.get("module") or module
             groups.setdefault((str(r["element"]), str(r.get("base_id", n))), []).append(r)
-    items, multi, consistency = [], 0, 0
+    items = []
     for (element, base), parts in groups.items():
-        grading = parts[0].get("grading") or ("answer" if parts[0].get("correct_index") is not None else "consistency")
-        if grading != "answer":
-            consistency += 1
-            continue
-        if len(parts) > 1:
-            multi += 1
-            continue
+        parts.sort(key=lambda r: int(r.get("part") or 0))
+        gradings = {p.get("grading") or ("answer" if p.get("correct_index") is not None else "consistency") for p in parts}
+        if len(gradings) != 1:
+            raise UsageError(f"STEER-ME package question {element}/{base}: its parts mix gradings ({', '.join(sorted(gradings))})")
+        grading = gradings.pop()
+        shaped = []
+        for r in parts:
+            options = [str(o) for o in r["options"]]
+            ci = None if r.get("correct_index") is None else int(r["correct_index"])
+            if len(options) < 2 or (grading == "answer" and not (ci is not None and 0 <= ci < len(options))):
+                raise UsageError(f"STEER-ME package question {element}/{base}: correct_index {ci} with {len(options)} options")
+            shaped.append({"question": r["question_text"], "options": options, "correct_index": ci,
+                           "question_id": r.get("question_id") or f"{element}/{base}/{int(r.get('part') or 0)}"})
+        rule = parts[0].get("consistency_rule")
+        if grading == "consistency" and not (isinstance(rule, str) and ":" in rule):
+            raise UsageError(f"STEER-ME package question {element}/{base}: consistency-graded without a consistency_rule "
+                             "('<rule_id>:<allowed>', one digit per part)")
         r = parts[0]
-        options = [str(o) for o in r["options"]]
-        ci = int(r["correct_index"])
-        if not 0 <= ci < len(options) or len(options) < 2:
-            raise UsageError(f"STEER-ME package question {element}/{base}: correct_index {ci} with {len(options)} options")
-        items.append({"id": f"steer-me/{r.get('question_id') or f'{element}/{base}/0'}", "element": element,
+        one = len(shaped) == 1 and grading == "answer"
+        items.append({"id": f"steer-me/{shaped[0]['question_id']}" if one else f"steer-me/{element}/{base}",
+                      "question_id": shaped[0]["question_id"], "base_id": base, "element": element,
                       "setting": r["_setting"], "module": r["_module"], "domain": r.get("domain"),
                       "perspective": r.get("perspective"), "type": r.get("type") or "default",
-                      "template_id": r.get("template_id"), "question": r["question_text"], "options": options,
-                      "correct_index": ci})
-    source = {"package": str(pkg.resolve()), "split": split, "files": len(files), "sha256": digest.hexdigest(),
-              "questions": len(items), "not_run": {"multi_part_groups": multi, "consistency_graded_groups": consistency}}
+                      "template_id": r.get("template_id"), "question": shaped[0]["question"], "options": shaped[0]["options"],
+                      "correct_index": shaped[0]["correct_index"], "grading": grading,
+                      **({} if one else {"parts": shaped}), **({"consistency_rule": rule} if grading == "consistency" else {})})
+    multi = sum(1 for it in items if len(it.get("parts") or ()) > 1)
+    consistency = sum(1 for it in items if it["grading"] == "consistency")
+    source = {"package": str(pkg.resolve()), "reader": READER, "split": split, "files": len(files), "sha256": digest.hexdigest(),
+              "questions": len(items), "multi_part_groups": multi, "consistency_graded_groups": consistency}
     return items, source

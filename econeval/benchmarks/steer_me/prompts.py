@@ -15,8 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-
-LETTERS = "ABCDEFGHIJ"
+from string import ascii_uppercase as LETTERS
 
 PROMPT_SETS: dict[str, dict] = {
     "open2025": {
@@ -40,16 +39,35 @@ def strings_hash(name: str) -> str:
     return hashlib.sha256(json.dumps(PROMPT_SETS[name], sort_keys=True).encode()).hexdigest()[:16]
 
 
-def option_block(options: list[str]) -> str:
-    """`\\nA. opt` lines (a question's letters start at A: econeval runs single-part questions)."""
-    return "".join(f"\n{LETTERS[i]}. {o}" for i, o in enumerate(options))
+def option_block(options: list[str], offset: int = 0) -> str:
+    """`\\nA. opt` lines; the letters of a multi-part question's later parts continue from the
+    earlier parts' (`part_offsets`)."""
+    return "".join(f"\n{LETTERS[offset + i]}. {o}" for i, o in enumerate(options))
 
 
-def turns(fmt: str, question: str, options: list[str], s: dict) -> list[str]:
+def part_offsets(sizes: list[int]) -> list[int]:
+    """The first letter of each part of a question group: letters continue across the parts
+    (A-B, then C-E, ...); a part that would run past Z starts again at A."""
+    offsets, at = [], 0
+    for n in sizes:
+        if at + n > len(LETTERS):
+            at = 0
+        offsets.append(at)
+        at += n
+    return offsets
+
+
+def parts_of(item: dict) -> list[dict]:
+    """A question's parts (question, options, correct_index); a single question is one part."""
+    return item.get("parts") or [{"question": item.get("question"), "options": item["options"],
+                                  "correct_index": item.get("correct_index")}]
+
+
+def turns(fmt: str, question: str, options: list[str], s: dict, offset: int = 0) -> list[str]:
     """The user turns of one question (the model replies after each; the last reply is the answer):
     mc [question + options + answer]; shown [question + options + reasoning, answer];
     hidden [question + reasoning, options + answer]; free [question + reasoning]."""
-    q, opts = "Q: " + question, option_block(options)
+    q, opts = "Q: " + question, option_block(options, offset)
     if fmt == "mc":
         return [q + opts + "\n" + s["answer"]]
     if fmt == "shown":
@@ -62,12 +80,18 @@ def turns(fmt: str, question: str, options: list[str], s: dict) -> list[str]:
 
 
 def few_shot_prefix(examples: list[dict], s: dict) -> str:
-    """Solved examples in the multiple-choice format, each followed by its letter; the prefix
-    ends with a blank line (never altered by "No other option is correct")."""
+    """Solved examples in the multiple-choice format, each part followed by its letter (the parts
+    of a multi-part example on lines of their own); the prefix ends with a blank line (never
+    altered by "No other option is correct")."""
     if not examples:
         return ""
-    return "".join("Q: " + e["question"] + option_block(e["options"]) + "\n" + s["answer"] + s["few_shot_answer_sep"]
-                   + LETTERS[e["correct_index"]] + "\n" for e in examples) + "\n\n"
+    out = ""
+    for e in examples:
+        parts = parts_of(e)
+        out += "\n".join("Q: " + p["question"] + option_block(p["options"], off) + "\n" + s["answer"] + s["few_shot_answer_sep"]
+                         + LETTERS[off + p["correct_index"]] + "\n"
+                         for p, off in zip(parts, part_offsets([len(p["options"]) for p in parts])))
+    return out + "\n\n"
 
 
 def stable_hash(*parts: object) -> int:
@@ -80,7 +104,7 @@ def select_shots(pool: list[dict], element: str, type_: str | None, domain: str 
     element and type; then the same element; sorted by id and shuffled with a hash of (seed, cell)."""
     if shots <= 0:
         return []
-    cands = [e for e in pool if e["element"] == element]
+    cands = [e for e in pool if e["element"] == element and e.get("grading", "answer") == "answer"]
     tiers = [[e for e in cands if e.get("type") == type_ and e.get("domain") == domain],
              [e for e in cands if e.get("type") == type_], cands]
     chosen = sorted(next((t for t in tiers if len(t) >= shots), cands), key=lambda e: e["id"])
