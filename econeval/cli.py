@@ -234,6 +234,8 @@ def run(model, suite, tasks, limit, sample, budget, seed, n_ctx, chat, model_opt
             est = f"  (estimates: {res['estimate']['from']:,} of {res['estimate']['of']:,} items)" if res.get("estimate") else ""
             click.echo(f"  {name:<22} n {res['n']:>5}  unparsed {res.get('n_unparsed', 0):>4}  skipped {res['n_skipped']:>3}  "
                        f"errors {res['n_errors']:>3}  {cells}{est}")
+        for name in doc.get("not_reached", []):
+            click.echo(f"  {name:<22} not reached: the budget was spent before its first chunk (a larger --budget runs it)")
     _check_outcome(doc)
 
 

@@ -454,7 +454,6 @@ def _run_locked(tasks, backend, folder: RunFolder, ctx, preps, meta, show_progre
         sig.write(folder.write_meta, meta)
         stopped: set[str] = set()  # tasks the watcher needs no more items of
         budget_spent = False
-        started_tasks: set[str] = set()
         spent: dict[str, dict] = {}  # task → its seconds and counters so far, and where its current segment began
         try:
             current = None
@@ -462,11 +461,9 @@ def _run_locked(tasks, backend, folder: RunFolder, ctx, preps, meta, show_progre
                 chunk = [it for it in whole if (task.name, it["id"]) not in log.done]
                 if not chunk or task.name in stopped:
                     continue
-                if ctx.deadline is not None and time.monotonic() >= ctx.deadline and task.name in started_tasks:
-                    budget_spent = True  # every task still gets its first chunk: each reports a number
-                    stopped.add(task.name)
-                    continue
-                started_tasks.add(task.name)
+                if ctx.deadline is not None and time.monotonic() >= ctx.deadline:
+                    budget_spent = True  # no chunk starts after the budget: the one in flight is the overshoot
+                    break
                 if current != task.name:
                     if current:
                         _segment_end(spent[current], backend, prog)
@@ -486,6 +483,7 @@ def _run_locked(tasks, backend, folder: RunFolder, ctx, preps, meta, show_progre
                         stopped.add(task.name)
             if current:
                 _segment_end(spent[current], backend, prog)
+            not_reached: list[str] = []  # a --budget spent before the task's first chunk
             for task in tasks:
                 prep = preps[task.name]
                 items = [it for ch in plan[task.name] for it in ch]
@@ -505,10 +503,12 @@ def _run_locked(tasks, backend, folder: RunFolder, ctx, preps, meta, show_progre
                                            SCHEME if ctx.order == "nested" else RANDOM_SCHEME)
                 if kept or not partial:
                     results[task.name] = aggregate(task, kept, prep, n_boot=ctx.bootstrap, seed=ctx.seed, sample=design)
+                else:
+                    not_reached.append(task.name)
             if ctx.order is not None and (budget_spent or stopped):
                 meta["stopped_early"] = {"why": "budget spent" if budget_spent else "decided", "at": now(),
-                                         "tasks_stopped": sorted(stopped)}
-                if any(r.get("estimate") for r in results.values()):
+                                         "tasks_stopped": sorted(stopped), "tasks_not_reached": not_reached}
+                if any(r.get("estimate") for r in results.values()) or not results:
                     results_name = "results-partial.json"
                     meta["partial_results"] = {**meta.get("partial_results", {}), results_name: {"order": ctx.order}}
         except Interrupted as exc:
@@ -531,6 +531,8 @@ def _run_locked(tasks, backend, folder: RunFolder, ctx, preps, meta, show_progre
         prog.close()
         earlier = folder.read_results(results_name)  # the folder's other tasks keep their numbers
         doc = {"econeval_version": __version__, "model": meta["backend"]["model"]["name"], "limit": ctx.limit,
+               **({"not_reached": meta["stopped_early"]["tasks_not_reached"]}
+                  if (meta.get("stopped_early") or {}).get("tasks_not_reached") else {}),
                **({"sample": ctx.sample} if ctx.sample is not None else {}), "tasks": {**{k: v for k, v in earlier.items() if k not in results}, **results}}
         sig.write(folder.write_results, results_name, doc)
         meta.update(status="complete", finished=now(), timing=timing, backend=backend.info().to_json(),
