@@ -107,6 +107,10 @@ def test_gate_passes_the_same_model_at_another_parallel_and_resumes(cli, tmp_pat
                         "--format", "json")
     doc = json.loads(out2)
     assert rc == 0 and doc["verdict"] == "pass" and doc["items_used"] == 24, (out2, err)
+    # an ordinary run folder: the same run continues it (here it is whole already: nothing to run)
+    rc, out3, err = cli("run", "--model", tiny_model, "-t", "steer-me", "-T", f"questions={q}", "-P", "1", "--quiet",
+                        "--out", cand)
+    assert rc == 0 and json.loads((cand / "results.json").read_text())["tasks"]["steer-me"]["n"] == 24, err
 
 
 def test_a_planted_regression_is_caught_by_the_gate_and_by_compare(cli, tmp_path, tiny_model):
