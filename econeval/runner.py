@@ -390,15 +390,26 @@ def _plan(tasks: list[Task], preps: dict[str, Prepared], ctx: RunContext,
     return out, designs
 
 
-def _schedule(tasks: list[Task], plan: dict[str, list[list[dict]]], interleave: bool) -> list[tuple[Task, list[dict]]]:
+def _schedule(tasks: list[Task], plan: dict[str, list[list[dict]]], interleave: bool,
+              cost: Callable[[Task], float] | None = None) -> list[tuple[Task, list[dict]]]:
     """The chunks in the order they run: task after task, or (interleave) one chunk of each task
-    in turn."""
+    in turn, the tasks whose chunks cost least first (`cost`), so that a short budget reaches as
+    many tasks as it can."""
     if not interleave:
         return [(t, ch) for t in tasks for ch in plan[t.name]]
+    if cost:
+        tasks = sorted(tasks, key=cost)
     out = []
     for k in range(max((len(plan[t.name]) for t in tasks), default=0)):
         out += [(t, plan[t.name][k]) for t in tasks if k < len(plan[t.name])]
     return out
+
+
+def _item_cost(line: TaskLine, n: int = 16) -> float:
+    """A task's estimated cost per item over its next n items: prompt tokens (4 characters
+    each) plus the generation budget."""
+    k = min(n, len(line.chars))
+    return line.units(4.0, 0, k) / k if k else 0.0
 
 
 def _segment_end(acc: dict, backend, prog: RunProgress) -> None:
@@ -457,7 +468,8 @@ def _run_locked(tasks, backend, folder: RunFolder, ctx, preps, meta, show_progre
         spent: dict[str, dict] = {}  # task → its seconds and counters so far, and where its current segment began
         try:
             current = None
-            for task, whole in _schedule(tasks, plan, interleave=ctx.order is not None):
+            by_name = {x.name: x for x in lines}
+            for task, whole in _schedule(tasks, plan, interleave=ctx.order is not None, cost=lambda t: _item_cost(by_name[t.name])):
                 chunk = [it for it in whole if (task.name, it["id"]) not in log.done]
                 if not chunk or task.name in stopped:
                     continue

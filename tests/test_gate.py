@@ -139,23 +139,24 @@ def test_a_planted_regression_is_caught_by_the_gate_and_by_compare(cli, tmp_path
 def test_a_budget_run_stops_on_time_reports_estimates_for_every_task_and_continues_to_the_full_set(cli, tmp_path, tiny_model):
     q = _questions(cli, tmp_path, per_element=40)
     folder = tmp_path / "budget"
-    base = ("run", "--model", tiny_model, "-t", "steer-me", "-t", "econnli-zero", "-T", f"questions={q}", "-P", "2",
+    base = ("run", "--model", tiny_model, "-t", "steer-me", "-t", "econnli-cot", "-T", f"questions={q}", "-P", "2",
             "--quiet", "--out", folder)
     rc, out, err = cli(*base, "--budget", "0.01s")  # spent before the model has loaded: nothing runs, nothing is made up
     assert rc == 0 and out.count("not reached") == 2 and not (folder / "results.json").exists(), (out, err)
-    assert json.loads((folder / "results-partial.json").read_text())["not_reached"] == ["steer-me", "econnli-zero"]
+    assert json.loads((folder / "results-partial.json").read_text())["not_reached"] == ["steer-me", "econnli-cot"]
     rc, out, err = cli(*base, "--budget", "12s")
     assert rc == 0, err
     meta = json.loads((folder / "run.json").read_text())
     assert meta["stopped_early"]["why"] == "budget spent"
     doc = json.loads((folder / "results-partial.json").read_text())
-    assert "econnli-zero" in doc["tasks"]  # 1,026 items: more than 12 s of the tiny model
+    assert set(doc["tasks"]) == {"steer-me", "econnli-cot"}  # both reached, the cheaper per item first
+    assert json.loads((folder / "samples.jsonl").read_text().splitlines()[0])["task"] == "steer-me"
     for res in doc["tasks"].values():
         est = res.get("estimate")
         assert est is None or (0 < est["from"] < est["of"] and res["intervals"] and "stratified sample" in est["note"])
-    nli = doc["tasks"]["econnli-zero"]["estimate"]
-    assert nli["strata"] == 2 and not (folder / "results.json").exists()  # both gold labels, Webster's share each
-    assert f"(estimates: {nli['from']:,} of 1,026 items)" in out
+    cot = doc["tasks"]["econnli-cot"]["estimate"]  # 1,026 items of up to 200 tokens each: far more than 12 s
+    assert cot["of"] == 1026 and cot["strata"] == 2 and not (folder / "results.json").exists()
+    assert f"(estimates: {cot['from']:,} of 1,026 items)" in out
     rc, out, err = cli(*base[:5], *base[7:])  # steer-me alone (a task of the folder) to its full set
     assert rc == 0, err
     full = json.loads((folder / "results.json").read_text())
