@@ -10,7 +10,8 @@ fraction), and the intervals of numbers estimated from them.
   a sample to a larger one, or to the full set, without re-running anything.
 - The sampled items keep the dataset's order (the run's chunks stay reproducible).
 - Intervals: a bootstrap that resamples within each stratum, the spread shrunk by the finite
-  population correction √(1 − n/N). A stratum sampled once adds no spread; the record says how
+  population correction √(1 − n/N). Strata sampled once are resampled together (collapsed
+  strata), so one item per stratum still gets a spread; the record says how
   many there are.
 """
 
@@ -140,12 +141,18 @@ def stratified(items: list[dict], strata: Callable[[dict], str], spec: float | i
 
 
 def boot_indices(strata_of: list[str], rng: random.Random) -> list[int]:
-    """One bootstrap replicate: within each stratum, as many draws with replacement as it holds."""
+    """One bootstrap replicate: within each stratum, as many draws with replacement as it holds.
+    Strata sampled once are resampled together, as one (collapsed strata: alone, each would add
+    no spread, and a sample of one item per stratum would get an interval of width zero)."""
     by: dict[str, list[int]] = {}
     for i, h in enumerate(strata_of):
         by.setdefault(h, []).append(i)
+    groups = [idx for idx in by.values() if len(idx) > 1]
+    singles = [idx[0] for idx in by.values() if len(idx) == 1]
+    if singles:
+        groups.append(singles)
     out: list[int] = []
-    for idx in by.values():
+    for idx in groups:
         out += [idx[rng.randrange(len(idx))] for _ in idx]
     return out
 

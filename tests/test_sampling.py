@@ -92,3 +92,12 @@ def test_a_sample_run_extends_to_exactly_the_full_run(cli, tmp_path, tiny_model)
     assert rc == 2 and "--sample and --limit" in err
     rc, _, err = cli(*base, "--sample", "0", "--out", tmp_path / "y")
     assert rc == 2 and "--sample 0" in err
+
+
+def test_strata_sampled_once_are_resampled_together_not_given_a_zero_width_interval():
+    pop = [{"id": f"{h}/{i}", "h": str(h), "correct": (h + i) % 3 == 0} for h in range(40) for i in range(10)]
+    drawn, rec = sampling.stratified(pop, lambda it: it["h"], 16, 0, "mean")  # 16 of 40 strata, one item each
+    assert rec["strata_sampled_once"] == 16
+    strata = {r["id"]: r["h"] for r in pop}
+    iv = headline_intervals(_Mean(), drawn, Prepared(items=pop), 200, 0, (strata, 16 / 400))["acc"]
+    assert iv[1] - iv[0] > 0.1, iv
