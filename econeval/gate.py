@@ -218,6 +218,9 @@ def gate(baseline: str | Path, model: str | None = None, max_drop: float = 0.02,
                            order="random", watch=g.watch, check=comparable(meta),
                            only={t: set(values[t]) for t in g.tasks}, **run)
         folder = Path(doc["run_folder"])
+        if folder.resolve() == base_dir.resolve():
+            raise UsageError(f"the candidate's run folder is the baseline's ({folder}): the same model with the same "
+                             "settings; there is nothing to gate", hint="name another --model, or --out a folder of its own")
     else:
         folder = Path(replay)
     done = read_samples(folder / "samples.jsonl")[0]

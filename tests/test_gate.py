@@ -111,6 +111,8 @@ def test_gate_passes_the_same_model_at_another_parallel_and_resumes(cli, tmp_pat
     rc, out3, err = cli("run", "--model", tiny_model, "-t", "steer-me", "-T", f"questions={q}", "-P", "1", "--quiet",
                         "--out", cand)
     assert rc == 0 and json.loads((cand / "results.json").read_text())["tasks"]["steer-me"]["n"] == 24, err
+    rc, out, err = cli("gate", base, "--model", tiny_model, "-P", "4", "--quiet", "--out", base)
+    assert rc == 2 and "nothing to gate" in err and "Traceback" not in err, err
 
 
 def test_a_planted_regression_is_caught_by_the_gate_and_by_compare(cli, tmp_path, tiny_model):
