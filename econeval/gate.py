@@ -222,8 +222,15 @@ def gate(baseline: str | Path, model: str | None = None, max_drop: float = 0.02,
             raise UsageError(f"the candidate's run folder is the baseline's ({folder}): the same model with the same "
                              "settings; there is nothing to gate", hint="name another --model, or --out a folder of its own")
     else:
+        from .compare import _load
+
         folder = Path(replay)
+        _load(folder)  # a run folder as econeval writes it, or one clear line
     done = read_samples(folder / "samples.jsonl")[0]
+    lacking = [t for t in g.tasks if replay is not None and not any((t, i) in done for i in values[t])]
+    if lacking:
+        raise UsageError(f"{folder} has no item of {', '.join(lacking)} that the baseline scored: a replay cannot gate it",
+                         hint="replay a run of the baseline's tasks")
     counted: dict[str, set[str]] = {}
     for t in g.tasks:  # from the folder: a resumed gate counts what earlier runs of it finished
         task = registry.get_task(t)

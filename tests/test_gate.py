@@ -136,6 +136,13 @@ def test_a_planted_regression_is_caught_by_the_gate_and_by_compare(cli, tmp_path
     assert rc == 0 and "gate: pass" in out, (out, err)
     rc, out, err = cli("compare", tmp_path / "good", tmp_path / "bad", "--max-drop", "0.05")
     assert rc == 1 and "REGRESSION" in out, (out, err)
+    (tmp_path / "empty").mkdir()
+    for baseline, replay, says in ((tmp_path / "good", tmp_path / "empty", "is not a run folder"),
+                                   (tmp_path / "empty", tmp_path / "good", "is not a run folder")):
+        rc, out, err = cli("gate", baseline, "--replay", replay)
+        assert rc == 2 and says in err and "Traceback" not in err, err
+    rc, out, err = cli("gate", tmp_path / "good", "--replay", tmp_path / "bad", "--metric", "nope")
+    assert rc == 2 and "item metrics of these tasks: accuracy" in err, err
 
 
 def test_a_budget_run_stops_on_time_reports_estimates_for_every_task_and_continues_to_the_full_set(cli, tmp_path, tiny_model):
