@@ -46,7 +46,7 @@ class Gated:
         low, high = seq.interval()
         to_diff = (lambda w: w) if self.direction > 0 else (lambda w: -w)
         lo, hi = sorted((to_diff(low), to_diff(high)))
-        verdict = seq.decision(max_drop) or ("inconclusive" if final else "undecided")
+        verdict = seq.decision(max_drop, (low, high)) or ("inconclusive" if final else "undecided")
         n = seq.n
         return {"task": self.task, "metric": self.metric, "n": n, "of": self.population,
                 "baseline": self.baseline_sum / n if n else None, "candidate": self.candidate_sum / n if n else None,
@@ -225,28 +225,28 @@ def gate(baseline: str | Path, model: str | None = None, max_drop: float = 0.02,
         from .compare import _load
 
         folder = Path(replay)
-        _load(folder)  # a run folder as econeval writes it, or one clear line
+        _, by_task = _load(folder)  # a run folder as econeval writes it, or one clear line
+        lacking = [t for t in g.tasks if not set(by_task.get(t, {})) & set(values[t])]
+        if lacking:
+            raise UsageError(f"{folder} has no item of {', '.join(lacking)} that the baseline scored: a replay cannot gate it",
+                             hint="replay a run of the baseline's tasks")
     done = read_samples(folder / "samples.jsonl")[0]
-    lacking = [t for t in g.tasks if replay is not None and not any((t, i) in done for i in values[t])]
-    if lacking:
-        raise UsageError(f"{folder} has no item of {', '.join(lacking)} that the baseline scored: a replay cannot gate it",
-                         hint="replay a run of the baseline's tasks")
-    counted: dict[str, set[str]] = {}
+    used = 0  # candidate items paired with the baseline's
     for t in g.tasks:  # from the folder: a resumed gate counts what earlier runs of it finished
         task = registry.get_task(t)
-        order = [done[(t, i)] for i in _order(task, meta, options[t]) if (t, i) in done and i in values[t]]
+        order = [done[(t, i)] for i in gate_order(t, values[t], meta.get("seed", 1234)) if (t, i) in done]
         seen = order
-        if replay is not None:  # as a run would have: chunk by chunk, until decided
+        if replay is None:
+            g.watch(task, seen)
+        else:  # as a run would have: chunk by chunk, until decided
             for k in range(REPLAY_CHUNK, len(order) + REPLAY_CHUNK, REPLAY_CHUNK):
                 seen = order[:k]
                 if g.watch(task, seen)[0]:
                     break
-        g.watch(task, seen)
-        counted[t] = {r["id"] for r in seen}
+        used += len(seen)
     rows = g.rows()
     verdict = Gate.verdict_of(rows)
     extra = _not_gated(base_dir, folder, g, max_drop)
-    used = sum(len(counted[t] & set(values[t])) for t in g.tasks)  # candidate items with a baseline pair
     total = sum(len(v) for t, v in values.items() if t in g.gated)
     took = time.monotonic() - g.started
     what = {"pass": "pass: every gated metric's interval lies above", "regression": "REGRESSION: an interval lies below",
@@ -260,15 +260,12 @@ def gate(baseline: str | Path, model: str | None = None, max_drop: float = 0.02,
             "verdict_line": line, "items_used": used, "items_total": total, "seconds": round(took, 1)}
 
 
-def _order(task, meta: dict, options: dict) -> list[str]:
-    """The task's item ids in the gate's order (as the runner made it)."""
-    from .runner import RunContext, select_items
+def gate_order(task: str, ids, seed: int) -> list[str]:
+    """The order in which the gate runs a task's baseline items (the runner's, for `only` these
+    ids): a seeded uniformly random order of the ids."""
     from .sampling import random_order
 
-    ctx = RunContext(seed=meta.get("seed", 1234), per_task={task.name: options})
-    prep = task.prepare(ctx)
-    prep.options = ctx.options_for(task)
-    return [it["id"] for it in random_order(select_items(task, prep, None), ctx.seed, task.name)]
+    return [it["id"] for it in random_order([{"id": i} for i in ids], seed, task)]
 
 
 def _not_gated(base_dir: Path, cand_dir: Path, g: Gate, max_drop: float) -> list:

@@ -56,9 +56,11 @@ def parse_duration(spec: str | float | int) -> float:
 def width_note(task, records: list[dict]) -> tuple[bool, str | None]:
     """A budget run's progress note: the half-width of a normal 95% interval of the task's first
     item metric over the items so far (a display; the results carry the stratified bootstrap)."""
-    metric = next(iter(task.item_metrics), None)
-    values = [v for r in records if not r.get("skipped") and not r.get("error")
-              and (v := task.item_values(r).get(metric.name if metric else "")) is not None] if metric else []
+    if not task.item_metrics:
+        return False, None
+    metric = task.item_metrics[0]
+    scored = [task.item_values(r).get(metric.name) for r in records if not r.get("skipped") and not r.get("error")]
+    values = [v for v in scored if v is not None]
     if len(values) < 2:
         return False, None
     m = sum(values) / len(values)

@@ -95,10 +95,10 @@ class PairedSequence:
         low, high = bounds(np.array(self.x), self.alpha, self.population)
         return 2 * self.span * low[-1] - self.span, 2 * self.span * high[-1] - self.span
 
-    def decision(self, max_drop: float) -> str | None:
+    def decision(self, max_drop: float, interval: tuple[float, float] | None = None) -> str | None:
         """pass (the whole interval lies above -max_drop), regression (the whole interval lies
-        below it), or None (undecided)."""
-        low, high = self.interval()
+        below it), or None (undecided); `interval`: this sequence's, if already computed."""
+        low, high = interval or self.interval()
         return "pass" if low > -max_drop else "regression" if high < -max_drop else None
 
     def further_items(self, max_drop: float) -> int | None:

@@ -115,6 +115,22 @@ def test_gate_passes_the_same_model_at_another_parallel_and_resumes(cli, tmp_pat
     assert rc == 2 and "nothing to gate" in err and "Traceback" not in err, err
 
 
+def test_the_gate_judges_the_items_in_the_order_it_ran_them_when_the_baseline_is_partial(cli, tmp_path, tiny_model):
+    from econeval.gate import gate_order
+
+    q = _questions(cli, tmp_path)
+    base, cand = tmp_path / "base", tmp_path / "cand"
+    rc, _, err = cli("run", "--model", tiny_model, "-t", "steer-me", "-T", f"questions={q}", "--limit", "5", "--quiet",
+                     "--out", base)
+    assert rc == 0, err
+    rc, out, err = cli("gate", base, "--model", tiny_model, "-P", "1", "--quiet", "--out", cand, "--format", "json")
+    assert rc in (0, 3), (out, err)
+    baseline_ids = [json.loads(line)["id"] for line in (base / "samples.jsonl").read_text().splitlines()]
+    ran = [json.loads(line)["id"] for line in (cand / "samples.jsonl").read_text().splitlines()]
+    assert len(baseline_ids) == 10 and set(ran) <= set(baseline_ids)  # only the baseline's items run
+    assert ran == gate_order("steer-me", baseline_ids, 1234)[:len(ran)]  # the order the verdict is computed in
+
+
 def test_a_planted_regression_is_caught_by_the_gate_and_by_compare(cli, tmp_path, tiny_model):
     """Predictions scored with `econeval score`: the candidate flips the answers of 40% of the items."""
     rc, out, err = cli("data", "export", "econnli", "--out", tmp_path / "items.jsonl")
