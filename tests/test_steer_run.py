@@ -138,6 +138,11 @@ def test_the_authors_staged_data_package_runs(cli, tmp_path, tiny_model):
     rows = {r["id"]: r for r in map(json.loads, (tmp_path / "p.jsonl").read_text().splitlines())}
     m = rows["steer-me/linear_system_eq/m"]
     assert m["turns"]["option_logprobs@2"][1] == "<reply to option_logprobs>" and m["requests"]["option_logprobs@2"]["stage"] == 2
+    rc, _, err = cli("run", "--model", tiny_model, "--task", "steer-me", "-T", f"questions={pkg}", "-T", "prompts=econeval1",
+                     "--quiet", "--out", tmp_path / "one-at-a-time")
+    assert rc == 0, err  # econeval1 asks one question at a time: the two groups are counted, not run
+    meta = json.loads((tmp_path / "one-at-a-time" / "run.json").read_text())
+    assert meta["tasks"]["steer-me"]["settings"]["source"]["not_run"]["groups"] == 2
     rc, _, err = cli("run", "--model", tiny_model, "--task", "steer-me", "-T", f"questions={tmp_path}", "--quiet",
                      "--out", tmp_path / "run2")
     assert rc == 2 and "not a STEER-ME data package (no elements.csv)" in err

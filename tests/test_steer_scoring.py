@@ -249,3 +249,22 @@ def test_nota_goes_to_the_correct_option_in_floor_n_over_k_plus_a_half_questions
     out = apply_car(items, seed=7)
     assert sum(it["nota_is_correct"] for it in out) == 1
     assert all(it["options"][it["car_replaced"]] == "No other option is correct." for it in out)
+
+
+def test_car_replaces_an_option_in_every_part_of_a_group_and_leaves_rule_graded_groups_alone():
+    from econeval.benchmarks.steer_me import apply_car
+
+    parts = [{"question": f"p{k}", "options": ["1", "2", "3"], "correct_index": k, "question_id": f"e/g{i}/{k}"}
+             for i in range(3) for k in (0, 1)]
+    groups = [{"id": f"g{i}", "element": "e", "options": ["1", "2", "3"], "correct_index": 0, "parts": parts[2 * i:2 * i + 2]}
+              for i in range(3)]
+    rule = {"id": "r", "element": "e", "options": ["X", "Y"], "correct_index": None, "grading": "consistency",
+            "parts": [{"question": "b", "options": ["X", "Y"], "correct_index": None}]}
+    out = {it["id"]: it for it in apply_car(groups + [rule], seed=7)}
+    assert out["r"] == rule
+    assert sum(out[f"g{i}"]["nota_is_correct"] for i in range(3)) == 1  # floor(3/3 + 1/2)
+    for i in range(3):
+        g = out[f"g{i}"]
+        for part in g["parts"]:
+            assert part["options"].count("No other option is correct.") == 1
+            assert (part["options"][part["correct_index"]] == "No other option is correct.") == g["nota_is_correct"]

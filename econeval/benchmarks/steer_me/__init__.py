@@ -57,7 +57,12 @@ registry.benchmark(BENCHMARK, build, tables=_tables, commands="econeval.benchmar
 
 
 # ---- reading answers ----------------------------------------------------------------------
-_LEAD = re.compile(r"^\s*\(?([A-J])\)?(?:[.:)\s]|$)")
+def _leading_letter(letters: str) -> re.Pattern:
+    """A reply that starts with one of `letters` (a regex class): `B`, ` B.`, `(B)`, `B: ...`."""
+    return re.compile(rf"^\s*\(?([{letters}])\)?(?:[.:)\s]|$)")
+
+
+_LEAD = _leading_letter("A-J")
 _ANSWER_IS = re.compile(r"(?:answer is|ANSWER:)\s*\(?([A-J])\b", re.IGNORECASE)
 
 
@@ -152,7 +157,7 @@ def chosen_letter(scores, letters: tuple[str, ...], call: dict) -> str | None:
     return m.group(1) if m and m.group(1) in letters else None
 
 
-_LEAD_ANY = re.compile(r"^\s*\(?([A-Z])\)?(?:[.:)\s]|$)")
+_LEAD_ANY = _leading_letter("A-Z")  # a later part's letters continue past J
 
 
 def parse_rule(rule: str) -> set[tuple[int, ...]]:
@@ -363,10 +368,8 @@ class SteerMe(Task):
                 return {"response": Generate(prompt=prefix + t[0], prefix=prefix, max_tokens=st["budget"], stop=("\nQ: ",),
                                              chat=True)}
             return self._evaluator(item, prep, outputs)
-        parts = P.parts_of(item)
         conversation: list[str] = []
-        for i, (part, offset) in enumerate(zip(parts, P.part_offsets([len(p["options"]) for p in parts]))):
-            letters = tuple(P.LETTERS[offset:offset + len(part["options"])])
+        for i, (part, offset, letters) in enumerate(P.lettered_parts(item)):
             t = P.turns(fmt, part["question"], part["options"], st["strings"], offset)
             if i == 0:
                 t[0] = prefix + t[0]
@@ -471,8 +474,7 @@ class SteerMe(Task):
         probabilities (calibration) from the first part of an answer-graded group."""
         parts = P.parts_of(item)
         chosen = []
-        for i, (part, offset) in enumerate(zip(parts, P.part_offsets([len(p["options"]) for p in parts]))):
-            letters = tuple(P.LETTERS[offset:offset + len(part["options"])])
+        for i, (_part, _offset, letters) in enumerate(P.lettered_parts(item)):
             name = part_name("option_logprobs", i)
             letter = chosen_letter(outputs.get(name) or {}, letters, call_info(outputs, name))
             chosen.append(None if letter is None else letters.index(letter))

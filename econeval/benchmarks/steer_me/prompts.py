@@ -63,6 +63,13 @@ def parts_of(item: dict) -> list[dict]:
                                   "correct_index": item.get("correct_index")}]
 
 
+def lettered_parts(item: dict) -> list[tuple[dict, int, tuple[str, ...]]]:
+    """Each part of a question with its first letter's offset and its letters."""
+    parts = parts_of(item)
+    return [(p, off, tuple(LETTERS[off:off + len(p["options"])]))
+            for p, off in zip(parts, part_offsets([len(p["options"]) for p in parts]))]
+
+
 def turns(fmt: str, question: str, options: list[str], s: dict, offset: int = 0) -> list[str]:
     """The user turns of one question (the model replies after each; the last reply is the answer):
     mc [question + options + answer]; shown [question + options + reasoning, answer];
@@ -87,10 +94,8 @@ def few_shot_prefix(examples: list[dict], s: dict) -> str:
         return ""
     out = ""
     for e in examples:
-        parts = parts_of(e)
         out += "\n".join("Q: " + p["question"] + option_block(p["options"], off) + "\n" + s["answer"] + s["few_shot_answer_sep"]
-                         + LETTERS[off + p["correct_index"]] + "\n"
-                         for p, off in zip(parts, part_offsets([len(p["options"]) for p in parts])))
+                         + letters[p["correct_index"]] + "\n" for p, off, letters in lettered_parts(e))
     return out + "\n\n"
 
 
