@@ -21,12 +21,12 @@ from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape
 
-from . import registry, runner
+from . import registry
 from .errors import UsageError
-from .folder import identity_differences, read_samples
+from .folder import identity_differences
 from .intervals import percentile_interval
-from .results import read_json
 from .tables import Metric
+from .verify import load_run
 
 @dataclass
 class Row:
@@ -87,22 +87,6 @@ class Comparison:
                 "rows": [r.as_dict() for r in self.rows], "dropped": self.dropped, "differences": self.differences}
 
 
-def _load(folder: Path) -> tuple[dict, dict[str, dict[str, dict]]]:
-    try:
-        meta = read_json(folder / "run.json")
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"{folder} is not a run folder ({exc})") from None
-    if not isinstance(meta, dict) or not isinstance(meta.get("tasks", {}), dict):
-        raise UsageError(f"{folder}/run.json is not a run description written by econeval")
-    path = folder / "samples.jsonl"
-    if not path.is_file():
-        raise UsageError(f"{folder} has no samples.jsonl")
-    samples: dict[str, dict[str, dict]] = {}
-    for (task, item), rec in read_samples(path)[0].items():
-        samples.setdefault(task, {})[item] = rec
-    return meta, samples
-
-
 def mcnemar_exact(b: int, c: int) -> float:
     """Two-sided exact McNemar p-value from the discordant pairs (b: only baseline right,
     c: only candidate right)."""
@@ -123,6 +107,26 @@ def compare(base_dir: Path, cand_dir: Path, max_drop: float = 0.02, metrics: tup
     except (KeyError, TypeError, AttributeError, IndexError, ValueError) as exc:
         raise UsageError(f"{base_dir} and {cand_dir}: the run folders are not as econeval writes them "
                          f"({type(exc).__name__}: {exc})", hint="the folder was edited or written by another tool") from None
+
+
+def check_comparable(base_meta: dict, cand_meta: dict, tasks: list[str]) -> None:
+    """Refuse two runs whose numbers are not comparable: a task prepared differently (data,
+    prompt version, settings, options) or another seed (few-shot draws, option orders differ).
+    `compare`, `gate --replay` and a live gate's candidate all pass through here."""
+    import orjson
+
+    def plain(value):  # as run.json holds it
+        return orjson.loads(orjson.dumps(value, default=str))
+
+    for t in tasks:
+        b, c = (base_meta.get("tasks") or {}).get(t) or {}, (cand_meta.get("tasks") or {}).get(t) or {}
+        for key in ("dataset", "prompt_version", "settings", "options"):
+            if plain(b.get(key)) != plain(c.get(key)):
+                raise UsageError(f"{t}: the runs differ in {key}; their numbers are not comparable",
+                                 hint="gate or compare runs of the same tasks, data, options and econeval")
+    if base_meta.get("seed") != cand_meta.get("seed"):
+        raise UsageError(f"the runs used different seeds ({base_meta.get('seed')} and {cand_meta.get('seed')}): few-shot "
+                         "draws and option orders differ, so their numbers are not comparable")
 
 
 def _ok(rec: dict) -> bool:
@@ -158,8 +162,10 @@ def _compare(base_dir: Path, cand_dir: Path, max_drop: float, metrics: tuple[str
              allow_missing: bool) -> Comparison:
     if not (isinstance(max_drop, (int, float)) and math.isfinite(max_drop) and max_drop >= 0):
         raise UsageError(f"--max-drop must be a finite number at least 0, not {max_drop!r}")
-    base_meta, base = _load(base_dir)
-    cand_meta, cand = _load(cand_dir)
+    loaded = load_run(base_dir)
+    base_meta, base = loaded.meta, loaded.samples
+    other = load_run(cand_dir)
+    cand_meta, cand = other.meta, other.samples
     common = [t for t in base_meta.get("tasks", {}) if t in cand_meta.get("tasks", {})]
     if not common:
         raise UsageError("the two runs have no task in common")
@@ -169,20 +175,13 @@ def _compare(base_dir: Path, cand_dir: Path, max_drop: float, metrics: tuple[str
                 for t, d in dropped.items()]
         raise UsageError(f"the candidate lacks what the baseline scored ({'; '.join(what)}): a gate over the rest "
                          "could pass by omission", hint="finish the candidate run, or pass --allow-missing to compare what both have")
-    for t in common:
-        b, c = base_meta["tasks"][t], cand_meta["tasks"][t]
-        for key in ("dataset", "prompt_version", "settings", "options"):
-            if b.get(key) != c.get(key):
-                raise UsageError(f"{t}: the runs differ in {key}; their numbers are not comparable")
-    if base_meta.get("seed") != cand_meta.get("seed"):
-        raise UsageError("the runs used different seeds (few-shot draws differ); their numbers are not comparable")
+    check_comparable(base_meta, cand_meta, common)
     rows: list[Row] = []
     available: set[str] = set()
     rng = random.Random(seed)
     for t in common:
         task = registry.get_task(t)
-        ctx = runner.RunContext(seed=base_meta["seed"], task_options=base_meta["tasks"][t].get("options") or {})
-        prep = task.prepare(ctx)
+        prep = loaded.preps[t]
         ids = [i for i in base.get(t, {}) if i in cand.get(t, {}) and _ok(base[t][i]) and _ok(cand[t][i])]
         if not ids:
             raise UsageError(f"{t}: the runs have no scored item in common")

@@ -261,7 +261,7 @@ def folder_results(path: Path) -> dict[str, dict]:
 def read_samples(path: Path) -> tuple[dict[tuple[str, str], dict], int]:
     """The records of a samples.jsonl by (task, id), and the byte length of its complete part: a
     torn last line left by a crash is not part of it; any other line that does not parse, or
-    lacks its task or id, is refused."""
+    lacks its task or id, or repeats an item, is refused."""
     done: dict[tuple[str, str], dict] = {}
     try:
         raw = read_regular(path)
@@ -282,6 +282,9 @@ def read_samples(path: Path) -> tuple[dict[tuple[str, str], dict], int]:
                 break
             raise UsageError(f"{path}:{n} is not a sample line written by econeval; the folder is left as it is",
                              hint="choose a new --out folder") from None
+        if key in done:  # econeval writes each item once: a second line is an edit, and neither may silently win
+            raise UsageError(f"{path}:{n}: item {key[1]} of {key[0]} appears a second time; the folder is left as it is",
+                             hint="the samples were edited or concatenated; choose a new --out folder")
         done[key] = rec
         good_end += len(line) + (0 if last else 1)
     return done, good_end

@@ -114,6 +114,11 @@ def merge(folders: list[Path], out: Path) -> dict:
     if task_identity(tasks, preps) != first["identity"]["tasks"]:  # before any record is read or scored
         raise UsageError("the shards were run on other data or options than this econeval has",
                          hint="merge with the econeval version and data package the shards used")
+    from .verify import check_records
+
+    for k, recs in by_shard.items():  # every scored record re-derived from its stored response
+        for task in tasks:
+            check_records(task, preps[task.name], {i: r for (t, i), r in recs.items() if t == task.name}, seen[k])
     records: list[dict] = []
     results: dict = {}
     for task in tasks:

@@ -1,0 +1,129 @@
+"""A finished run folder read for judging it (`gate`, `compare`, `merge`): its run.json, its
+records by task, each task's data prepared as the run prepared it, and every scored record
+re-derived from its stored response with the task's own scorer.
+
+A record whose scored fields (`correct`, `parsed`, a score, ...) differ from what the task's
+scorer makes of the record's own stored outputs is a folder that contradicts itself (edited, or
+written by something else): it is refused in one line naming the item, never trusted. So is an
+id that appears twice, and an item the task's data does not have.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from . import registry
+from .errors import UsageError
+from .folder import read_samples
+from .results import read_json
+from .types import Prepared, Task
+
+
+@dataclass
+class LoadedRun:
+    path: Path
+    meta: dict
+    samples: dict[str, dict[str, dict]]  # task → item id → record
+    preps: dict[str, Prepared]
+
+
+def read_meta(folder: Path) -> dict:
+    try:
+        meta = read_json(folder / "run.json")
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{folder} is not a run folder ({exc})") from None
+    if not isinstance(meta, dict) or not isinstance(meta.get("tasks", {}), dict):
+        raise UsageError(f"{folder}/run.json is not a run description written by econeval")
+    return meta
+
+
+def task_options(meta: dict, task: str) -> dict[str, Any]:
+    """A task's option values as run.json records them."""
+    entry = (meta.get("tasks") or {}).get(task) or {}
+    options = entry.get("options") if isinstance(entry, dict) else None
+    if options is None:
+        options = (meta.get("options") or {}).get(task)
+    return dict(options or {}) if isinstance(options, dict) else {}
+
+
+def prepared_from(meta: dict, task: Task) -> Prepared:
+    """The task's data and options prepared as the recorded run prepared them."""
+    from .runner import RunContext
+
+    ctx = RunContext(seed=meta.get("seed", 1234), limit=meta.get("limit"), per_task={task.name: task_options(meta, task.name)},
+                     judge_given=meta.get("judge") is not None, bootstrap=meta.get("bootstrap", 1000))
+    prep = task.prepare(ctx)
+    prep.options = ctx.options_for(task)
+    return prep
+
+
+def _plain(value: Any) -> Any:
+    return orjson.loads(orjson.dumps(value, option=orjson.OPT_SERIALIZE_NUMPY, default=str))
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, float) or isinstance(b, float):
+        if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) and not isinstance(b, bool):
+            return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+        return False
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+def check_records(task: Task, prep: Prepared, records: dict[str, dict], where: Path) -> None:
+    """Refuse records the task's data lacks and scored fields that the task's scorer does not
+    re-derive from the record's own outputs."""
+    by_id = {it["id"]: it for it in prep.items}
+    unknown = [i for i in records if i not in by_id]
+    if unknown:
+        raise UsageError(f"{where}: {task.name} item {unknown[0]} is not in the task's data"
+                         f"{f' (and {len(unknown) - 1} more)' if len(unknown) > 1 else ''}",
+                         hint="the folder was run on other data, or edited")
+    present = [it for it in prep.items if it["id"] in records]
+    finals = [{it["id"]: it for it in task.finalize_items(items, prep)} for items in (prep.items, present)]
+    for item_id, rec in records.items():
+        if rec.get("skipped") or rec.get("error"):
+            continue
+        for final in finals:
+            try:
+                derived = _plain(task.score(final.get(item_id, by_id[item_id]), rec, prep))
+            except Exception:  # noqa: BLE001 - a record the scorer cannot read is a contradiction too
+                derived = None
+            if derived is not None and all(_same(value, _plain(rec.get(key))) for key, value in derived.items()):
+                break
+        else:
+            bad = sorted(k for k, v in (derived or {}).items() if not _same(v, _plain(rec.get(k)))) if derived else ["?"]
+            raise UsageError(f"{where}: {task.name} item {item_id}: its scored fields ({', '.join(bad)}) are not what the "
+                             "task's scorer makes of its stored response: the folder contradicts itself",
+                             hint="the samples were edited or written by another tool; rerun or rescore the items")
+
+
+def load_run(folder: Path, verify: bool = True) -> LoadedRun:
+    """A run folder as econeval wrote it, or one clear line; with `verify`, every task's scored
+    records re-derived from their stored outputs (check_records)."""
+    folder = Path(folder)
+    meta = read_meta(folder)
+    path = folder / "samples.jsonl"
+    if not path.is_file():
+        raise UsageError(f"{folder} has no samples.jsonl")
+    samples: dict[str, dict[str, dict]] = {}
+    for (task, item), rec in read_samples(path)[0].items():
+        samples.setdefault(task, {})[item] = rec
+    preps: dict[str, Prepared] = {}
+    for name in meta.get("tasks", {}):
+        try:
+            task = registry.get_task(name)
+        except UsageError:
+            raise UsageError(f"{folder}: the run has task {name!r}, which this econeval does not know") from None
+        preps[name] = prepared_from(meta, task)
+        if verify:
+            check_records(task, preps[name], samples.get(name, {}), folder)
+    return LoadedRun(folder, meta, samples, preps)
