@@ -383,7 +383,8 @@ def compare_cmd(baseline, candidate, max_drop, metrics, n_boot, seed, allow_miss
 @click.option("--max-drop", type=click.FloatRange(min=0), default=0.02, show_default=True,
               help="Pass when every gated metric's interval lies above -max-drop; regression when one lies below.")
 @click.option("--alpha", type=click.FloatRange(min=0, max=1, min_open=True, max_open=True), default=0.05, show_default=True,
-              help="The chance that any verdict is wrong, however early the gate stops (split over the gated metrics).")
+              help="The chance that the verdict is wrong, however early the gate stops (pass: each metric at alpha; "
+                   "regression: alpha split over the gated metrics).")
 @click.option("--budget", metavar="DURATION", help="Stop taking new items once this much time is spent (300, 90s, 10m, 1h): "
               "metrics still open are inconclusive.")
 @click.option("--metric", "metrics", multiple=True, help="Gate only these item metrics (repeatable; default: every task's).")
@@ -418,7 +419,7 @@ def gate_cmd(baseline, model, max_drop, alpha, budget, metrics, replay, junit, n
     else:
         from .compare import Row
 
-        click.echo(clean(render(result["rows"], [Row(**r) for r in result["not_gated"]], max_drop, result["verdict_line"])))
+        click.echo(clean(render(result["rows"], [Row(**r) for r in result["not_gated"]], result["notes"], result["verdict_line"])))
         click.echo(clean(f"candidate run folder: {result['candidate']}"))
     sys.exit({"pass": 0, "regression": 1, "inconclusive": 3}[result["verdict"]])
 

@@ -1,121 +1,258 @@
-"""`econeval gate`: a sequential release gate. The candidate model runs on a baseline run's items
-in a seeded, uniformly random order (the tasks taking turns, a chunk each); after every chunk each
-task's finished items are paired with the baseline's and an anytime-valid confidence sequence
-(sequential.py) is updated for the mean paired difference of every item metric the task declares
-(`Task.item_metrics`). A task stops taking items once each of its metrics is decided, the gate
-once every task is:
+"""`econeval gate`: a sequential release gate. The candidate model runs on a baseline run's scored
+items in a seeded, uniformly random order (the tasks taking turns, a chunk each). After every
+chunk the gate takes the next items of that order that the candidate has finished, pairs each
+with the baseline's, and feeds two one-sided betting e-processes per item metric the task
+declares (`Task.item_metrics`; sequential.py): one for "pass" (the mean paired difference lies
+above -max_drop) and one for "regression" (below). A task stops taking items once each of its
+metrics is decided, the gate once every task is; at the budget or the end of the items what is
+open is inconclusive.
 
-- pass: the whole interval lies above -max_drop; regression: it lies below;
-- at the budget or the end of the items: inconclusive, with the interval reached and about how
-  many more items a decision would need.
-
-The error rate alpha is split evenly over the gated metrics (Bonferroni), so the chance that any
-verdict is wrong is at most alpha, however early the gate stops. Numbers that are not means over
-items (F1 of a class, ECE) are reported at the end with compare's paired bootstrap, not gated.
+- "pass" needs every gated metric to pass (an intersection-union test): each is tested at
+  alpha. "regression" needs one metric: each is tested at alpha / (number of metrics). So the
+  chance of a wrong verdict is at most alpha, however early the gate stops.
+- A candidate item without a valid value (an error, a skip, no value for the metric) counts as
+  the metric's worst value: a regression cannot hide its losses as failures. The output says
+  how many there were.
+- The items are taken strictly in the gate's order: a replayed folder that lacks the next item
+  of the order is gated on what came before it (what a live gate would have seen), and what is
+  still open then is inconclusive.
+- Baseline and replayed candidate are read with every record re-derived from its stored
+  response (verify.py), and the two must be comparable as `compare` requires.
+Numbers that are not means over items (F1 of a class, ECE) are reported at the end with
+compare's paired bootstrap, marked not gated.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 from xml.sax.saxutils import quoteattr
+
+import numpy as np
 
 from . import registry
 from .errors import UsageError
-from .sequential import PairedSequence
-
+from .sequential import Interval, MarginPair
+from .types import Task
 
 REPLAY_CHUNK = 16  # items per step when a finished run is replayed
 
 
 @dataclass
 class Gated:
+    """One item metric of one task: its pass / regression e-processes and the shown interval, in
+    units of w = s (c - b) / R."""
+
     task: str
     metric: str
     direction: int
+    lo: float
+    hi: float
     population: int  # baseline items with a value
-    sequence: PairedSequence
+    max_drop: float
+    alpha_pass: float
+    alpha_regression: float
+    show: bool = True  # keep the shown interval (a simulation of verdicts alone needs none)
+    n: int = 0
+    failed: int = 0  # candidate items without a valid value, counted as the worst value
     baseline_sum: float = 0.0
     candidate_sum: float = 0.0
+    pair: MarginPair = field(init=False)
+    shown: Interval = field(init=False)
 
-    def row(self, max_drop: float, final: bool) -> dict[str, Any]:
-        seq = self.sequence
-        low, high = seq.interval()
-        to_diff = (lambda w: w) if self.direction > 0 else (lambda w: -w)
-        lo, hi = sorted((to_diff(low), to_diff(high)))
-        verdict = seq.decision(max_drop, (low, high)) or ("inconclusive" if final else "undecided")
-        n = seq.n
-        return {"task": self.task, "metric": self.metric, "n": n, "of": self.population,
+    def __post_init__(self):
+        span = self.hi - self.lo
+        self.pair = MarginPair(self.max_drop / span, self.population, self.alpha_pass, self.alpha_regression)
+        self.shown = Interval(self.population, self.alpha_pass, self.alpha_regression)
+
+    @property
+    def worst(self) -> float:
+        return self.lo if self.direction > 0 else self.hi
+
+    def add(self, pairs: list[tuple[float, float | None]]) -> None:
+        """Paired values (baseline, candidate; None: the candidate has no valid value)."""
+        if not pairs:
+            return
+        span = self.hi - self.lo
+        w = []
+        for b, c in pairs:
+            if c is None:
+                self.failed += 1
+                c = self.worst
+            w.append(self.direction * (c - b) / span)
+            self.baseline_sum += b
+            self.candidate_sum += c
+        arr = np.clip(np.array(w), -1.0, 1.0)
+        self.pair.feed(arr)
+        if self.show:
+            self.shown.feed(arr)
+        self.n += len(pairs)
+
+    def verdict(self, final: bool) -> str:
+        return self.pair.verdict() or ("inconclusive" if final else "undecided")
+
+    def row(self, final: bool) -> dict[str, Any]:
+        n, span = self.n, self.hi - self.lo
+        low, high = self.shown.bounds() if n else (None, None)
+        to_diff = (lambda w: self.direction * span * w)
+        lo_hi = sorted((to_diff(low), to_diff(high))) if n else (None, None)
+        verdict = self.verdict(final)
+        return {"task": self.task, "metric": self.metric, "n": n, "of": self.population, "failed": self.failed,
                 "baseline": self.baseline_sum / n if n else None, "candidate": self.candidate_sum / n if n else None,
-                "diff": to_diff(seq.mean_worse()) if n else None, "low": lo if n else None, "high": hi if n else None,
-                "verdict": verdict, "further_items": seq.further_items(max_drop) if verdict == "inconclusive" else None}
+                "diff": (self.candidate_sum - self.baseline_sum) / n if n else None, "low": lo_hi[0], "high": lo_hi[1],
+                "verdict": verdict, "further_items": self.further_items(low, high) if verdict == "inconclusive" else None}
+
+    def further_items(self, low: float | None, high: float | None) -> int | None:
+        """About how many more items a decision needs at the observed spread: the interval's
+        half-width scaled by sqrt(n / n'), until it clears the margin; the task's items at most."""
+        if self.n < 2 or low is None or high is None or self.n >= self.population:
+            return None
+        span = self.hi - self.lo
+        mean = (self.candidate_sum - self.baseline_sum) / self.n / span * self.direction
+        gap = abs(mean + self.max_drop / span)
+        half = (high - low) / 2
+        if gap <= 0:
+            return self.population - self.n
+        need = math.ceil(self.n * (half / gap) ** 2)
+        return max(1, min(need, self.population) - self.n)
+
+
+@dataclass
+class TaskGate:
+    """One task: the baseline's items in the gate's order, how far the candidate has been taken
+    along it, and its gated metrics."""
+
+    task: Task
+    order: list[str]
+    baseline: dict[str, dict[str, float | None]]  # item id → metric → value
+    rows: list[Gated]
+    taken: int = 0
+    blocked: str | None = None  # a replay lacks the next item of the order
+
+    def decided(self) -> bool:
+        return all(g.verdict(final=False) in ("pass", "regression") for g in self.rows)
+
+    def take(self, records: dict[str, dict], upto: int | None = None) -> None:
+        """Take the next items of the order that `records` holds (at most `upto` in all), stopping
+        at the first one it lacks."""
+        end = len(self.order) if upto is None else min(upto, len(self.order))
+        new: list[tuple[dict[str, float | None], dict | None]] = []
+        while self.taken < end:
+            rec = records.get(self.order[self.taken])
+            if rec is None:
+                break
+            new.append((self.baseline[self.order[self.taken]], rec))
+            self.taken += 1
+        for g in self.rows:
+            g.add([(b[g.metric], _candidate_value(self.task, rec, g)) for b, rec in new if b.get(g.metric) is not None])
+
+
+def _candidate_value(task: Task, rec: dict | None, g: Gated) -> float | None:
+    """The candidate's value of the metric for one record; None for an item without a valid one
+    (an error, a skip, no value); a value outside the metric's bounds is refused."""
+    if rec is None or rec.get("skipped") or rec.get("error"):
+        return None
+    value = task.item_values(rec).get(g.metric)
+    if value is None or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    if not g.lo - 1e-9 <= value <= g.hi + 1e-9:
+        raise UsageError(f"{g.task} item {rec.get('id')}: the candidate's {g.metric} is {value}, outside its range "
+                         f"[{g.lo}, {g.hi}]", hint="the candidate folder was edited or written by another tool")
+    return float(value)
 
 
 @dataclass
 class Gate:
-    """The gate's state: the baseline's item values, one confidence sequence per gated metric."""
+    """The gate's state, fed chunk by chunk (a live run's watcher, or a replay)."""
 
-    baseline: dict[str, dict[str, dict[str, float | None]]]  # task → item id → metric → value
+    tasks: dict[str, TaskGate]
     max_drop: float
     alpha: float
-    metrics: tuple[str, ...] = ()
-    gated: dict[str, list[Gated]] = field(default_factory=dict)
+    not_gated: dict[str, str]  # task or task:metric → why it is not gated
     started: float = field(default_factory=time.monotonic)
-    not_gated: list[str] = field(default_factory=list)  # tasks with no item metric
 
-    def __post_init__(self):
-        specs = []
-        for t, values in self.baseline.items():
+    @classmethod
+    def build(cls, meta: dict, samples: dict[str, dict[str, dict]], max_drop: float, alpha: float,
+              metrics: tuple[str, ...] = (), where: Path | None = None) -> "Gate":
+        seed = meta.get("seed", 1234)
+        plans: list[tuple[Task, dict[str, dict[str, float | None]], list[Any], dict[str, int]]] = []
+        not_gated: dict[str, str] = {}
+        every: set[str] = set()
+        for t in meta.get("tasks", {}):
             task = registry.get_task(t)
-            mine = [m for m in task.item_metrics if not self.metrics or m.name in self.metrics]
+            every |= {m.name for m in task.item_metrics}
+            mine = [m for m in task.item_metrics if not metrics or m.name in metrics]
             if not mine:
-                self.not_gated.append(t)
-            specs += [(t, m, sum(1 for v in values.values() if v.get(m.name) is not None)) for m in mine]
-        unknown = [m for m in self.metrics if not any(s[1].name == m for s in specs)]
+                not_gated[t] = (f"no item metric {', '.join(map(repr, metrics))}" if metrics and task.item_metrics
+                                else "no item metric")
+                continue
+            values = {i: _baseline_values(task, rec, mine, where) for i, rec in samples.get(t, {}).items()
+                      if not rec.get("skipped") and not rec.get("error")}
+            if not values:
+                raise UsageError(f"{where}: the baseline has no scored item of {t}")
+            counts = {m.name: sum(1 for v in values.values() if v.get(m.name) is not None) for m in mine}
+            for m in mine:
+                if not counts[m.name]:
+                    not_gated[f"{t} {m.name}"] = "the baseline has no value for it on any item"
+            mine = [m for m in mine if counts[m.name]]
+            if mine:
+                plans.append((task, values, mine, counts))
+        unknown = [m for m in metrics if m not in every]
         if unknown:
-            names = sorted({m.name for t in self.baseline for m in registry.get_task(t).item_metrics})
             raise UsageError(f"no gated task has the item metric {', '.join(map(repr, unknown))}",
-                             hint=f"item metrics of these tasks: {', '.join(names) or 'none'}")
-        if not specs:
+                             hint=f"item metrics of these tasks: {', '.join(sorted(every)) or 'none'}")
+        if not plans:
             raise UsageError("none of the baseline's tasks has an item-level metric to gate on",
                              hint="compare two full runs with `econeval compare` instead")
-        each = self.alpha / len(specs)
-        for t, m, population in specs:
-            lo, hi = m.bounds
-            self.gated.setdefault(t, []).append(Gated(t, m.name, m.direction, population,
-                                                      PairedSequence(m.direction, hi - lo, max(population, 1), each)))
+        k = sum(len(mine) for _, _, mine, _ in plans)
+        for task, _, mine, _ in plans:
+            for m in mine:
+                span = m.bounds[1] - m.bounds[0]
+                if max_drop >= span:
+                    raise UsageError(f"--max-drop {max_drop} is not below the range of {task.name} {m.name} "
+                                     f"([{m.bounds[0]}, {m.bounds[1]}]): every verdict would be pass",
+                                     hint=f"a margin in the metric's units, below {span}")
+        tasks = {}
+        for task, values, mine, counts in plans:
+            rows = [Gated(task.name, m.name, m.direction, m.bounds[0], m.bounds[1], counts[m.name], max_drop, alpha, alpha / k)
+                    for m in mine]
+            tasks[task.name] = TaskGate(task, gate_order(task.name, values, seed), values, rows)
+        return cls(tasks, max_drop, alpha, not_gated)
 
-    @property
-    def tasks(self) -> list[str]:
-        return list(self.gated)
-
-    def watch(self, task, records: list[dict]) -> tuple[bool, str | None]:
-        """After each chunk: pair the task's finished items (in run order) with the baseline's and
-        update its sequences; (every metric of the task decided?, a progress note)."""
-        rows = self.gated.get(task.name, [])
-        base = self.baseline.get(task.name, {})
-        for g in rows:
-            g.sequence.x.clear()
-            g.baseline_sum = g.candidate_sum = 0.0
-        for rec in records:
-            if rec.get("skipped") or rec.get("error") or rec["id"] not in base:
-                continue
-            mine = task.item_values(rec)
-            for g in rows:
-                b, c = base[rec["id"]].get(g.metric), mine.get(g.metric)
-                if b is not None and c is not None and math.isfinite(b) and math.isfinite(c):
-                    g.sequence.add(b, c)
-                    g.baseline_sum += b
-                    g.candidate_sum += c
-        shown = [g.row(self.max_drop, final=False) for g in rows]
+    def watch(self, task: Task, records: list[dict]) -> tuple[bool, str | None]:
+        """After each chunk of a live run: take the task's new items (in the gate's order);
+        (every metric of the task decided?, a progress note)."""
+        tg = self.tasks.get(task.name)
+        if tg is None:
+            return True, None
+        tg.take({r["id"]: r for r in records})
+        shown = [g.row(final=False) for g in tg.rows]
         note = "; ".join(f"Δ{r['metric']} [{r['low']:+.3f}, {r['high']:+.3f}] {r['verdict']}" for r in shown if r["n"])
-        return all(r["verdict"] in ("pass", "regression") for r in shown), note or None
+        return tg.decided(), note or None
+
+    def replay(self, by_task: dict[str, dict[str, dict]], only_untaken: bool = False) -> None:
+        """A finished candidate folder, as a run would have fed it: chunk by chunk, until decided
+        or the folder lacks the next item of the order (`only_untaken`: the tasks nothing has
+        been taken of yet, as when a resumed gate had nothing left to run)."""
+        for tg in self.tasks.values():
+            if only_untaken and tg.taken:
+                continue
+            records = by_task.get(tg.task.name, {})
+            while not tg.decided() and tg.taken < len(tg.order):
+                before = tg.taken
+                tg.take(records, upto=before + REPLAY_CHUNK)
+                if tg.taken < min(before + REPLAY_CHUNK, len(tg.order)):
+                    missing = tg.order[tg.taken]
+                    tg.blocked = (f"the candidate folder lacks {missing}, item {tg.taken + 1} of the gate's order: gated on "
+                                  f"the {tg.taken:,} before it")
+                    break
 
     def rows(self) -> list[dict[str, Any]]:
-        return [g.row(self.max_drop, final=True) for rows in self.gated.values() for g in rows]
+        return [g.row(final=True) for tg in self.tasks.values() for g in tg.rows]
 
     @staticmethod
     def verdict_of(rows: list[dict]) -> str:
@@ -123,46 +260,128 @@ class Gate:
         return "regression" if "regression" in verdicts else "inconclusive" if "inconclusive" in verdicts else "pass"
 
 
-def baseline_values(base_dir: Path) -> tuple[dict, dict[str, dict[str, dict[str, float | None]]]]:
-    """The baseline run's description and each scored item's item-metric values."""
-    from .compare import _load, _ok
-
-    meta, samples = _load(base_dir)
-    out: dict[str, dict[str, dict[str, float | None]]] = {}
-    for t in meta.get("tasks", {}):
-        try:
-            task = registry.get_task(t)
-        except UsageError:
-            raise UsageError(f"{base_dir}: the baseline has task {t!r}, which this econeval does not know") from None
-        out[t] = {i: task.item_values(rec) for i, rec in samples.get(t, {}).items() if _ok(rec)}
-        if not out[t]:
-            raise UsageError(f"{base_dir}: the baseline has no scored item of {t}")
-    return meta, out
+def _baseline_values(task: Task, rec: dict, metrics: list, where: Path | None) -> dict[str, float | None]:
+    values = task.item_values(rec)
+    out: dict[str, float | None] = {}
+    for m in metrics:
+        v = values.get(m.name)
+        if v is not None and not (isinstance(v, (int, float)) and math.isfinite(v)
+                                  and m.bounds[0] - 1e-9 <= v <= m.bounds[1] + 1e-9):
+            raise UsageError(f"{where}: {task.name} item {rec.get('id')}: the baseline's {m.name} is {v!r}, outside its "
+                             f"range [{m.bounds[0]}, {m.bounds[1]}]", hint="the baseline folder was edited or written by another tool")
+        out[m.name] = None if v is None else float(v)
+    return out
 
 
-def comparable(meta: dict) -> Callable[[list, dict], None]:
-    """The check before the candidate's model loads: its tasks prepared as the baseline's were."""
+def gate_order(task: str, ids, seed: int) -> list[str]:
+    """The order in which the gate runs a task's baseline items (the runner's, for `only` these
+    ids): a seeded uniformly random order of the ids."""
+    from .sampling import random_order
 
+    return [it["id"] for it in random_order([{"id": i} for i in ids], seed, task)]
+
+
+def gate_folder(baseline: Path, model: str | None, run: dict[str, Any]) -> Path:
+    """The gate's own run folder under the data dir: named by the baseline and the candidate's
+    settings, so the same gate resumes it and no ordinary run folder is taken over."""
     import orjson
 
-    def plain(value):  # as run.json holds it
-        return orjson.loads(orjson.dumps(value, default=str))
+    from . import config
+
+    what = {"baseline": str(baseline.resolve()), "model": model,
+            **{k: run.get(k) for k in ("model_options", "n_ctx", "chat", "embedder", "judge")}}
+    key = hashlib.sha256(orjson.dumps(what, option=orjson.OPT_SORT_KEYS, default=str)).hexdigest()[:10]
+    safe = "".join(ch if ch.isalnum() or ch in "-_.+" else "_" for ch in f"{Path(model or 'default').name}-vs-{baseline.name}")[:80]
+    return config.data_home() / "gates" / f"{safe}-{key}"
+
+
+def _check_own_folder(out: Path, base_dir: Path) -> None:
+    """Refused before anything is written: the baseline's folder, or an ordinary run's."""
+    from .verify import read_meta
+
+    if out.resolve() == base_dir.resolve():
+        raise UsageError(f"the candidate's run folder is the baseline's ({out}): the gate would write into its baseline",
+                         hint="name another --out (or none: the gate's own folder)")
+    if (out / "run.json").exists():
+        meta = read_meta(out)
+        if not meta.get("gate"):
+            raise UsageError(f"{out} holds an ordinary run: its items ran in the dataset's order, not the gate's",
+                             hint="the gate needs a folder of its own: name another --out (or none)")
+
+
+def gate(baseline: str | Path, model: str | None = None, max_drop: float = 0.02, alpha: float = 0.05,
+         budget: str | float | None = None, metrics: tuple[str, ...] = (), replay: str | Path | None = None,
+         **run: Any) -> dict[str, Any]:
+    """Run the gate; `run` passes on to api.evaluate (out, model_options, n_ctx, chat, embedder,
+    judge, progress, argv, new, say). `replay`: a finished candidate run folder instead of a
+    model, its items taken in the gate's order, chunk by chunk, until the gate decides (what the
+    gate would have run). Returns the rows, what is not gated, the verdict and its line."""
+    from .compare import check_comparable
+    from .verify import load_run
+
+    if not (0 < alpha < 1):
+        raise UsageError(f"--alpha must lie between 0 and 1, not {alpha}")
+    if not (math.isfinite(max_drop) and max_drop >= 0):
+        raise UsageError(f"--max-drop must be a finite number at least 0, not {max_drop}")
+    base_dir = Path(baseline)
+    base = load_run(base_dir)
+    g = Gate.build(base.meta, base.samples, max_drop, alpha, tuple(metrics), base_dir)
+    if replay is None:
+        from . import api
+
+        out = Path(run.pop("out", None) or gate_folder(base_dir, model, run))
+        _check_own_folder(out, base_dir)
+        options = {t: base.meta["tasks"][t].get("options") or {} for t in g.tasks}
+        doc = api.evaluate(model=model, tasks=list(g.tasks), seed=base.meta.get("seed", 1234), per_task_options=options,
+                           budget=budget, order="random", watch=g.watch, check=comparable(base.meta), out=out,
+                           only={t: set(tg.order) for t, tg in g.tasks.items()}, **run)
+        folder = Path(doc["run_folder"])
+        g.replay(load_run(folder).samples, only_untaken=True)  # a resumed gate: what earlier runs of it finished
+    else:
+        folder = Path(replay)
+        cand = load_run(folder)
+        check_comparable(base.meta, cand.meta, list(g.tasks))
+        lacking = [t for t, tg in g.tasks.items() if not set(cand.samples.get(t, {})) & set(tg.order)]
+        if lacking:
+            raise UsageError(f"{folder} has no item of {', '.join(lacking)} that the baseline scored: a replay cannot gate it",
+                             hint="replay a run of the baseline's tasks")
+        g.replay(cand.samples)
+    rows = g.rows()
+    verdict = Gate.verdict_of(rows)
+    extra, extra_note = _not_gated(base_dir, folder, g, max_drop)
+    used = sum(tg.taken for tg in g.tasks.values())
+    total = sum(len(tg.order) for tg in g.tasks.values())
+    failed = sum(max((r.failed for r in tg.rows), default=0) for tg in g.tasks.values())
+    took = time.monotonic() - g.started
+    k = len(rows)
+    what = {"pass": "pass: every gated metric's interval lies above", "regression": "REGRESSION: an interval lies below",
+            "inconclusive": "inconclusive: not every interval clears"}[verdict]
+    line = (f"gate: {what} -{max_drop} (anytime-valid; pass at alpha {alpha} per metric, regression at {alpha / k:.4g} "
+            f"over {k} metrics) after {used:,} of {total:,} paired items ({used / total:.1%}) in {took:.0f} s")
+    if failed:
+        line += f"; {failed:,} candidate item(s) without a valid value counted as the worst value"
+    blocked = [f"{t}: {tg.blocked}" for t, tg in g.tasks.items() if tg.blocked]
+    notes = blocked + [f"not gated: {what_}: {why}" for what_, why in g.not_gated.items()] + ([extra_note] if extra_note else [])
+    return {"baseline": str(base_dir), "candidate": str(folder), "max_drop": max_drop, "alpha": alpha, "rows": rows,
+            "not_gated": [x.as_dict() for x in extra], "tasks_not_gated": g.not_gated, "notes": notes, "verdict": verdict,
+            "verdict_line": line, "items_used": used, "items_total": total, "candidate_failed": failed,
+            "seconds": round(took, 1)}
+
+
+def comparable(meta: dict):
+    """The check before the candidate's model loads: its tasks prepared as the baseline's were."""
+    from .compare import check_comparable
 
     def check(tasks, preps) -> None:
         from .runmeta import task_identity
 
         ids = task_identity(tasks, preps)
-        for t in tasks:
-            b, mine = meta["tasks"][t.name], ids[t.name]
-            for key in ("dataset", "prompt_version", "settings", "options"):
-                if key in b and plain(mine.get(key)) != b[key]:
-                    raise UsageError(f"{t.name}: the candidate's {key} differs from the baseline's: their numbers are "
-                                     "not comparable", hint="the baseline was made by another econeval or data package")
+        check_comparable(meta, {"seed": meta.get("seed"), "tasks": ids}, [t.name for t in tasks])
     return check
 
 
-def render(rows: list[dict], extra: list, max_drop: float, line: str) -> str:
-    cols = ("task", "metric", "n", "of", "baseline", "candidate", "diff", "low", "high", "verdict")
+def render(rows: list[dict], extra: list, notes: list[str], line: str) -> str:
+    cols = ("task", "metric", "n", "of", "failed", "baseline", "candidate", "diff", "low", "high", "verdict")
     fmt = (lambda v: "-" if v is None else f"{v:.4f}" if isinstance(v, float) else str(v))
     table = [cols] + [tuple(fmt(r[c]) for c in cols) for r in rows]
     width = [max(len(x[i]) for x in table) for i in range(len(cols))]
@@ -171,6 +390,7 @@ def render(rows: list[dict], extra: list, max_drop: float, line: str) -> str:
         if r["verdict"] == "inconclusive" and r["further_items"] is not None:
             out.append(f"  {r['task']} {r['metric']}: about {r['further_items']:,} more item(s) would decide it at the "
                        "observed spread")
+    out += [f"  {n}" for n in notes]
     if extra:
         out += ["", "not gated (paired bootstrap over the paired items; not means over items):"]
         out += [f"  {x.task} {x.metric}: baseline {fmt(x.baseline)}, candidate {fmt(x.candidate)}, diff {fmt(x.diff)} "
@@ -186,7 +406,7 @@ def junit(rows: list[dict], max_drop: float) -> str:
     for r in rows:
         out.append(f"  <testcase classname={quoteattr(r['task'])} name={quoteattr(r['metric'])}>")
         what = (f"diff {r['diff']:+.4f}, anytime-valid interval [{r['low']:+.4f}, {r['high']:+.4f}], margin {max_drop}, "
-                f"{r['n']} of {r['of']} items") if r["n"] else "no paired item"
+                f"{r['n']} of {r['of']} items, {r['failed']} without a valid value") if r["n"] else "no paired item"
         if r["verdict"] == "regression":
             out.append(f"    <failure message={quoteattr('regression: ' + what)}/>")
         elif r["verdict"] == "inconclusive":
@@ -195,86 +415,14 @@ def junit(rows: list[dict], max_drop: float) -> str:
     return "\n".join(out + ["</testsuite>"]) + "\n"
 
 
-def gate(baseline: str | Path, model: str | None = None, max_drop: float = 0.02, alpha: float = 0.05,
-         budget: str | float | None = None, metrics: tuple[str, ...] = (), replay: str | Path | None = None,
-         **run: Any) -> dict[str, Any]:
-    """Run the gate; `run` passes on to api.evaluate (out, model_options, n_ctx, chat, embedder,
-    judge, progress, argv, new, say). `replay`: a finished candidate run folder instead of a
-    model, its items taken in the gate's order, chunk by chunk, until the gate decides (what the
-    gate would have run). Returns the rows, what is not gated, the verdict and its line."""
-    from . import api
-    from .folder import read_samples
-
-    if not (0 < alpha < 1):
-        raise UsageError(f"--alpha must lie between 0 and 1, not {alpha}")
-    if not (math.isfinite(max_drop) and max_drop >= 0):
-        raise UsageError(f"--max-drop must be a finite number at least 0, not {max_drop}")
-    base_dir = Path(baseline)
-    meta, values = baseline_values(base_dir)
-    g = Gate(values, max_drop, alpha, tuple(metrics))
-    options = {t: meta["tasks"][t].get("options") or {} for t in g.tasks}
-    if replay is None:
-        doc = api.evaluate(model=model, tasks=g.tasks, seed=meta.get("seed", 1234), per_task_options=options, budget=budget,
-                           order="random", watch=g.watch, check=comparable(meta),
-                           only={t: set(values[t]) for t in g.tasks}, **run)
-        folder = Path(doc["run_folder"])
-        if folder.resolve() == base_dir.resolve():
-            raise UsageError(f"the candidate's run folder is the baseline's ({folder}): the same model with the same "
-                             "settings; there is nothing to gate", hint="name another --model, or --out a folder of its own")
-    else:
-        from .compare import _load
-
-        folder = Path(replay)
-        _, by_task = _load(folder)  # a run folder as econeval writes it, or one clear line
-        lacking = [t for t in g.tasks if not set(by_task.get(t, {})) & set(values[t])]
-        if lacking:
-            raise UsageError(f"{folder} has no item of {', '.join(lacking)} that the baseline scored: a replay cannot gate it",
-                             hint="replay a run of the baseline's tasks")
-    done = read_samples(folder / "samples.jsonl")[0]
-    used = 0  # candidate items paired with the baseline's
-    for t in g.tasks:  # from the folder: a resumed gate counts what earlier runs of it finished
-        task = registry.get_task(t)
-        order = [done[(t, i)] for i in gate_order(t, values[t], meta.get("seed", 1234)) if (t, i) in done]
-        seen = order
-        if replay is None:
-            g.watch(task, seen)
-        else:  # as a run would have: chunk by chunk, until decided
-            for k in range(REPLAY_CHUNK, len(order) + REPLAY_CHUNK, REPLAY_CHUNK):
-                seen = order[:k]
-                if g.watch(task, seen)[0]:
-                    break
-        used += len(seen)
-    rows = g.rows()
-    verdict = Gate.verdict_of(rows)
-    extra = _not_gated(base_dir, folder, g, max_drop)
-    total = sum(len(v) for t, v in values.items() if t in g.gated)
-    took = time.monotonic() - g.started
-    what = {"pass": "pass: every gated metric's interval lies above", "regression": "REGRESSION: an interval lies below",
-            "inconclusive": "inconclusive: not every interval clears"}[verdict]
-    line = (f"gate: {what} -{max_drop} (anytime-valid, alpha {alpha} over {len(rows)} metrics) after {used:,} of "
-            f"{total:,} paired items ({used / total:.1%}) in {took:.0f} s")
-    if g.not_gated:
-        line += f"; not gated (no item metric): {', '.join(g.not_gated)}"
-    return {"baseline": str(base_dir), "candidate": str(folder), "max_drop": max_drop, "alpha": alpha, "rows": rows,
-            "not_gated": [x.as_dict() for x in extra], "tasks_not_gated": g.not_gated, "verdict": verdict,
-            "verdict_line": line, "items_used": used, "items_total": total, "seconds": round(took, 1)}
-
-
-def gate_order(task: str, ids, seed: int) -> list[str]:
-    """The order in which the gate runs a task's baseline items (the runner's, for `only` these
-    ids): a seeded uniformly random order of the ids."""
-    from .sampling import random_order
-
-    return [it["id"] for it in random_order([{"id": i} for i in ids], seed, task)]
-
-
-def _not_gated(base_dir: Path, cand_dir: Path, g: Gate, max_drop: float) -> list:
-    """compare's paired bootstrap rows for the headline numbers the gate does not decide."""
+def _not_gated(base_dir: Path, cand_dir: Path, g: Gate, max_drop: float) -> tuple[list, str | None]:
+    """compare's paired bootstrap rows for the headline numbers the gate does not decide (and why
+    there are none, where compare cannot give them)."""
     from .compare import compare
 
     try:
         result = compare(base_dir, cand_dir, max_drop=max_drop, allow_missing=True)
-    except UsageError:
-        return []
-    decided = {(x.task, x.metric) for rows in g.gated.values() for x in rows}
-    return [r for r in result.rows if r.task in g.gated and (r.task, r.metric) not in decided and r.diff is not None]
+    except UsageError as exc:
+        return [], f"no paired bootstrap of the other headline numbers: {exc}"
+    decided = {(x.task, x.metric) for tg in g.tasks.values() for x in tg.rows}
+    return [r for r in result.rows if r.task in g.tasks and (r.task, r.metric) not in decided and r.diff is not None], None

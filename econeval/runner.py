@@ -430,6 +430,10 @@ def _run_locked(tasks, backend, folder: RunFolder, ctx, preps, meta, show_progre
         meta["identity"] = merged_identity(old.get("identity"), meta["identity"])
         for key in ("tasks", "options"):
             meta[key] = {**(old.get(key) or {}), **meta[key]}
+    if ctx.order == "random" or old.get("gate"):  # a gate's folder: its items in the gate's order (gate.py refuses others)
+        from .sampling import RANDOM_SCHEME
+
+        meta["gate"] = {"order": RANDOM_SCHEME}
     plan, designs = _plan(tasks, preps, ctx, meta["schedule"]["chunk_items"])
     if ctx.sample is not None:  # a stratified sample: its own results file, never results.json
         results_name = f"results-sample-{ctx.sample}.json"

@@ -1,24 +1,27 @@
-"""Anytime-valid confidence sequences for the mean of bounded paired differences (`econeval gate`).
+"""One-sided betting e-processes for a margin on the mean of bounded paired differences, sampled
+without replacement (`econeval gate`).
 
-The boundary is the predictable plug-in empirical-Bernstein confidence sequence of Waudby-Smith &
-Ramdas ("Estimating means of bounded random variables by betting", JRSS-B 2024, Theorem 2), in its
-form for sampling without replacement from a finite population (their Section 6): observations
-x_1, x_2, ... in [0, 1], drawn in a uniformly random order from N items, and for every t at once,
-with probability at least 1 - alpha, the population mean lies in [L_t, U_t].
+One gated metric of one task: values in [lo, hi], direction s (+1 when larger is better), span
+R = hi - lo. Each paired item gives w_i = s (c_i - b_i) / R in [-1, 1] (negative: the candidate
+is worse); the margin is delta = max_drop / R; items come in a uniformly random order of the
+baseline's N items; S_{i-1} = w_1 + ... + w_{i-1}.
 
-- bets: lambda_t = min(1/2, sqrt(2 log(2/alpha) / (sigma2_{t-1} t log(1 + t)))), where sigma2 is
-  the running variance regularised by one pseudo-observation of variance 1/4 around 1/2;
-- lower bound: [sum lambda_i (x_i + Z_i) - log(2/alpha) - sum v_i psi(lambda_i)] /
-  sum lambda_i (1 + W_i), with v_i = (x_i - mean of x_1..x_{i-1})^2, psi(l) = -log(1 - l) - l,
-  Z_i = (x_1 + ... + x_{i-1}) / (N - i + 1), W_i = (i - 1) / (N - i + 1) (both 0 without N);
-- upper bound: one minus the lower bound of 1 - x; the running intersection of both (valid for a
-  confidence sequence, and it makes a decision final).
+- **pass** (null: the population mean of w is at most -delta). Under the null the conditional
+  mean of draw i is at most m_i = (-N delta - S_{i-1}) / (N - i + 1) (sampling without
+  replacement). The payoff u_i = (w_i - m_i) / (1 + m_i) is at least -1 and has conditional mean
+  at most 0 under the null, so for every bet fraction f in [0, 1) the product of (1 + f u_i) is
+  a non-negative supermartingale, and so is the average over a grid of fractions
+  f_j = 0.95 j / J. By Ville's inequality the wealth ever reaches 1/alpha with probability at
+  most alpha: "pass" is said once its running maximum does. If m_i < -1 the null cannot hold
+  (even all remaining items at -1 would leave the mean above -delta): pass.
+- **regression** (null: the mean is at least -delta): the same with w -> -w, -delta -> +delta.
+- When every item is in the mean is known: pass if it lies above -delta, else regression.
 
-Why not the `confseq` package, by the method's authors: on PyPI it is a source archive that does
-not build on Python 3.11 (its pybind11 2.6 pin), does not import under NumPy 2 (`np.float_`), and
-installs matplotlib, pandas and pytest at run time. `tools/check_confseq.py` compares these bounds
-with its `predmix_empbern_twosided_cs` where it is installed (the largest difference measured over 200 random sequences: 2e-16); the tests
-check coverage and the gate's error rates by simulation.
+Waudby-Smith & Ramdas, "Estimating means of bounded random variables by betting" (JRSS-B 2024),
+Sections 4 and 6 (the mixture of bets, sampling without replacement). The updates are
+incremental (one pass over each new item) and vectorised over the bet grid, so a simulation
+feeds a whole sequence at once and reads where a gate checking at chunk ends would have stopped.
+A displayed interval inverts the same e-processes over a grid of margins (`Interval`).
 """
 
 from __future__ import annotations
@@ -27,89 +30,136 @@ import math
 
 import numpy as np
 
-
-def lower_bounds(x: np.ndarray, alpha: float, population: int | None = None) -> np.ndarray:
-    """L_1..L_t of the one-sided (1 - alpha) confidence sequence for the mean of x in [0, 1]."""
-    x = np.asarray(x, dtype=float)
-    t = np.arange(1, len(x) + 1, dtype=float)
-    total = np.cumsum(x)
-    before = np.concatenate(([0.0], total[:-1]))
-    # the bets: regularised running mean and variance, one step behind
-    reg_mean = np.minimum((0.5 + total) / (t + 1), 1.0)
-    reg_var = (0.25 + np.cumsum((x - reg_mean) ** 2)) / (t + 1)
-    var_before = np.concatenate(([0.25], reg_var[:-1]))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        lam = np.sqrt(2 * math.log(1 / alpha) / (t * np.log1p(t) * var_before))
-    lam = np.minimum(np.nan_to_num(lam, nan=0.0), 0.5)
-    mean_before = np.concatenate(([0.0], (total / t)[:-1]))
-    v = (x - mean_before) ** 2
-    psi = -np.log1p(-lam) - lam
-    if population:
-        left = population - t + 1
-        z, w = before / left, (t - 1) / left
-    else:
-        z = w = 0.0
-    low = (np.cumsum(lam * (x + z)) - math.log(1 / alpha) - np.cumsum(v * psi)) / np.cumsum(lam * (1 + w))
-    return np.maximum(low, 0.0)
+EXACT = 1e-12  # when every item is in, a mean within rounding of -delta is at the margin: not a pass
+GRID = 40  # bet fractions f_j = 0.95 j / GRID, j = 1..GRID
+FRACTIONS = 0.95 * np.arange(1, GRID + 1) / GRID
 
 
-def bounds(x: np.ndarray, alpha: float, population: int | None = None,
-           running_intersection: bool = True) -> tuple[np.ndarray, np.ndarray]:
-    """The two-sided (1 - alpha) confidence sequence for the mean of x in [0, 1]: (L_t, U_t)."""
-    x = np.asarray(x, dtype=float)
-    low = lower_bounds(x, alpha / 2, population)
-    high = 1.0 - lower_bounds(1.0 - x, alpha / 2, population)
-    if running_intersection:
-        low, high = np.maximum.accumulate(low), np.minimum.accumulate(high)
-    return low, high
+def _log_mean_exp(logs: np.ndarray, axis: int = -1) -> np.ndarray:
+    top = np.max(logs, axis=axis, keepdims=True)
+    top = np.where(np.isfinite(top), top, 0.0)
+    return np.squeeze(top, axis=axis) + np.log(np.mean(np.exp(logs - top), axis=axis))
 
 
-class PairedSequence:
-    """One gated metric of one task: paired item values (baseline, candidate) arriving in a
-    uniformly random order of the task's items, the worse-is-negative difference w = s (c - b)
-    (s = +1 when larger is better) mapped from [-R, R] to [0, 1] for the confidence sequence."""
+class MarginTest:
+    """The e-process of one null "the population mean of x is at most `bound`" for x in [-1, 1],
+    several bounds at once (a vector: the interval's grid), fed in the gate's order."""
 
-    def __init__(self, direction: int, span: float, population: int, alpha: float):
-        self.direction, self.span, self.population, self.alpha = direction, span, population, alpha
-        self.x: list[float] = []
+    def __init__(self, bounds: np.ndarray | float, population: int):
+        self.bounds = np.atleast_1d(np.asarray(bounds, dtype=float))
+        self.population = population
+        self.n = 0
+        self.total = 0.0
+        self.log_wealth = np.zeros((len(self.bounds), GRID))  # per bound, per bet fraction
+        self.best = np.full(len(self.bounds), -np.inf)  # the running maximum of the mixture's log wealth
+        self.impossible = np.zeros(len(self.bounds), dtype=bool)  # the null cannot hold any more
 
-    def add(self, baseline: float, candidate: float) -> None:
-        w = self.direction * (candidate - baseline)
-        self.x.append(min(1.0, max(0.0, (w + self.span) / (2 * self.span))))
+    def feed(self, x: np.ndarray) -> np.ndarray:
+        """Add the next items; returns, for each of them, the running maximum of the log wealth
+        after it (shape: items x bounds; inf where the null became impossible)."""
+        x = np.asarray(x, dtype=float)
+        block = max(1, 2_000_000 // (len(self.bounds) * GRID))  # items x bounds x fractions held at once
+        if len(x) > block:
+            return np.concatenate([self.feed(x[s:s + block]) for s in range(0, len(x), block)])
+        k = len(x)
+        if not k:
+            return np.empty((0, len(self.bounds)))
+        i = self.n + np.arange(1, k + 1)  # the draws' positions 1..N
+        before = self.total + np.concatenate(([0.0], np.cumsum(x)[:-1]))  # S_{i-1}
+        left = np.maximum(self.population - i + 1, 1)
+        m = (self.population * self.bounds[None, :] - before[:, None]) / left[:, None]  # items x bounds
+        gone = np.logical_or.accumulate(m < -1, axis=0) | self.impossible[None, :]
+        safe = np.where(gone, 0.0, m)
+        with np.errstate(divide="ignore", invalid="ignore"):  # m = -1: only x = -1 is possible (no bet), any other disproves
+            u = np.nan_to_num((x[:, None] - safe) / (1 + safe), nan=0.0, posinf=np.inf)
+        steps = np.log1p(FRACTIONS[None, None, :] * u[:, :, None])  # items x bounds x fractions
+        logs = self.log_wealth[None, :, :] + np.cumsum(steps, axis=0)
+        mixture = _log_mean_exp(logs, axis=2)
+        path = np.maximum.accumulate(np.concatenate((self.best[None, :], mixture), axis=0), axis=0)[1:]
+        path = np.where(gone, np.inf, path)
+        self.log_wealth = logs[-1]
+        self.best = path[-1]
+        self.impossible = gone[-1]
+        self.n += k
+        self.total += float(x.sum())
+        return path
 
-    @property
-    def n(self) -> int:
-        return len(self.x)
 
-    def mean_worse(self) -> float | None:
-        """The observed mean of w (negative: the candidate is worse)."""
-        return 2 * self.span * float(np.mean(self.x)) - self.span if self.x else None
+class MarginPair:
+    """One gated metric: the pass and the regression e-processes at the margin, and the verdict
+    they give. `alpha_pass` and `alpha_regression`: each verdict's error rate."""
 
-    def interval(self) -> tuple[float, float]:
-        """The confidence sequence for the population mean of w, now."""
-        if not self.x:
-            return -self.span, self.span
-        if self.n >= self.population:  # every item is in: the mean is known
-            m = self.mean_worse()
+    def __init__(self, delta: float, population: int, alpha_pass: float, alpha_regression: float):
+        self.delta, self.population = delta, population
+        self.need_pass, self.need_regression = math.log(1 / alpha_pass), math.log(1 / alpha_regression)
+        self.passing = MarginTest(-delta, population)  # null: mean w <= -delta
+        self.regressing = MarginTest(delta, population)  # null: mean (-w) <= delta
+        self.n, self.total = 0, 0.0
+
+    def feed(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Add the next items: for each, whether pass / regression has been reached by then."""
+        w = np.asarray(w, dtype=float)
+        p = self.passing.feed(w)[:, 0] >= self.need_pass
+        r = self.regressing.feed(-w)[:, 0] >= self.need_regression
+        self.n += len(w)
+        self.total += float(w.sum())
+        if self.n >= self.population and len(w):  # every item is in: the mean is known
+            known = self.total / self.population > -self.delta + EXACT
+            p[-1], r[-1] = p[-1] or known, r[-1] or not known
+        return p, r
+
+    def verdict(self) -> str | None:
+        if self.n >= self.population:
+            return "pass" if self.total / self.population > -self.delta + EXACT else "regression"
+        if self.passing.best[0] >= self.need_pass:
+            return "pass"
+        if self.regressing.best[0] >= self.need_regression:
+            return "regression"
+        return None
+
+
+class Interval:
+    """The interval shown beside a verdict: the lower bound is the largest mean that the pass-side
+    e-processes (at alpha_low) have rejected as an upper limit, the upper bound likewise from the
+    regression side (at alpha_high), over a grid of candidate means in [-1, 1]."""
+
+    STEPS = 200
+
+    def __init__(self, population: int, alpha_low: float, alpha_high: float):
+        self.grid = np.linspace(-1.0, 1.0, self.STEPS + 1)
+        self.need_low, self.need_high = math.log(1 / alpha_low), math.log(1 / alpha_high)
+        self.low_side = MarginTest(self.grid, population)  # null: mean w <= c
+        self.high_side = MarginTest(-self.grid, population)  # null: mean w >= c, i.e. mean (-w) <= -c
+        self.n, self.total, self.population = 0, 0.0, population
+
+    def feed(self, w: np.ndarray) -> None:
+        w = np.asarray(w, dtype=float)
+        if len(w):
+            self.low_side.feed(w)
+            self.high_side.feed(-w)
+            self.n += len(w)
+            self.total += float(w.sum())
+
+    def bounds(self) -> tuple[float, float]:
+        if self.n >= self.population and self.n:
+            m = self.total / self.population
             return m, m
-        low, high = bounds(np.array(self.x), self.alpha, self.population)
-        return 2 * self.span * low[-1] - self.span, 2 * self.span * high[-1] - self.span
+        low_rejected = self.low_side.best >= self.need_low  # the means c the data rule out from above
+        high_rejected = self.high_side.best >= self.need_high
+        low = float(self.grid[low_rejected].max()) if low_rejected.any() else -1.0
+        high = float(self.grid[high_rejected].min()) if high_rejected.any() else 1.0
+        return low, max(low, high)
 
-    def decision(self, max_drop: float, interval: tuple[float, float] | None = None) -> str | None:
-        """pass (the whole interval lies above -max_drop), regression (the whole interval lies
-        below it), or None (undecided); `interval`: this sequence's, if already computed."""
-        low, high = interval or self.interval()
-        return "pass" if low > -max_drop else "regression" if high < -max_drop else None
 
-    def further_items(self, max_drop: float) -> int | None:
-        """About how many more items a decision needs at the observed spread: the interval's
-        half-width scaled by sqrt(n / n'), until it clears the margin; the task's items at most."""
-        if self.n < 2:
-            return None
-        low, high = self.interval()
-        gap = abs((self.mean_worse() or 0.0) + max_drop)
-        half = (high - low) / 2
-        if gap <= 0:
-            return self.population - self.n
-        need = math.ceil(self.n * (half / gap) ** 2)
-        return max(1, min(need, self.population) - self.n)
+def first_decision(pair_passes: np.ndarray, pair_regresses: np.ndarray, chunk: int) -> tuple[str, int]:
+    """Where a gate checking at the ends of `chunk`-item steps stops on these flags: (verdict,
+    items used); the running maxima make a flag stay set, so the first chunk end at or after the
+    first flag decides."""
+    n = len(pair_passes)
+    ends = np.minimum(np.arange(chunk, n + chunk, chunk), n) - 1
+    for end in ends:
+        if pair_regresses[end]:
+            return "regression", int(end + 1)
+        if pair_passes[end]:
+            return "pass", int(end + 1)
+    return "inconclusive", n

@@ -1,85 +1,110 @@
-"""The sequential gate: its confidence sequence's error rates by simulation (seeded), and real
-gates of the tiny model through the CLI (a pass at another --parallel, a planted regression)."""
+"""The sequential gate: its betting e-processes' error rates and items by simulation (seeded), its
+verdicts on folders that try to pass by omission, mismatch or edits, and real gates of the tiny
+model through the CLI (a pass at another --parallel, a planted regression)."""
 
 import json
 import math
+import sys
+from pathlib import Path
 
 import numpy as np
+import pytest
 
-from econeval.sequential import PairedSequence, bounds
+from econeval.gate import Gated
+from econeval.sequential import Interval, MarginPair, first_decision
 
-N, DELTA, ALPHA = 2000, 0.05, 0.05
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+from gate_simulation import population, previous_rule  # noqa: E402  (the rule the e-processes replaced)
 
-
-def _population(rng, drop, p01=0.05):
-    """Paired items (baseline, candidate) right or wrong: the candidate loses p01 + drop of the
-    items and wins p01 (the rest agree), so its accuracy is lower by `drop`."""
-    u = rng.random(N)
-    base = (rng.random(N) < 0.6).astype(float)
-    lose, win = u < p01 + drop, (u >= p01 + drop) & (u < 2 * p01 + drop)
-    base[lose], base[win] = 1.0, 0.0
-    cand = base.copy()
-    cand[lose], cand[win] = 0.0, 1.0
-    return base, cand
+MARGIN, ALPHA = 0.05, 0.05
 
 
-def _gate(base, cand, rng, max_drop=DELTA, alpha=ALPHA):
-    """One gate, one decision per item: (verdict, items used)."""
-    order = rng.permutation(len(base))
-    w = cand[order] - base[order]
-    low, high = bounds((w + 1) / 2, alpha, len(w))
-    low, high = 2 * low - 1, 2 * high - 1
-    low[-1] = high[-1] = w.mean()  # every item in: the mean is known (as PairedSequence says)
-    decided = np.nonzero((low > -max_drop) | (high < -max_drop))[0]
-    if not len(decided):
-        return "inconclusive", len(w)
-    t = decided[0]
-    return ("pass" if low[t] > -max_drop else "regression"), t + 1
+def _decide(w, alpha_pass=ALPHA, alpha_regression=ALPHA, chunk=16):
+    pair = MarginPair(MARGIN, len(w), alpha_pass, alpha_regression)
+    return first_decision(*pair.feed(w), chunk)
 
 
-def test_the_confidence_sequence_covers_the_mean_at_all_times_as_often_as_it_says():
-    rng = np.random.default_rng(1)
-    misses, trials = 0, 1000
-    for _ in range(trials):
-        pop = rng.beta(0.5, 0.8, 800)
-        x = rng.permutation(pop)
-        low, high = bounds(x, ALPHA, len(x))
-        misses += bool(np.any((low > pop.mean() + 1e-12) | (high < pop.mean() - 1e-12)))
-    assert misses / trials <= ALPHA, misses / trials
-    with_replacement = bounds(rng.random(500), ALPHA)
-    assert np.all(with_replacement[0] <= with_replacement[1])
+def _gates(w0, trials, rng, **kw):
+    return [_decide(rng.permutation(w0), **kw) for _ in range(trials)]
 
 
-def test_gate_error_rates_and_items_used_against_a_fixed_sample_test(capsys):
-    rng = np.random.default_rng(2)
-    trials = 1000
-    null = [_gate(*_population(rng, 0.0), rng) for _ in range(trials)]
-    bad = [_gate(*_population(rng, 2 * DELTA), rng) for _ in range(trials)]
-    false_alarm = sum(v == "regression" for v, _ in null) / trials
-    false_pass = sum(v == "pass" for v, _ in bad) / trials
-    caught_early = sum(v == "regression" and n < N for v, n in bad) / trials
-    assert false_alarm <= ALPHA and false_pass <= ALPHA, (false_alarm, false_pass)
-    assert caught_early >= 0.8, caught_early
-    # a one-sided fixed-sample test of "drop > max_drop" at the same alpha with 80% power at a true
-    # drop of 2 x max_drop, for the same variance of the paired difference
-    sd = math.sqrt((2 * 0.05 + 2 * DELTA) - (2 * DELTA) ** 2)
-    fixed = ((1.644854 + 0.841621) * sd / DELTA) ** 2
-    used_bad = np.mean([n for _, n in bad])
-    used_null = np.mean([n for _, n in null])
-    with capsys.disabled():
-        print(f"\ngate simulation (N {N}, max-drop {DELTA}, alpha {ALPHA}, {trials} gates each): false alarm {false_alarm:.3f}, "
-              f"pass at 2x drop {false_pass:.3f}, regression before the end {caught_early:.3f}; mean items "
-              f"{used_bad:.0f} at 2x drop ({used_bad / fixed:.2f}x the fixed test's {fixed:.0f}), {used_null:.0f} at no drop "
-              f"(passes: {sum(v == 'pass' for v, _ in null) / trials:.3f})")
+def test_false_pass_at_a_true_drop_exactly_equal_to_the_margin_is_at_most_alpha():
+    """2,000 random orders of populations whose mean drop is the margin (or a hair more, never
+    less), for 0/1 accuracy and for continuous metrics (Brier-like in [0, 2] lower is better,
+    similarity-like in [-1, 1]), mapped to w = s (c - b) / R as the gate maps them."""
+    rng = np.random.default_rng(11)
+    acc = population(1026, 0.15, MARGIN)
+    assert acc.mean() <= -MARGIN
+    runs = _gates(acc, 2000, rng)
+    false_pass = sum(v == "pass" for v, _ in runs) / len(runs)
+    assert false_pass <= ALPHA, false_pass
+    # continuous metrics through the gate's own mapping (Gated): a Brier-like metric in [0, 2],
+    # lower is better, the candidate worse by exactly the margin; a similarity in [-1, 1]
+    for direction, lo, hi in ((-1, 0.0, 2.0), (1, -1.0, 1.0)):
+        span = hi - lo
+        base = rng.uniform(lo + 0.3 * span, lo + 0.7 * span, 800)
+        noise = rng.normal(0, 0.05 * span, 800)
+        cand = base - direction * (noise - noise.mean() + MARGIN * span)  # mean s (c - b) = -margin exactly
+        passes = 0
+        for _ in range(600):
+            order = rng.permutation(800)
+            g = Gated("t", "m", direction, lo, hi, 800, MARGIN * span, ALPHA, ALPHA, show=False)
+            for start in range(0, 800, 16):
+                g.add([(base[i], cand[i]) for i in order[start:start + 16]])
+                if g.verdict(final=False) != "undecided":
+                    break
+            passes += g.verdict(final=True) == "pass"
+        assert passes / 600 <= ALPHA, (direction, passes)
 
 
-def test_paired_sequence_maps_directions_and_knows_the_mean_when_every_item_is_in():
-    seq = PairedSequence(direction=-1, span=2.0, population=3, alpha=0.05)  # Brier-like: lower is better, in [0, 2]
-    for b, c in ((0.5, 0.7), (0.2, 0.4), (1.0, 1.2)):
-        seq.add(b, c)
-    assert math.isclose(seq.mean_worse(), -0.2)  # the candidate's Brier is 0.2 higher: worse
-    assert seq.interval() == (seq.mean_worse(), seq.mean_worse())
-    assert seq.decision(0.1) == "regression" and seq.decision(0.3) == "pass"
+def test_power_at_no_drop_and_at_twice_the_margin():
+    rng = np.random.default_rng(12)
+    no_drop = _gates(population(1026, 0.15, 0.0), 300, rng)
+    assert sum(v == "pass" for v, _ in no_drop) / 300 >= 0.99
+    twice = _gates(population(1026, 0.15, 2 * MARGIN), 300, rng, alpha_regression=ALPHA / 2)
+    assert sum(v == "regression" for v, _ in twice) / 300 >= 0.99
+    assert np.mean([n for _, n in twice]) < 1026 / 2  # decided long before the end
+    # continuous: a Brier-like metric (lower is better, span 2) at no drop
+    w = np.clip(rng.normal(0, 0.05, 1026), -1, 1)
+    w -= w.mean()
+    runs = _gates(w, 200, rng)
+    assert all(v == "pass" for v, _ in runs) and np.mean([n for _, n in runs]) < 100
+
+
+def test_the_betting_test_spends_far_fewer_items_than_the_previous_rule():
+    """The issue's targets on its grid (fewer orders here than tools/gate_simulation.py uses):
+    at most 0.7 x the previous rule's mean items to a pass, 0.55 x at 5% discordance; the
+    baseline against itself within 130 items of econnli-zero's 1,026."""
+    rng = np.random.default_rng(13)
+    for n in (1026, 6400):
+        for d, target in ((0.05, 0.55), (0.15, 0.7), (0.30, 0.7)):
+            w = population(n, d, 0.0)
+            orders = [rng.permutation(w) for _ in range(200 if n < 2000 else 50)]  # the same orders for both rules
+            new = np.mean([_decide(x)[1] for x in orders])
+            old = np.mean([previous_rule(x, 16)[1] for x in orders])
+            assert new <= target * old, (n, d, new, old)
+    verdict, used = _decide(np.zeros(1026))
+    assert verdict == "pass" and used <= 130, used
+
+
+def test_the_shown_interval_covers_the_mean_at_all_times_and_the_known_mean_decides_at_the_end():
+    rng = np.random.default_rng(14)
+    misses = 0
+    w0 = population(600, 0.3, 0.02)
+    for _ in range(60):
+        iv = Interval(len(w0), ALPHA / 2, ALPHA / 2)
+        w = rng.permutation(w0)
+        for start in range(0, len(w), 50):
+            iv.feed(w[start:start + 50])
+            low, high = iv.bounds()
+            if not (low - 1e-9 <= w0.mean() <= high + 1e-9):
+                misses += 1
+                break
+    assert misses / 60 <= ALPHA, misses
+    assert iv.bounds() == (w0.mean(), w0.mean())
+    pair = MarginPair(MARGIN, 3, ALPHA, ALPHA)
+    pair.feed(np.array([0.0, -0.1, -0.1]))  # mean -0.067: every item in, below the margin
+    assert pair.verdict() == "regression"
 
 
 def _questions(cli, tmp_path, per_element=12):
@@ -111,8 +136,21 @@ def test_gate_passes_the_same_model_at_another_parallel_and_resumes(cli, tmp_pat
     rc, out3, err = cli("run", "--model", tiny_model, "-t", "steer-me", "-T", f"questions={q}", "-P", "1", "--quiet",
                         "--out", cand)
     assert rc == 0 and json.loads((cand / "results.json").read_text())["tasks"]["steer-me"]["n"] == 24, err
+    # a refused gate writes nothing: not into its baseline, not into an ordinary run of the same model
+    before = {p.name: p.read_bytes() for p in base.iterdir() if p.is_file() and p.name != ".lock"}
     rc, out, err = cli("gate", base, "--model", tiny_model, "-P", "4", "--quiet", "--out", base)
-    assert rc == 2 and "nothing to gate" in err and "Traceback" not in err, err
+    assert rc == 2 and "would write into its baseline" in err and "Traceback" not in err, err
+    ordinary = tmp_path / "ordinary"
+    rc, _, err = cli("run", "--model", tiny_model, "-t", "steer-me", "-T", f"questions={q}", "-P", "1", "--limit", "2",
+                     "--quiet", "--out", ordinary)
+    assert rc == 0, err
+    rc, out, err = cli("gate", base, "--model", tiny_model, "-P", "1", "--quiet", "--out", ordinary)
+    assert rc == 2 and "holds an ordinary run" in err, err
+    assert {p.name: p.read_bytes() for p in base.iterdir() if p.is_file() and p.name != ".lock"} == before
+    # without --out the gate has a folder of its own: the same model against its own baseline passes
+    rc, out, err = cli("gate", base, "--model", tiny_model, "-P", "4", "--quiet", "--format", "json")
+    assert rc == 0 and json.loads(out)["verdict"] == "pass" and "/gates/" in json.loads(out)["candidate"], (out, err)
+    assert {p.name: p.read_bytes() for p in base.iterdir() if p.is_file() and p.name != ".lock"} == before
 
 
 def test_the_gate_judges_the_items_in_the_order_it_ran_them_when_the_baseline_is_partial(cli, tmp_path, tiny_model):
@@ -189,3 +227,137 @@ def test_a_budget_run_stops_on_time_reports_estimates_for_every_task_and_continu
     for bad in ("0", "-5m", "soon"):
         rc, out, err = cli(*base, "--budget", bad)
         assert rc == 2 and "--budget" in err and "Traceback" not in err
+
+
+# ---- verdicts that must not pass: omission, mismatch, edits (folders made by `econeval score`) ----
+@pytest.fixture(scope="module")
+def scored(tmp_path_factory):
+    """B: an econnli-zero baseline of 1,026 items, about 70% right; C10: the same with 10% of its
+    right answers flipped (a regression at --max-drop 0.05); folders written by score --out."""
+    from econeval import data
+    from econeval.api import score_predictions
+
+    root = tmp_path_factory.mktemp("scored")
+    items = data.load("econnli", "test.jsonl")
+    rng = np.random.default_rng(7)
+    truth = ["Yes" if it["label"] == 1 else "No" for it in items]
+    base = [t if rng.random() < 0.7 else {"Yes": "No", "No": "Yes"}[t] for t in truth]
+    c10 = [{"Yes": "No", "No": "Yes"}[b] if b == t and rng.random() < 0.1 else b for b, t in zip(base, truth)]
+
+    def folder(name, answers, **kw):
+        preds = root / f"{name}.jsonl"
+        preds.write_text("".join(json.dumps({"id": it["id"], "response": a}) + "\n" for it, a in zip(items, answers)))
+        score_predictions("econnli-zero", preds, out=root / name, bootstrap=0, **kw)
+        return root / name
+
+    return {"B": folder("B", base), "C10": folder("C10", c10), "paper": folder("paper", c10, task_options={"prompt": "paper"}),
+            "seed99": folder("seed99", c10, seed=99), "root": root}
+
+
+def _edited(src: Path, dst: Path, edit) -> Path:
+    """A copy of a run folder whose samples pass through `edit(records) -> records`."""
+    import shutil
+
+    shutil.copytree(src, dst)
+    lines = [json.loads(x) for x in (dst / "samples.jsonl").read_text().splitlines()]
+    (dst / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in edit(lines)))
+    return dst
+
+
+def _gate(cli, *args):
+    rc, out, err = cli("gate", *args, "--max-drop", "0.05", "--format", "json")
+    assert "Traceback" not in err, err
+    return rc, (json.loads(out) if rc in (0, 1, 3) else None), err
+
+
+def test_the_scored_regression_is_caught_and_the_baseline_passes_against_itself_quickly(cli, scored):
+    rc, doc, err = _gate(cli, scored["B"], "--replay", scored["C10"])
+    assert rc == 1 and doc["verdict"] == "regression", err
+    rc, doc, err = _gate(cli, scored["B"], "--replay", scored["B"])
+    assert rc == 0 and doc["items_used"] <= 130, (doc, err)
+
+
+def test_a_regression_cannot_pass_by_omission(cli, scored, tmp_path):
+    """C10's wrong items marked error, marked skipped, or deleted; an interrupted C10 holding its
+    first 700 items: none passes (errors and skips count as the worst value; the order stops at a
+    missing item)."""
+    def mark(key):
+        return lambda recs: [({"id": r["id"], "task": r["task"], "response": r["response"], key: "made up"}
+                              if r.get("correct") is not True else r) for r in recs]
+
+    cases = {"errors": mark("error"), "skips": mark("skipped"),
+             "deleted": lambda recs: [r for r in recs if r.get("correct") is True],
+             "interrupted": lambda recs: recs[:700]}
+    for name, edit in cases.items():
+        folder = _edited(scored["C10"], tmp_path / name, edit)
+        rc, doc, err = _gate(cli, scored["B"], "--replay", folder)
+        assert rc in (1, 3) and doc["verdict"] != "pass", (name, doc["verdict_line"])
+        if name in ("errors", "skips"):
+            assert rc == 1 and doc["candidate_failed"] > 0 and "counted as the worst value" in doc["verdict_line"], name
+        else:
+            assert rc == 3 and any("lacks" in n for n in doc["notes"]), (name, doc["notes"])
+
+
+def test_a_failed_candidate_item_counts_as_the_worst_value_in_a_live_gate():
+    """The watcher of a live gate: records whose log-probabilities were invalid (errors) on the
+    items the candidate would get wrong count against it."""
+    from econeval import registry
+    from econeval.gate import Gate
+
+    task = registry.get_task("econnli-zero")
+    ids = [f"econnli/test/{i}" for i in range(400)]
+    right = {i: {"id": i, "task": task.name, "parsed": 1, "gold": 1, "correct": True} for i in ids}
+    meta = {"seed": 1234, "tasks": {task.name: {}}}
+    g = Gate.build(meta, {task.name: right}, 0.05, 0.05)
+    cand = {i: (r if k % 4 else {"id": i, "task": task.name, "error": "the backend's log-probabilities are not finite"})
+            for k, (i, r) in enumerate(right.items())}
+    order = g.tasks[task.name].order
+    for end in range(16, 401, 16):
+        enough, _ = g.watch(task, [cand[i] for i in order[:end]])
+        if enough:
+            break
+    row = g.rows()[0]
+    assert row["verdict"] == "regression" and row["failed"] > 0, row
+
+
+def test_runs_that_are_not_comparable_are_refused_by_replay_as_by_compare(cli, scored):
+    for name, says in (("paper", "the runs differ in"), ("seed99", "different seeds")):
+        rc, _, err = _gate(cli, scored["B"], "--replay", scored[name])
+        assert rc == 2 and says in err, (name, err)
+        rc, _, err = cli("compare", scored["B"], scored[name])
+        assert rc == 2 and says in err, (name, err)
+
+
+def test_edited_scores_duplicates_and_impossible_margins_are_refused(cli, scored, tmp_path):
+    lie = _edited(scored["B"], tmp_path / "lie", lambda recs: [{**r, "correct": True, "parsed": r["gold"]} for r in recs])
+    for args in (("gate", scored["B"], "--replay", lie), ("gate", lie, "--replay", scored["C10"]),
+                 ("compare", lie, scored["C10"])):
+        rc, _, err = cli(*args)
+        assert rc == 2 and "contradicts itself" in err and "econnli/test/" in err, (args, err)
+    twice = _edited(scored["C10"], tmp_path / "twice", lambda recs: recs + recs[:1])
+    rc, _, err = cli("gate", scored["B"], "--replay", twice)
+    assert rc == 2 and "a second time" in err, err
+    rc, _, err = cli("gate", scored["B"], "--replay", scored["C10"], "--max-drop", "5")
+    assert rc == 2 and "not below the range" in err, err
+    rc, _, err = cli("gate", scored["B"], "--replay", scored["C10"], "--metric", "pairwise")
+    assert rc == 2 and "item metrics of these tasks: accuracy" in err, err
+
+
+def test_a_metric_the_baseline_cannot_provide_is_not_gated_and_the_task_says_which_metric_it_lacks():
+    from econeval import registry
+    from econeval.gate import Gate
+
+    steer = registry.get_task("steer-me")
+    logic = registry.get_task("econlogicqa-1shot")
+    recs = {f"steer-me/x/{i}": {"id": f"steer-me/x/{i}", "task": "steer-me", "correct": bool(i % 2), "parsed": "A"}
+            for i in range(64)}
+    g = Gate.build({"seed": 1, "tasks": {"steer-me": {}}}, {"steer-me": recs}, 0.05, 0.05)
+    assert [r.metric for tg in g.tasks.values() for r in tg.rows] == ["accuracy"]
+    assert "steer-me Brier" in g.not_gated
+    g.replay({"steer-me": recs})
+    assert Gate.verdict_of(g.rows()) == "pass"  # the baseline against itself
+    logic_recs = {f"econlogicqa/test/{i}": {"id": f"econlogicqa/test/{i}", "task": logic.name, "correct": True,
+                                           "pairwise": 1.0} for i in range(32)}
+    g = Gate.build({"seed": 1, "tasks": {"steer-me": {}, logic.name: {}}}, {"steer-me": recs, logic.name: logic_recs},
+                   0.05, 0.05, metrics=("pairwise",))
+    assert g.not_gated["steer-me"] == "no item metric 'pairwise'"
