@@ -33,6 +33,18 @@ class Metric:
         return 0 if self.count else (-1 if self.lower_is_better else 1)
 
 
+@dataclass(frozen=True)
+class CellView:
+    """How a task's ratio metrics (per-class precision, recall, F1) are estimated from a sample:
+    an item's confusion cell is its stratum and the value of `field` in its record, which takes
+    one of `values`; `numbers` are the headline and table numbers this view determines (None:
+    every number no other view names). intervals.py draws the unseen items' cells (Pólya)."""
+
+    field: str
+    values: tuple[Any, ...]
+    numbers: tuple[str, ...] | None = None
+
+
 # ---- runs as a report sees them --------------------------------------------------------------
 @dataclass
 class RunView:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, TypedDict, Union
 
-from .tables import Metric
+from .tables import CellView, Metric
 
 # ---- requests --------------------------------------------------------------------------------
 MODEL, JUDGE, EMBEDDER = "model", "judge", "embedder"  # the roles a request can be sent to
@@ -287,6 +287,9 @@ class Task:
     # the item-level metrics `econeval gate` decides on: each the mean over the task's items of a
     # value per item (`item_values`), within the metric's `bounds`
     item_metrics: tuple[Metric, ...] = (Metric("accuracy", paired_exact=True),)
+    # a sample's intervals for ratio metrics: the fields that make an item's confusion cell within
+    # its stratum (intervals.py: a finite-population Bayesian interval); () keeps the bootstrap
+    sample_cells: tuple[CellView, ...] = ()
     # `data export --prompts` may stand in "<reply to NAME>" for an option choice too (the task's
     # later turns quote the chosen letter): it reads a string there as the reply
     stands_in_for_choices: bool = False

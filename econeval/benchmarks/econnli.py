@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .. import data, registry
 from ..metrics import classification_report
-from ..tables import Metric, Table, interval, limit_notes, published, published_rows, task_rows
+from ..tables import CellView, Metric, Table, interval, limit_notes, published, published_rows, task_rows
 from ..types import JUDGE, MODEL, Generate, OptionLogprobs, Prepared, Task, TaskOption
 
 BENCHMARK = "econnli"
@@ -156,6 +156,10 @@ class _EconNLITask(Task):
     # contains "yes" the rule answers 1 whatever follows, so generation can stop there too.
     stop: tuple[str, ...] = (" ",)
     settled: str | None = r"(?i)^\s*[^ ]*yes"
+
+    # a sample's per-class numbers: each stratum (gold label) splits by the parsed answer, and by
+    # the log-probability answer for the logprob F1 (intervals.py: a Pólya interval per stratum)
+    sample_cells = (CellView("parsed", (0, 1, None)), CellView("logprob_pred", (0, 1), numbers=("F1 (logprob)",)))
 
     def strata(self, item):
         return f"label {item['label']}"  # the gold label: Table 4 is per class
@@ -312,6 +316,7 @@ class CoTTask(_EconNLITask):
     prompt_version = "econnli-cot/2"  # /2: the released notebook's prompt (both demonstrations' real text)
     description = "EconNLI classification, chain-of-thought with the released notebook's two demonstrations"
     logprobs = False  # the answer follows the model's own reasoning: no fixed answer position
+    sample_cells = ()  # its table counts every rule's votes (a record may give two): a sample keeps the bootstrap
     max_tokens = 200  # the released code's max_new_tokens
     stop = ("### Question:", "### Answer:")  # where the released split ends the answer
     settled = None  # the answer comes after the reasoning
