@@ -233,7 +233,7 @@ def score_predictions(task: str, predictions: str | Path, seed: int = 1234, task
     return doc
 
 
-def _write_scored_folder(out: Path, task, prep, seed: int, predictions: Path, records: list[dict], doc: dict,
+def _write_scored_folder(out: Path, task, prep, seed: int, predictions: Path, records: list[dict], doc: Any,
                          infos: dict, argv: list[str] | None) -> None:
     folder = RunFolder.open(out)
     try:
@@ -260,7 +260,9 @@ def export_prompts(task: str, seed: int = 1234, limit: int | None = None,
     prep = t.prepare(ctx)
     rows = []
     for item in runner.select_items(t, prep, limit):
-        reqs, outputs, stage_of = {}, {}, {}
+        reqs: dict[str, Any] = {}
+        outputs: dict[str, Any] = {}
+        stage_of: dict[str, int] = {}
         for stage in range(prep.stages or t.stages):
             new = {k: r for k, r in t.requests(item, prep, outputs).items() if k not in reqs}
             if not new:

@@ -64,7 +64,8 @@ def describe(folder: Path) -> dict[str, Any] | None:
         results = folder_results(folder)
     except UsageError:  # a damaged results file: the run is still listed, without numbers
         results = {}
-    backend = meta.get("backend") if isinstance(meta.get("backend"), dict) else {}
+    given = meta.get("backend")
+    backend: dict = given if isinstance(given, dict) else {}
     model = (backend.get("model") or {}).get("name") or (backend.get("model") or {}).get("predictions") or "?"
     return {"folder": str(folder), "status": status, "model": model, "tasks": list(meta.get("tasks") or {}),
             "items_saved": saved, "started": meta.get("started"), "limit": meta.get("limit"),
@@ -128,7 +129,7 @@ def _outcome(rec: dict) -> str:
 
 
 def _item(rec: dict) -> dict:
-    task = registry.tasks().get(rec.get("task"))
+    task = registry.tasks().get(str(rec.get("task")))
     group_field = getattr(task, "group_field", None)
     prompts = rec.get("prompts") or {}
     responses = {name: rec.get(name) for name in prompts if name in rec}

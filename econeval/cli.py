@@ -19,6 +19,7 @@ import click
 
 from . import __version__, data, registry, roles, runconfig
 from .errors import EconevalError, Interrupted, UsageError, clean
+from .types import TaskOption
 from .results import dumps, write_atomic
 
 try:  # the commands below read the registry; a broken plugin is reported by main() in one line
@@ -52,7 +53,7 @@ def versions() -> dict:
     states = {b: data.status(b) for b in data.benchmarks()}
     built = all(st == "ok" for s in states.values() for st in s.values())
     where = sorted({str(data.files_dir(b).parent) for b in states})
-    engines = {cls.engine: cls.engine_version() for cls in registry.backends().values() if getattr(cls, "engine", None)}
+    engines = {cls.engine_name: cls.engine_version() for cls in registry.backends().values() if cls.engine_name}
     return {"econeval": __version__, **engines,
             "data package": f"{data.package_version()} ({'complete' if built else 'NOT complete: econeval data build / data install'}"
                             f"; {', '.join(where)})"}
@@ -75,9 +76,9 @@ def cli(debug: bool) -> None:
 
 
 # ---- options the registry declares ----------------------------------------------------------
-def _task_flags() -> dict[str, object]:
+def _task_flags() -> dict[str, TaskOption]:
     """Task options with a command-line shortcut (`TaskOption.flag`), one per option name."""
-    out = {}
+    out: dict[str, TaskOption] = {}
     for t in registry.tasks().values():
         for o in t.options:
             if o.flag and o.name not in out:
@@ -677,7 +678,7 @@ def main(argv: list[str] | None = None) -> None:
     except Interrupted as exc:
         marked = "; run.json is marked interrupted" if getattr(exc, "marked", False) else ""
         if getattr(exc, "saved", None):
-            marked += f"; {exc.saved[0]:,} of {exc.saved[1]:,} items are saved"
+            marked += f"; {exc.saved[0]:,} of {exc.saved[1]:,} items are saved" if exc.saved else ""
         try:
             click.echo(f"econeval: {exc}{marked}" + (f"; {exc.hint}" if exc.hint else ""), err=True)
         except OSError:  # the terminal is gone (SIGHUP): the folder is marked all the same

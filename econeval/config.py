@@ -79,7 +79,7 @@ class Registry:
 
 
 # keys every entry may have; any other key is one of its backend's options
-_SHARED = {"models": {"kind": str, "n_ctx": int, "chat": str, "description": str, "options": dict},
+_SHARED: dict[str, dict[str, type]] = {"models": {"kind": str, "n_ctx": int, "chat": str, "description": str, "options": dict},
            "embedders": {"kind": str, "description": str, "options": dict}}
 
 

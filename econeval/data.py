@@ -227,7 +227,10 @@ def _index(tar: tarfile.TarFile, archive: Path) -> dict:
         member = tar.getmember(INDEX)
         if not member.isfile() or member.size > 1 << 20:
             raise KeyError
-        index = orjson.loads(tar.extractfile(member).read())
+        fh = tar.extractfile(member)
+        if fh is None:
+            raise KeyError
+        index = orjson.loads(fh.read())
     except (KeyError, AttributeError, orjson.JSONDecodeError):
         raise DataError(f"{archive} is not a data package (no readable {INDEX})") from None
     ok = isinstance(index, dict) and isinstance(index.get("members"), dict) and isinstance(index.get("benchmarks"), dict) \
@@ -304,6 +307,8 @@ def install(archive: Path) -> dict:
                 dest = stage / member.name
                 dest.parent.mkdir(exist_ok=True)
                 src = tar.extractfile(member)
+                if src is None:
+                    raise DataError(f"{archive}: member {member.name} cannot be read")
                 with open(dest, "wb") as fh:
                     for block in iter(lambda: src.read(1 << 20), b""):
                         h.update(block)

@@ -41,6 +41,8 @@ class Interrupted(EconevalError):
 
         self.signum = signum
         self.exit_code = 128 + signum
+        self.marked = False  # run.json was marked interrupted (the CLI says so only then)
+        self.saved: tuple[int, int] | None = None  # (items saved, items of the run)
         super().__init__(f"interrupted by {signal.Signals(signum).name}")
 
 

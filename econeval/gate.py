@@ -148,7 +148,7 @@ class TaskGate:
             new.append((self.baseline[self.order[self.taken]], rec))
             self.taken += 1
         for g in self.rows:
-            g.add([(b[g.metric], _candidate_value(self.task, rec, g)) for b, rec in new if b.get(g.metric) is not None])
+            g.add([(float(bv), _candidate_value(self.task, rec, g)) for b, rec in new if (bv := b.get(g.metric)) is not None])
 
 
 def _candidate_value(task: Task, rec: dict | None, g: Gated) -> float | None:
@@ -335,7 +335,7 @@ def gate(baseline: str | Path, model: str | None = None, max_drop: float = 0.02,
         doc = api.evaluate(model=model, tasks=list(g.tasks), seed=base.meta.get("seed", 1234), per_task_options=options,
                            budget=budget, order="random", watch=g.watch, check=comparable(base.meta), out=out,
                            only={t: set(tg.order) for t, tg in g.tasks.items()}, **run)
-        folder = Path(doc["run_folder"])
+        folder = Path(str(doc.get("run_folder")))
         g.replay(load_run(folder).samples, only_untaken=True)  # a resumed gate: what earlier runs of it finished
     else:
         folder = Path(replay)

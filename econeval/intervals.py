@@ -32,14 +32,15 @@ def headline_intervals(task: Task, records: list[dict], prep: Prepared, n_boot: 
 
     `sample` (a stratified sample: each item id's stratum, and n/N): resample within each
     stratum and shrink each replicate's deviation by √(1 − n/N), so the interval is that of the
-    full-set number the sample estimates (sampling.py)."""
+    full-set number the sample estimates (sampling.py); a task that declares its confusion cells
+    (`Task.sample_cells`) gets the Pólya interval for the numbers they determine instead."""
     if not n_boot or not records:
         return None
     from .sampling import boot_indices, shrink
 
     polya = polya_intervals(task, records, prep, n_boot, seed, sample[0]) if sample and task.sample_cells else {}
     if polya and set(_numbers(task, task.aggregate(records, prep))) <= set(polya):
-        return {"method": _POLYA_METHOD.format(n=n, draws=n_boot, which=", ".join(sorted(polya))), "seed": seed,
+        return {"method": _POLYA_METHOD.format(n=len(records), draws=n_boot, which=", ".join(sorted(polya))), "seed": seed,
                 **{k: list(v) for k, v in polya.items()}}
 
     rng = random.Random(f"{seed}/{task.name}/bootstrap")
@@ -51,7 +52,7 @@ def headline_intervals(task: Task, records: list[dict], prep: Prepared, n_boot: 
     for _ in range(n_boot):
         idx = boot_indices(strata, rng) if strata else [rng.randrange(n) for _ in range(n)]
         for key, value in _numbers(task, task.aggregate([records[i] for i in idx], prep)).items():
-            draws.setdefault(key, []).append(shrink(point[key], value, fraction) if key in point else value)
+            draws.setdefault(key, []).append(shrink(point[key], value, fraction) if fraction is not None and key in point else value)
     method = (f"stratified bootstrap over the {n} scored items of a sample ({n_boot} resamples within strata, "
               f"finite-population corrected at n/N = {fraction:.3f}), 95% percentile interval" if fraction is not None else
               f"bootstrap over the {n} scored items, {n_boot} resamples, 95% percentile interval")

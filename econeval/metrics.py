@@ -22,14 +22,17 @@ def classification_report(y_true: Sequence[int], y_pred: Sequence[int], labels: 
         out["macro"] = {"precision": None, "recall": None, "f1": None}
         out["accuracy"] = None
         return out
+    from collections import Counter
+
+    pairs = Counter(zip(y_true, y_pred))  # one pass: the confusion counts
     for c in labels:
-        tp = sum(1 for t, p in zip(y_true, y_pred) if t == c and p == c)
-        n_pred = sum(1 for p in y_pred if p == c)
-        n_true = sum(1 for t in y_true if t == c)
+        tp = pairs[c, c]
+        n_pred = sum(k for (_, p), k in pairs.items() if p == c)
+        n_true = sum(k for (t, _), k in pairs.items() if t == c)
         prec, rec = _ratio(tp, n_pred), _ratio(tp, n_true)
         out[c] = {"precision": prec, "recall": rec, "f1": _ratio(2 * prec * rec, prec + rec), "support": n_true}
     out["macro"] = {k: sum(out[c][k] for c in labels) / len(labels) for k in ("precision", "recall", "f1")}
-    out["accuracy"] = _ratio(sum(1 for t, p in zip(y_true, y_pred) if t == p), len(y_true))
+    out["accuracy"] = _ratio(sum(k for (t, p), k in pairs.items() if t == p), len(y_true))
     return out
 
 
@@ -69,7 +72,7 @@ def spread(values: dict[str, float | None]) -> dict | None:
     if not vals:
         return None
     lo, hi = min(vals.values()), max(vals.values())
-    return {"min": lo, "max": hi, "spread": hi - lo, "worst": min(vals, key=vals.get), "by_group": vals}
+    return {"min": lo, "max": hi, "spread": hi - lo, "worst": min(vals, key=lambda k: vals[k]), "by_group": vals}
 
 
 LOGPROB_ABOVE_ZERO = 1e-6  # float error a log-probability may carry above 0

@@ -158,7 +158,7 @@ class RunProgress:
         if not force and now - self._last < 0.2:
             return
         self._last = now
-        snap = self.snapshot() if (self.callback or (self.show and not self.tty)) else None
+        snap = self.snapshot() if (self.callback or (self.show and not self.tty)) else {}
         if self.callback:
             self.callback(snap)
         line = self._current

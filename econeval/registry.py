@@ -10,18 +10,24 @@ import their heavy libraries only when a backend is made.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import pkgutil
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from .errors import UsageError
 from .types import Task
 
+if TYPE_CHECKING:  # the backends import the registry: the class is named for the type checker only
+    from .backends.base import Backend
+
+    BackendClass = type[Backend[Any]]
+
 TASKS: dict[str, Task] = {}
 BENCHMARKS: dict[str, "Benchmark"] = {}
-BACKENDS: dict[str, type] = {}  # kind → backend class
+BACKENDS: "dict[str, BackendClass]" = {}  # kind → backend class
 _discovered = False
 
 
@@ -60,7 +66,7 @@ def backend(kind: str):
     """Class decorator: register a backend under a kind (the `kind` of a models.toml entry).
     The class may declare `prefix` (`--model PREFIX:NAME`) and `implied_by` (models.toml keys
     that imply this kind when an entry names none)."""
-    def wrap(cls):
+    def wrap(cls: "BackendClass") -> "BackendClass":
         if kind in BACKENDS and BACKENDS[kind] is not cls:
             raise ValueError(f"backend kind {kind} registered twice")
         cls.kind = kind
@@ -97,7 +103,7 @@ def discover() -> None:
     for ep in entry_points(group="econeval"):
         _load_plugin(f"plugin entry point '{ep.name}' ({ep.value})", ep.load)
     for name in filter(None, (s.strip() for s in os.environ.get("ECONEVAL_PLUGINS", "").split(","))):
-        _load_plugin(f"ECONEVAL_PLUGINS names module '{name}', which", lambda n=name: importlib.import_module(n))
+        _load_plugin(f"ECONEVAL_PLUGINS names module '{name}', which", functools.partial(importlib.import_module, name))
 
 
 def tasks() -> dict[str, Task]:
@@ -137,7 +143,7 @@ def select(suite: str | None, names: tuple[str, ...] | list[str] = ()) -> list[T
         return [get_task(n) for n in dict.fromkeys(names)]
     s = suites()
     if (suite or "all") not in s:
-        hint = did_you_mean(suite, s)
+        hint = did_you_mean(suite or "all", s)
         raise UsageError(f"unknown suite '{suite}'", hint=(hint + "; " if hint else "") + f"suites: {', '.join(s)}")
     return [TASKS[n] for n in s[suite or "all"]]
 
@@ -154,22 +160,22 @@ def builder(name: str) -> Callable:
     return b.build
 
 
-def backends() -> dict[str, type]:
+def backends() -> "dict[str, BackendClass]":
     discover()
     return BACKENDS
 
 
-def backend_class(kind: str) -> type:
+def backend_class(kind: str) -> "BackendClass":
     if kind not in backends():
         raise UsageError(f"unknown backend kind '{kind}'", hint=f"kinds: {', '.join(sorted(BACKENDS))}")
     return BACKENDS[kind]
 
 
-def prefixes() -> dict[str, type]:
+def prefixes() -> "dict[str, BackendClass]":
     """`--model PREFIX:NAME` → the backend class that registered the prefix."""
-    return {cls.prefix: cls for cls in backends().values() if getattr(cls, "prefix", None)}
+    return {cls.prefix: cls for cls in backends().values() if cls.prefix}
 
 
 def implied_kind(keys) -> list[str]:
     """The kinds a models.toml entry without `kind` may mean, by the keys it has."""
-    return [k for k, cls in backends().items() if set(getattr(cls, "implied_by", ())) & set(keys)]
+    return [k for k, cls in backends().items() if set(cls.implied_by) & set(keys)]

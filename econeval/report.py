@@ -35,7 +35,8 @@ def load_run(folder: Path) -> RunView:
 def _settings(meta: dict) -> dict[str, Any]:
     """What a run is, in the user's terms: each differing entry labels the runs of a report."""
     ident = meta.get("identity") or {}
-    model = ident.get("model") if isinstance(ident.get("model"), dict) else {}
+    given = ident.get("model")
+    model: dict = given if isinstance(given, dict) else {}
     out = {"n_ctx": model.get("n_ctx"), "chat": model.get("chat_mode"), **(model.get("settings") or {}),
            "seed": meta.get("seed"), "limit": meta.get("limit"), "econeval": meta.get("econeval_version"),
            "data": (meta.get("data_package") or {}).get("version")}
@@ -64,7 +65,7 @@ def _labels(runs: list[RunView]) -> None:
 
 def tables(runs: list[RunView]) -> list:
     """Every registered benchmark's tables for these runs, in registration order."""
-    out = []
+    out: list = []
     for bench in registry.benchmarks().values():
         if bench.tables is None:
             continue

@@ -114,7 +114,7 @@ def _forest(plt, np, fig_doc):
     fig, ax = plt.subplots(figsize=(6, 0.32 * len(rows) + 1.2))
     y = np.arange(len(rows))[::-1]
     for yi, r in zip(y, rows):
-        c = "#d62728" if r["verdict"] == "regression" else "#2ca02c" if r["verdict"] == "improvement" else "#e6a100" if r["verdict"] == "inconclusive" else "#444"
+        c = {"regression": "#d62728", "improvement": "#2ca02c", "inconclusive": "#e6a100"}.get(r["verdict"], "#444")
         ax.plot([r["low"], r["high"]], [yi, yi], color=c, lw=2)
         ax.plot([r["diff"]], [yi], "o", color=c)
     ax.axvline(0, color="#888", lw=1)
@@ -133,7 +133,7 @@ def _figures(figs: list[dict], mpl) -> list[str]:
     plt, np = mpl
     out = []
     for f in figs:
-        draw = KINDS.get(f.get("kind"))
+        draw = KINDS.get(str(f.get("kind")))
         if draw:
             out.append(f'<figure class="plot">{_svg(draw(plt, np, f))}<figcaption>{html.escape(f.get("caption", ""))}'
                        "</figcaption></figure>")

@@ -104,7 +104,7 @@ def with_options(spec: config.ModelSpec, options: dict[str, Any], chat: str | No
     """The spec with command-line options over its own (and the chat mode, if given)."""
     if chat is not None and chat not in config.CHAT_MODES:
         raise UsageError(f"chat must be one of {', '.join(config.CHAT_MODES)}, not {chat!r}")
-    return replace(spec, options={**spec.options, **options}, **({"chat": chat} if chat else {}))
+    return replace(spec, options={**spec.options, **options}, chat=chat or spec.chat)
 
 
 def split_options(given: dict[str, Any], specs: dict[str, config.ModelSpec]) -> dict[str, dict[str, Any]]:
@@ -153,7 +153,7 @@ def flags() -> dict[str, tuple[str, tuple[str, ...], type, str, bool]]:
     """Command-line aliases the backends declare: option key → (key, flags, type, help, multiple)."""
     import typing
 
-    out: dict[str, tuple[str, tuple[str, ...], type, str]] = {}
+    out: dict[str, tuple[str, tuple[str, ...], type, str, bool]] = {}
     for cls in registry.backends().values():
         hints = typing.get_type_hints(cls.Options)
         for name, f in cls.Options.fields().items():

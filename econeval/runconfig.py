@@ -37,9 +37,11 @@ KEYS: dict[str, dict[str, tuple[str, bool]]] = {
 
 
 def _toml(path: Path) -> dict:
-    try:
+    import sys
+
+    if sys.version_info >= (3, 11):
         import tomllib
-    except ImportError:  # Python 3.10
+    else:  # Python 3.10
         import tomli as tomllib
     try:
         return tomllib.loads(path.read_text(encoding="utf-8"))

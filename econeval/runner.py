@@ -174,7 +174,7 @@ def run_chunk(task: Task, items: list[dict], prep: Prepared, ctx: RunContext, ou
         for role, group in pending.items():
             server = ctx.role(role)
             reqs = [r for _, _, r in group]
-            tick = (lambda _i: progress(step)) if step else None
+            tick = (lambda _i: progress(step)) if progress and step else None
             results = server.evaluate(reqs, on_done=tick)
             for (i, name, req), res in zip(group, results):
                 _store(outputs[i], name, req, res)
@@ -206,7 +206,7 @@ def aggregate(task: Task, records: list[dict], prep: Prepared, n_boot: int = 0, 
     """A task's result; `sample` (a stratified sample's record): its numbers are estimates of the
     full set's, with intervals that account for the strata and the finite population."""
     kept = [r for r in records if not r.get("skipped") and not r.get("error")]
-    out = task.aggregate(kept, prep)
+    out: TaskResult = task.aggregate(kept, prep)  # type: ignore[assignment]  # a task's table is its own shape
     design = None
     if sample:
         from .sampling import RANDOM_SCHEME
@@ -222,14 +222,19 @@ def aggregate(task: Task, records: list[dict], prep: Prepared, n_boot: int = 0, 
     if intervals:
         out["intervals"] = intervals
     out["n"] = len(records)
-    for key, label in (("skipped", "n_skipped"), ("error", "n_errors")):
+    for key in ("skipped", "error"):
         bad = [r[key] for r in records if r.get(key)]
-        out[label] = len(bad)
-        if bad:
-            reasons: dict[str, int] = {}
-            for why in bad:
-                reasons[why] = reasons.get(why, 0) + 1
-            out["skip_reasons" if key == "skipped" else "error_reasons"] = reasons
+        reasons: dict[str, int] = {}
+        for why in bad:
+            reasons[why] = reasons.get(why, 0) + 1
+        if key == "skipped":
+            out["n_skipped"] = len(bad)
+            if bad:
+                out["skip_reasons"] = reasons
+        else:
+            out["n_errors"] = len(bad)
+            if bad:
+                out["error_reasons"] = reasons
     out.setdefault("n_scored", len(kept))
     return out
 
@@ -309,7 +314,7 @@ class _Signals:
             if not got:
                 return
             for signum in got:
-                if signum in HANDLED:
+                if signum in HANDLED and self.ack:
                     self.ack(signum, self.critical)  # critical: a write is in progress and will finish
 
     def __exit__(self, *exc):
@@ -549,7 +554,8 @@ def _run_locked(tasks, backend, folder: RunFolder, ctx, preps, meta, show_progre
         doc = {"econeval_version": __version__, "model": meta["backend"]["model"]["name"], "limit": ctx.limit,
                **({"not_reached": meta["stopped_early"]["tasks_not_reached"]}
                   if (meta.get("stopped_early") or {}).get("tasks_not_reached") else {}),
-               **({"sample": ctx.sample} if ctx.sample is not None else {}), "tasks": {**{k: v for k, v in earlier.items() if k not in results}, **results}}
+               **({"sample": ctx.sample} if ctx.sample is not None else {}),
+               "tasks": {**{k: v for k, v in earlier.items() if k not in results}, **results}}
         sig.write(folder.write_results, results_name, doc)
         meta.update(status="complete", finished=now(), timing=timing, backend=backend.info().to_json(),
                     peak_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1))

@@ -151,9 +151,9 @@ def merge(folders: list[Path], out: Path) -> dict:
             "merged_from": [{"folder": str(f), "shard": m["shard"], "started": m.get("started"), "finished": m.get("finished")}
                             for f, m in sorted(metas, key=lambda fm: fm[1]["shard"]["index"])]}
     meta.pop("shard", None)
-    folder = RunFolder.open(out)
+    written = RunFolder.open(out)
     try:
-        folder.write_complete(records, doc, meta)
+        written.write_complete(records, doc, meta)
     finally:
-        folder.close()
+        written.close()
     return doc

@@ -9,6 +9,7 @@ test from the task's `metrics`. Nothing here names a benchmark.
 from __future__ import annotations
 
 import json
+import typing
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -110,7 +111,7 @@ def interval(res: dict | None, key: str) -> list | None:
     return list(iv) if isinstance(iv, (list, tuple)) and len(iv) == 2 else None
 
 
-def limit_notes(pairs: list[tuple[RunView, dict | None]]) -> list[str]:
+def limit_notes(pairs: "typing.Sequence[tuple[RunView, dict | None]]") -> list[str]:
     """One note per run that evaluated a subset (`--limit`, or a stratified `--sample`)."""
     out = []
     for run, res in pairs:
@@ -124,7 +125,7 @@ def limit_notes(pairs: list[tuple[RunView, dict | None]]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def task_rows(runs: list[RunView], settings: dict[str, str | None], values, columns: list[str],
+def task_rows(runs: list[RunView], settings: "typing.Mapping[str, str | None]", values, columns: list[str],
               interval_keys: list[str] | None = None) -> list[tuple[RunView, str, dict, dict]]:
     """Rows of the common layout: one per run and task (`settings`: task → the setting column),
     `values(result)` giving the row's numbers in column order; intervals read under

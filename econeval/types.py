@@ -167,6 +167,7 @@ class TaskResult(TypedDict, total=False):
     n_errors: int
     skip_reasons: dict[str, int]
     error_reasons: dict[str, int]
+    estimate: dict[str, Any]  # a sample's or a --budget run's numbers: estimates of the full set's (from, of, scheme, note)
 
 
 class ResultsDoc(TypedDict, total=False):
@@ -177,6 +178,9 @@ class ResultsDoc(TypedDict, total=False):
     limit: int | None
     predictions: str
     tasks: dict[str, TaskResult]
+    not_reached: list[str]  # a --budget run: tasks the budget never reached
+    sample: float | int  # a --sample run's sample
+    run_folder: str  # what evaluate() adds: the folder written (not in results.json)
 
 
 # ---- samples ---------------------------------------------------------------------------------

@@ -120,10 +120,10 @@ def load_run(folder: Path, verify: bool = True) -> LoadedRun:
     preps: dict[str, Prepared] = {}
     for name in meta.get("tasks", {}):
         try:
-            task = registry.get_task(name)
+            known = registry.get_task(name)
         except UsageError:
             raise UsageError(f"{folder}: the run has task {name!r}, which this econeval does not know") from None
-        preps[name] = prepared_from(meta, task)
+        preps[name] = prepared_from(meta, known)
         if verify:
-            check_records(task, preps[name], samples.get(name, {}), folder)
+            check_records(known, preps[name], samples.get(name, {}), folder)
     return LoadedRun(folder, meta, samples, preps)

@@ -10,9 +10,9 @@ import sys
 
 import pytest
 
-pytestmark = pytest.mark.slow  # the shipped product: wheel, binary or a real server
-
 from conftest import REPO
+
+pytestmark = pytest.mark.slow  # the shipped product: wheel, binary or a real server
 
 
 def sh(*args, cwd=None, env=None, check=True, timeout=900):

@@ -3,7 +3,6 @@ verdicts on folders that try to pass by omission, mismatch or edits, and real ga
 model through the CLI (a pass at another --parallel, a planted regression)."""
 
 import json
-import math
 import sys
 from pathlib import Path
 
@@ -347,7 +346,6 @@ def test_a_metric_the_baseline_cannot_provide_is_not_gated_and_the_task_says_whi
     from econeval import registry
     from econeval.gate import Gate
 
-    steer = registry.get_task("steer-me")
     logic = registry.get_task("econlogicqa-1shot")
     recs = {f"steer-me/x/{i}": {"id": f"steer-me/x/{i}", "task": "steer-me", "correct": bool(i % 2), "parsed": "A"}
             for i in range(64)}

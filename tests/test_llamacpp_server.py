@@ -10,9 +10,9 @@ import urllib.request
 
 import pytest
 
-pytestmark = pytest.mark.slow  # the shipped product: wheel, binary or a real server
-
 from conftest import read_lines
+
+pytestmark = pytest.mark.slow  # the shipped product: wheel, binary or a real server
 
 pytest.importorskip("llama_cpp.server", reason="llama-cpp-python's server extra is part of the test install")
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow  # the shipped product: wheel, binary or a real server
-
 from conftest import REPO
+
+pytestmark = pytest.mark.slow  # the shipped product: wheel, binary or a real server
 
 
 def sh(*args, cwd=None, env=None, check=True):

@@ -92,7 +92,8 @@ def test_bad_shard_sets_are_refused_and_nothing_is_written(cli, sharded, tmp_pat
     k = next(i for i, r in enumerate(recs) if isinstance(r.get("correct"), bool))
     recs[k]["correct"] = not recs[k]["correct"]
     (edited / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
-    for folders, needle in (((s1, edited, s3), "contradicts itself"), ((s1, s2), "shard(s) 3 of 3 are missing"), ((s1, s2, s3, s2), "are both shard 2 of 3"),
+    for folders, needle in (((s1, edited, s3), "contradicts itself"), ((s1, s2), "shard(s) 3 of 3 are missing"),
+                            ((s1, s2, s3, s2), "are both shard 2 of 3"),
                             ((s1, s2, foreign / "shard-3-of-3"), "a shard of another run"),
                             ((s1, s2, unfinished), "interrupted, not complete"), ((s1, base / "one"), "not a shard folder")):
         out = tmp_path / "out"

@@ -35,7 +35,8 @@ def main() -> None:
         t0 = time.perf_counter()
         emb.embed(texts)
         rates[threads] = len(texts) / (time.perf_counter() - t0)
-        print(f"{spec.name}: {threads} thread(s): {rates[threads]:.1f} texts/s ({len(texts)} texts, mean {sum(map(len, texts)) / len(texts):.0f} chars)")
+        mean_chars = sum(map(len, texts)) / len(texts)
+        print(f"{spec.name}: {threads} thread(s): {rates[threads]:.1f} texts/s ({len(texts)} texts, mean {mean_chars:.0f} chars)")
     print(f"ratio 2 threads / 1 thread: {rates[2] / rates[1]:.2f}")
 
 

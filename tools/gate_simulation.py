@@ -68,9 +68,11 @@ def population(n: int, discordant: float, drop: float) -> np.ndarray:
     return w
 
 
-def fixed_n(discordant: float) -> int:
-    """A one-sided z-test of "mean <= -margin" at alpha with 80% power when the true mean is 0."""
-    return math.ceil(((1.644854 + 0.841621) * math.sqrt(discordant) / MARGIN) ** 2)
+def fixed_n(discordant: float, n: int) -> int:
+    """A one-sided z-test of "mean <= -margin" at alpha with 80% power when the true mean is 0 and
+    the discordance is known, drawn without replacement from N items (finite-population corrected)."""
+    infinite = ((1.644854 + 0.841621) * math.sqrt(discordant) / MARGIN) ** 2
+    return math.ceil(infinite / (1 + infinite / n))
 
 
 def mean_items(rule, w: np.ndarray, trials: int, chunk: int, rng) -> tuple[float, float]:
@@ -88,8 +90,8 @@ def main() -> int:
     print(f"margin {MARGIN}, alpha {ALPHA}, one metric, verdicts at {args.chunk}-item chunk ends, {args.trials} random "
           f"orders per cell, seed {args.seed}\n")
     print("| N | discordant | previous rule | betting e-process | new / previous | fixed-n at the true discordance "
-          "| false pass at a drop = margin (new) |")
-    print("|---|---|---|---|---|---|---|")
+          "| new / fixed-n | new / fixed-n planned for 30% | false pass at a drop = margin (new) |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for n in (1026, 6400):
         for d in (0.05, 0.15, 0.30):
             w = population(n, d, 0.0)
@@ -97,8 +99,9 @@ def main() -> int:
             new, passed = mean_items(new_rule, w, args.trials, args.chunk, rng)
             at_margin = [new_rule(rng.permutation(population(n, d, MARGIN)), args.chunk)[0] == "pass"
                          for _ in range(args.trials)]
-            print(f"| {n:,} | {d:.0%} | {old:.0f} | {new:.0f} (pass {passed:.1%}) | {new / old:.2f} | {fixed_n(d)} "
-                  f"| {np.mean(at_margin):.1%} |")
+            fixed, planned = fixed_n(d, n), fixed_n(0.30, n)
+            print(f"| {n:,} | {d:.0%} | {old:.0f} | {new:.0f} (pass {passed:.1%}) | {new / old:.2f} | {fixed} "
+                  f"| {new / fixed:.2f} | {new / planned:.2f} | {np.mean(at_margin):.1%} |")
     same = np.zeros(1026)
     print(f"\nthe baseline against itself (N 1,026): previous rule {previous_rule(same, args.chunk)[1]} items, "
           f"betting e-process {new_rule(same, args.chunk)[1]} items")

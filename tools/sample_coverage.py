@@ -59,11 +59,11 @@ def main() -> int:
     print(f"{task.name}: population {len(population)} scored items of {args.folder}; {args.draws} stratified samples of "
           f"{args.n}, {args.bootstrap} draws each")
     labels = list(methods)
-    print(f"  {'number':<16} {'full-set value':>14}  " + "  ".join(f"{lab:>22}" for lab in labels))
+    print(f"  {'number':<20} {'full-set value':>14}  " + "  ".join(f"{lab:>22}" for lab in labels))
     for key in truth:
         cells = [f"{hits[lab, key] / counted[lab, key]:.1%} ({counted[lab, key]})" if counted.get((lab, key)) else "-"
                  for lab in labels]
-        print(f"  {key:<16} {truth[key]:>14.4f}  " + "  ".join(f"{c:>22}" for c in cells))
+        print(f"  {key:<20} {truth[key]:>14.4f}  " + "  ".join(f"{c:>22}" for c in cells))
     return 0
 
 

@@ -10,7 +10,7 @@ explicit context-overflow code, so a too-long prompt stops the run with the serv
 from __future__ import annotations
 
 import os
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from .. import registry
 from ..errors import ModelError
@@ -24,7 +24,7 @@ DEFAULT_URL = "https://api.anthropic.com"
 
 
 @registry.backend("anthropic")
-class AnthropicBackend(Backend):
+class AnthropicBackend(Backend[ServedOptions]):
     prefix = "anthropic"
     Options = ServedOptions
     description = "a model behind Anthropic's Messages API"
@@ -48,7 +48,7 @@ class AnthropicBackend(Backend):
         self.client.n.update(client_side_stops=0, text_only_answers=0, oversized_answers=0)
         self.served = self.client.check_server()
 
-    def _message(self, r: Generate | OptionLogprobs, **kw) -> dict:
+    def _message(self, r: Generate | OptionLogprobs, **kw) -> Any:
         return self.client.post("/v1/messages", {"model": self.options.api_model, "temperature": 0,
                                                  "messages": chat_messages(r.prompt, r.turns), **kw})
 
@@ -91,7 +91,8 @@ def _as_completion(doc) -> dict | None:
     if not all(isinstance(b.get("text", ""), str) for b in blocks) or not isinstance(doc.get("usage", {}), dict):
         return None  # not an answer of this API: retried like a fault
     text = "".join(b.get("text", "") for b in blocks)
-    usage = doc.get("usage") if isinstance(doc.get("usage"), dict) else {}
+    given = doc.get("usage")
+    usage: dict = given if isinstance(given, dict) else {}
     finish = "stop" if doc.get("stop_reason") in ("end_turn", "stop_sequence") else "length"
     return {"choices": [{"text": text, "finish_reason": finish}],
             "usage": {"prompt_tokens": usage.get("input_tokens"), "completion_tokens": usage.get("output_tokens")}}

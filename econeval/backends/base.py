@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import typing
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Sequence
+from typing import Any, Callable, ClassVar, Generic, Sequence, TypeVar
 
 from ..errors import UsageError
 from ..types import EMBEDDER, JUDGE, MODEL, BackendInfo, Completion, Generate, OptionLogprobs, OptionScores
@@ -68,6 +68,9 @@ def _convert(value: Any, want: type, key: str, where: str) -> Any:
     return value
 
 
+OptionsT = TypeVar("OptionsT", bound="BackendOptions")
+
+
 @dataclass(frozen=True)
 class BackendOptions:
     """Base of a backend's options class (no options)."""
@@ -77,7 +80,7 @@ class BackendOptions:
         return {f.name: f for f in dataclasses.fields(cls)}
 
     @classmethod
-    def parse(cls, values: dict[str, Any], backend: str, where: str) -> "BackendOptions":
+    def parse(cls: type[OptionsT], values: dict[str, Any], backend: str, where: str) -> OptionsT:
         """The options from a mapping; an option the class does not declare is refused, naming
         the backend and its options."""
         fields = cls.fields()
@@ -86,7 +89,7 @@ class BackendOptions:
             raise UsageError(f"{where}: backend {backend} has no option {', '.join(repr(k) for k in unknown)}",
                              hint=f"its options: {', '.join(fields) or 'none'}")
         hints = typing.get_type_hints(cls)
-        parsed = {}
+        parsed: dict[str, Any] = {}
         for k, v in values.items():
             want = _base_type(hints[k])
             if v is not None and fields[k].metadata.get("multiple"):
@@ -107,8 +110,13 @@ class BackendOptions:
         return dataclasses.asdict(self)
 
 
-class Backend:
-    """Base of every backend (evaluated model, judge, embedder)."""
+O = TypeVar("O", bound=BackendOptions)
+
+
+class Backend(Generic[O]):
+    """Base of every backend (evaluated model, judge, embedder), generic in its options class:
+    `class LlamaCpp(Backend[LlamaCppOptions])` types `self.options` and the classmethods'
+    `options` as that class."""
 
     kind: ClassVar[str] = ""  # set by @registry.backend
     prefix: ClassVar[str | None] = None  # `--model PREFIX:NAME` makes a spec of this kind
@@ -116,6 +124,11 @@ class Backend:
     serves: ClassVar[tuple[str, ...]] = (MODEL, JUDGE)
     Options: ClassVar[type[BackendOptions]] = BackendOptions
     description: ClassVar[str] = ""
+    engine_name: ClassVar[str | None] = None  # an engine whose build `econeval --version` names (engine_version())
+
+    @staticmethod
+    def engine_version() -> str:
+        return ""
 
     @classmethod
     def from_prefix(cls, name: str) -> dict[str, Any]:
@@ -128,17 +141,17 @@ class Backend:
         return None
 
     @classmethod
-    def validate(cls, spec, options: BackendOptions, settings: Settings) -> None:
+    def validate(cls, spec, options: O, settings: Settings) -> None:
         """Everything that can be checked before anything is loaded (UsageError / ModelError)."""
 
     @classmethod
-    def preview(cls, spec, options: BackendOptions, settings: Settings) -> dict:
+    def preview(cls, spec, options: O, settings: Settings) -> dict:
         """The part of `info().identity()` known before the backend is made (a resumed folder is
         checked against it before a model loads); keys it leaves out are checked after."""
         return {"kind": cls.kind}
 
     @classmethod
-    def check(cls, spec, options: BackendOptions, settings: Settings) -> str:
+    def check(cls, spec, options: O, settings: Settings) -> str:
         """`econeval models check`: what can be verified without evaluating anything, as one line."""
         cls.validate(spec, options, settings)
         return f"{spec.name}: {cls.kind} model: ok"
@@ -148,13 +161,14 @@ class Backend:
         """`econeval models list`: where the model is, in a few words."""
         return ", ".join(f"{k} {v}" for k, v in spec.options.items()) or cls.kind
 
-    def __init__(self, spec, options: BackendOptions | None = None, settings: Settings | None = None):
+    def __init__(self, spec, options: O | None = None, settings: Settings | None = None):
         """Options parsed from the spec when not given, then the backend's `validate`; a backend's
         own __init__ calls this first, then loads or connects."""
         settings = settings or Settings()
-        options = options or self.Options.parse(spec.options, self.kind, f"model '{spec.name}'")
-        self.validate(spec, options, settings)
-        self.spec, self.options, self.settings = spec, options, settings
+        parsed = options or typing.cast(O, self.Options.parse(spec.options, self.kind, f"model '{spec.name}'"))
+        self.validate(spec, parsed, settings)
+        self.spec, self.settings = spec, settings
+        self.options: O = parsed
 
     def evaluate(self, requests: Sequence, on_done: Callable[[int], None] | None = None) -> list:
         """Results of the requests, in order (Completion, OptionScores or a similarity);

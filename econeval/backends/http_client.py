@@ -18,7 +18,7 @@ import threading
 import time
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from .. import errors
 from ..errors import ModelError, UsageError
@@ -85,7 +85,7 @@ class ServedOptions(BackendOptions):
             raise UsageError(f"{where}: max_retries {self.max_retries} is out of range (0 to 100)")
 
     def urls(self) -> list[str]:
-        return list(self.base_url) if isinstance(self.base_url, (list, tuple)) else [self.base_url]
+        return list(self.base_url) if isinstance(self.base_url, (list, tuple)) else [self.base_url] if self.base_url else []
 
     def key(self) -> str:
         return os.environ.get(self.api_key_env, "") if self.api_key_env else ""
@@ -253,7 +253,7 @@ class ServedClient:
             self.outstanding[i] += 1
             return i
 
-    def post(self, path: str, body: dict) -> dict | object:
+    def post(self, path: str, body: dict) -> Any:
         """One request: to the server with the fewest requests in flight; retried there; a server
         that fails past its retries is taken out and the request goes to another one."""
         while True:
@@ -382,9 +382,10 @@ class ServedClient:
                 self.count("client_side_stops")
                 with self.lock:
                     self.fallbacks.add("stop strings that begin with whitespace applied client-side (after the answer starts)")
-        usage = resp.get("usage") if isinstance(resp.get("usage"), dict) else {}
-        tokens = [usage.get(k) for k in ("prompt_tokens", "completion_tokens")]
-        tokens = [t if isinstance(t, int) and not isinstance(t, bool) and t >= 0 else 0 for t in tokens]
+        given_usage = resp.get("usage")
+        usage: dict = given_usage if isinstance(given_usage, dict) else {}
+        given = [usage.get(k) for k in ("prompt_tokens", "completion_tokens")]
+        tokens = [t if isinstance(t, int) and not isinstance(t, bool) and t >= 0 else 0 for t in given]
         return Completion(text=text, n_prompt_tokens=tokens[0], n_tokens=tokens[1], finish=finish)
 
     def info(self, kind: str, spec, served: dict | None, chat_applied: bool, details: dict):

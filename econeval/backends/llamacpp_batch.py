@@ -26,7 +26,7 @@ import math
 import re
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -71,10 +71,10 @@ class _Job:
     state: str = "queued"  # queued | prompt | cont | gen | done-pending | done
     generated: list[int] = field(default_factory=list)
     conts: list[tuple[str, tuple[int, ...]]] = field(default_factory=list)
-    base_logp: dict | None = None
+    base_logp: dict = field(default_factory=dict)
     reserve: int = 0
     seen: np.ndarray | None = None
-    decoder: object = None
+    decoder: Any = None
     next_token: int = -1
 
 
@@ -135,11 +135,12 @@ class _Call:
             fresh = key is not None and (self.current is None or self.current["key"] != key)
             if fresh and self.active and any(a.n_prefix for a in self.active):
                 break  # one shared prefix at a time: its jobs finish before another prefix comes in
-            need = job.reserve + (len(key) if fresh else 0)
+            n_key = len(key) if key is not None and fresh else 0
+            need = job.reserve + n_key
             # hard: the reservations (prompt + every token a job may generate) fit the context;
             # soft: the cells in use now plus this prompt stay within the attention budget
             in_use = sum(len(a.spec.tokens) - a.n_prefix + a.res.n_generated for a in self.active) + self.live_prefix_cells()
-            soft = in_use + len(job.spec.tokens) - job.n_prefix + (len(key) if fresh else 0)
+            soft = in_use + len(job.spec.tokens) - job.n_prefix + n_key
             if self.used + need > e.n_ctx or soft > e.kv_budget:
                 if self.active:
                     break
@@ -160,6 +161,7 @@ class _Call:
                     self.current = {"key": key, "refs": 0}
                     self.used += len(key)
                 e.L.llama_memory_seq_cp(e.mem, e.prefix_seq, job.slot, -1, -1)
+                assert self.current is not None  # made above, or the same prefix as the last job's
                 self.current["refs"] += 1
                 self.owner[job.index] = self.current
             self.used += job.reserve
@@ -315,7 +317,7 @@ class Engine:
         self.L.llama_memory_seq_rm(self.mem, job.slot, job.pos, -1)  # back to the end of the prompt
         if job.conts and not job.res.error:
             return
-        job.base_logp = None
+        job.base_logp = {}
         if job.spec.max_tokens and not job.res.error:
             # the prompt's last logits are gone: re-evaluate its last token (rare: multi-token options with generation)
             job.pos -= 1

@@ -47,7 +47,7 @@ def embedder_folder(spec, options: OnnxOptions) -> Path:
 
 
 @registry.backend("onnx")
-class OnnxEmbedder(Backend):
+class OnnxEmbedder(Backend[OnnxOptions]):
     serves = (EMBEDDER,)
     implied_by = ("path",)
     Options = OnnxOptions

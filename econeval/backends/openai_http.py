@@ -61,7 +61,7 @@ class OpenAIOptions(ServedOptions):
 
 
 @registry.backend("openai")
-class OpenAIHTTPBackend(Backend):
+class OpenAIHTTPBackend(Backend[ServedOptions]):
     prefix = "openai"
     implied_by = ("base_url",)
     Options = OpenAIOptions

@@ -116,7 +116,7 @@ def table2(scores: dict[str, float | None]) -> dict[str, float | None]:
     row = {col: scores.get(t) for col, t in COLUMNS.items()}
     row["R.Avg"], row["C.Avg"], row["G.Avg"] = avg(RECOGNITION), avg(CLASSIFICATION), avg(GENERATION)
     parts = [row["R.Avg"], row["C.Avg"], row["G.Avg"]]
-    row["Avg"] = None if any(v is None for v in parts) else sum(parts) / 3
+    row["Avg"] = None if any(v is None for v in parts) else sum(v for v in parts if v is not None) / 3
     order = ["Company", "Product", "R.Avg", "Sector", "Event", "Sentiment", "C.Avg", "Summary", "Risk", "Suggestion", "G.Avg", "Avg"]
     return {k: row[k] for k in order}
 
@@ -251,7 +251,7 @@ def paper_tables(runs) -> list[Table]:
     tab = Table("cfbenchmark-table2", "CFBenchmark-Basic Table 2: F1 (recognition, classification), cosine similarity (generation)",
                 pub["columns"], 3, headline=[c for c in pub["columns"] if c.endswith("Avg")])
     tab.rows = published_rows(pub) + [row for *_, row in mine]
-    embedders = {(run.meta.get("embedder") or {}).get("name") for run, *_ in mine} - {None}
+    embedders = {str(name) for run, *_ in mine if (name := (run.meta.get("embedder") or {}).get("name"))}
     tab.notes = [f"Generation columns use the {', '.join(sorted(embedders)) or 'configured'} embedder, not the paper's "
                  "bge-zh-v1.5: similarities are not on the same scale as the published Summary/Risk/Suggestion/G.Avg.",
                  "The paper does not say whether Table 2 is zero-shot or few-shot; both of econeval's settings are shown."]

@@ -159,7 +159,8 @@ class _EconNLITask(Task):
 
     # a sample's per-class numbers: each stratum (gold label) splits by the parsed answer, and by
     # the log-probability answer for the logprob F1 (intervals.py: a Pólya interval per stratum)
-    sample_cells = (CellView("parsed", (0, 1, None)), CellView("logprob_pred", (0, 1), numbers=("F1 (logprob)",)))
+    sample_cells: tuple[CellView, ...] = (CellView("parsed", (0, 1, None)),
+                                          CellView("logprob_pred", (0, 1), numbers=("F1 (logprob)",)))
 
     def strata(self, item):
         return f"label {item['label']}"  # the gold label: Table 4 is per class
@@ -316,7 +317,7 @@ class CoTTask(_EconNLITask):
     prompt_version = "econnli-cot/2"  # /2: the released notebook's prompt (both demonstrations' real text)
     description = "EconNLI classification, chain-of-thought with the released notebook's two demonstrations"
     logprobs = False  # the answer follows the model's own reasoning: no fixed answer position
-    sample_cells = ()  # its table counts every rule's votes (a record may give two): a sample keeps the bootstrap
+    sample_cells: tuple[CellView, ...] = ()  # its table counts every rule's votes (a record may give two): a sample keeps the bootstrap
     max_tokens = 200  # the released code's max_new_tokens
     stop = ("### Question:", "### Answer:")  # where the released split ends the answer
     settled = None  # the answer comes after the reasoning

@@ -529,7 +529,8 @@ def price_of_risk(rng, typ):
 
 @element("state_based_consumption", types=("log utility",))
 def state_based_consumption(rng, typ):
-    pi, q1, q2, w = rng.choice([0.2, 0.25, 0.4, 0.5, 0.6, 0.75]), rng.choice([0.3, 0.4, 0.5, 0.6]), rng.choice([0.3, 0.4, 0.5, 0.6]), rng.choice([500, 1000, 2000])
+    pi, q1, q2 = rng.choice([0.2, 0.25, 0.4, 0.5, 0.6, 0.75]), rng.choice([0.3, 0.4, 0.5, 0.6]), rng.choice([0.3, 0.4, 0.5, 0.6])
+    w = rng.choice([500, 1000, 2000])
     ans = pi * w / q1
     return Draw({"pi": pi, "q1": q1, "q2": q2, "W": w}, {"pi": f"{pi:g}", "q1": money(q1), "q2": money(q2), "W": money(w)}, ans,
                 f"c1 = π·W/q1 = {pi:g}·{w}/{q1:g} = {ans:.2f}",
@@ -677,7 +678,8 @@ def cost_minimization_problem(rng, typ):
     ans = q ** (1 / s) * (a * r / (b * w)) ** (b / s)
     return Draw({"a": a, "b": b, "w": w, "r": r, "q": q}, {"f": _cd_prod(a, b), "w": money(w), "r": money(r), "q": num(q)}, ans,
                 f"L* = Q^(1/(a+b))·(a r/(b w))^(b/(a+b)) = {ans:.2f}",
-                {"inverted price ratio": q ** (1 / s) * (b * w / (a * r)) ** (b / s), "ignored the exponents in the ratio": q ** (1 / s) * (r / w) ** (b / s),
+                {"inverted price ratio": q ** (1 / s) * (b * w / (a * r)) ** (b / s),
+                 "ignored the exponents in the ratio": q ** (1 / s) * (r / w) ** (b / s),
                  "capital instead of labour": q ** (1 / s) * (b * w / (a * r)) ** (a / s)})
 
 
@@ -840,7 +842,8 @@ def tfp_shocks(rng, typ):
     return Draw({"a": a, "b": b, "n": n, "w": w, "A0": A0, "A1": A1},
                 {"demand": f"Q = {a} - {term(b, 'P')}", "n": num(n), "A0": num(A0), "A1": num(A1), "w": money(w)}, ans,
                 f"firm supply q = A²P/(2w); P* = a/(b + nA²/(2w)): {price(A1):.3f} - {price(A0):.3f} = {ans:.3f}",
-                {"sign flipped": -ans, "new price level": price(A1), "ignored the number of firms": a / (b + A1 ** 2 / (2 * w)) - a / (b + A0 ** 2 / (2 * w))})
+                {"sign flipped": -ans, "new price level": price(A1),
+                 "ignored the number of firms": a / (b + A1 ** 2 / (2 * w)) - a / (b + A0 ** 2 / (2 * w))})
 
 
 @element("elastic_inelastic_supply", types=("perfectly inelastic supply", "perfectly elastic supply"))
@@ -905,10 +908,12 @@ def welfare_theorem_2(rng, typ):
 
 @element("capital_market_distortions", types=("capital tax",))
 def capital_market_distortions(rng, typ):
-    A, a, p, rent, tau = rng.choice([2, 4, 5]), rng.choice([0.25, 0.5]), rng.choice([2, 4, 5]), rng.choice([4, 5, 8, 10]), rng.choice([0.1, 0.2, 0.25, 0.5])
+    A, a, p = rng.choice([2, 4, 5]), rng.choice([0.25, 0.5]), rng.choice([2, 4, 5])
+    rent, tau = rng.choice([4, 5, 8, 10]), rng.choice([0.1, 0.2, 0.25, 0.5])
     k0, k1 = _labor_demand(a, p, A, rent), _labor_demand(a, p, A, rent * (1 + tau))
     ans = k0 - k1
-    return Draw({"A": A, "a": a, "p": p, "r": rent, "tau": tau}, {"f": f"Q = {A}K^{a:g}", "p": money(p), "r": money(rent), "tau": f"{tau * 100:g}%"}, ans,
+    return Draw({"A": A, "a": a, "p": p, "r": rent, "tau": tau},
+                {"f": f"Q = {A}K^{a:g}", "p": money(p), "r": money(rent), "tau": f"{tau * 100:g}%"}, ans,
                 f"K(r) - K(r(1+τ)) = {k0:.2f} - {k1:.2f} = {ans:.2f}",
                 {"sign flipped": -ans, "proportional cut τ·K": tau * k0, "forgot the exponent": a * p * A / rent - a * p * A / (rent * (1 + tau))})
 
@@ -926,7 +931,8 @@ def efficient_surplus(rng, typ):
 
 @element("labor_supply_distortions", types=("labour income tax",))
 def labor_supply_distortions(rng, typ):
-    alpha, t, w, v, tau = rng.choice([0.4, 0.5, 0.6]), rng.choice([24, 60, 80]), rng.choice([10, 15, 20, 25]), rng.choice([50, 100, 150]), rng.choice([0.1, 0.2, 0.3])
+    alpha, t, w = rng.choice([0.4, 0.5, 0.6]), rng.choice([24, 60, 80]), rng.choice([10, 15, 20, 25])
+    v, tau = rng.choice([50, 100, 150]), rng.choice([0.1, 0.2, 0.3])
     h = lambda wage: alpha * t - (1 - alpha) * v / wage  # noqa: E731
     if h(w * (1 - tau)) <= 1:
         return None  # not an interior solution after the tax: draw again

@@ -5,6 +5,7 @@ diagram per run as figures beside them."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from ...errors import UsageError
 from ...tables import RunView, Table, interval, limit_notes, published, published_rows
@@ -28,7 +29,7 @@ def reliability(run: RunView, bins: int = 10) -> dict | None:
            if s.get("task") == TASK and s.get("answered") and isinstance(s.get("p_renormalized"), list) and s["p_renormalized"]]
     if not pts:
         return None
-    out = {"kind": "reliability", "caption": f"STEER-ME reliability diagram, {run.label}: 10 confidence bins (labels: items "
+    out: dict[str, Any] = {"kind": "reliability", "caption": f"STEER-ME reliability diagram, {run.label}: 10 confidence bins (labels: items "
                                              "per bin).", "label": run.label, "bins": []}
     for b in range(bins):
         lo, hi = b / bins, (b + 1) / bins
