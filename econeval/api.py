@@ -18,6 +18,9 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from . import __version__, config, data, registry, roles, runner, shards
+from .context import RunContext, check_task_options
+from .scoring import aggregate, score_records, select_items
+from .selection import Selection, from_flags
 from .backends.base import Settings
 from .errors import Interrupted, UsageError
 from .folder import RunFolder
@@ -27,7 +30,7 @@ from .runmeta import CHUNK, partial_identity, role_entry, scored_meta
 from .types import EMBEDDER, JUDGE, MODEL, ResultsDoc
 
 
-def _judge_and_embedder(ctx: runner.RunContext, judge_spec: config.ModelSpec | None, embedder: str | None, seed: int,
+def _judge_and_embedder(ctx: RunContext, judge_spec: config.ModelSpec | None, embedder: str | None, seed: int,
                         model_judges: bool = True) -> None:
     """Set the context's factories for the judge (default: the evaluated model, when
     `model_judges`) and the embedder."""
@@ -47,9 +50,7 @@ def evaluate(model: str | config.ModelSpec | None = None, tasks: Sequence[str] =
              bootstrap: int = 1000, progress: bool | Callable[[dict], None] | None = None, argv: list[str] | None = None,
              say: Callable[[str], None] | None = None, shard: tuple[int, int] | None = None, new: bool = False,
              config_file: dict | None = None, sample: str | float | int | None = None, budget: str | float | None = None,
-             order: str | None = None, watch: Callable | None = None, per_task_options: dict | None = None,
-             only: dict[str, set[str]] | None = None,
-             check: Callable[[list, dict], None] | None = None) -> ResultsDoc:
+             selection: Selection | None = None, per_task_options: dict[str, dict[str, Any]] | None = None) -> ResultsDoc:
     """Evaluate `model` (a model file, a models.toml name, `PREFIX:NAME` for a served model,
     a ModelSpec, or None for the default) on `tasks` (names) or a `suite` (default: all), write
     the run folder `out` and return the results document. Without `out` the folder is the
@@ -73,9 +74,9 @@ def evaluate(model: str | config.ModelSpec | None = None, tasks: Sequence[str] =
     `budget` (seconds, or "10m", "90s", "1h"): the items run in a seeded order that grows a
     stratified sample of every task, the tasks' chunks interleaved, and no chunk starts once the
     budget (counted from this call) is spent; what ran is reported as estimates of the full set's
-    numbers. `order`, `watch`, `per_task_options` (task → its option values), `only` (task → the item ids to run): the same machinery
-    for `econeval gate` (runner.RunContext);
-    `check(tasks, preps)` runs once the data is prepared, before a model loads.
+    numbers. `limit`, `sample`, `budget` and `shard` name a selection (selection.py); `selection`
+    names one directly instead (the gate's order). `per_task_options`: task → its own option
+    values (over `task_options`).
 
     Returns the results document with one key added: `run_folder`, the folder written."""
     selected = registry.select(suite, list(tasks))
@@ -87,37 +88,21 @@ def evaluate(model: str | config.ModelSpec | None = None, tasks: Sequence[str] =
     roles.check(spec, settings)
     if shard is not None and out is None:
         raise UsageError("--shard needs --out DIR (a folder every shard can reach; each writes DIR/shard-K-of-N)")
-    from . import sampling
-
-    if sample is not None and limit is not None:
-        raise UsageError("--sample and --limit together: a sample is drawn from all items", hint="pass one of them")
-    started = time.monotonic()
-    try:
-        sample = sampling.parse(sample)
-        seconds = sampling.parse_duration(budget) if budget is not None else None
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    if seconds is not None:
-        if limit is not None or sample is not None:
-            raise UsageError("--budget with --limit or --sample: a budget run takes its own growing sample", hint="pass one of them")
-        order = order or "nested"
-        watch = watch or sampling.width_note
-    if order and shard is not None:
-        raise UsageError("--shard with --budget or a gate: the items' order spans every shard")
-    ctx = runner.RunContext(seed=seed, limit=limit, task_options=dict(task_options or {}), bootstrap=bootstrap, shard=shard,
-                            sample=sample, order=order, watch=watch, per_task=dict(per_task_options or {}), only=only,
-                            deadline=started + seconds if seconds is not None else None)
+    if selection is None:
+        selection = from_flags(limit=limit, sample=sample, budget=budget, shard=shard)
+    elif any(v is not None for v in (limit, sample, budget, shard)):
+        raise UsageError("a selection with --limit, --sample, --budget or --shard: the selection names the items")
+    ctx = RunContext(seed=seed, task_options=dict(task_options or {}), bootstrap=bootstrap, per_task=dict(per_task_options or {}))
     _judge_and_embedder(ctx, roles.with_options(judge_spec, split[JUDGE]) if judge_spec else None, embedder, seed)
     callback = progress if callable(progress) else None
     show = sys.stderr.isatty() if progress is None else progress is True
     say = say or ((lambda msg: print(msg, file=sys.stderr, flush=True)) if show else (lambda msg: None))
     try:
         preps = runner.prepare(selected, ctx)  # data, options and embedder problems show before a model loads
-        if check:
-            check(selected, preps)
-        out = Path(out) if out else default_folder(spec, selected, preps, ctx, settings, judge_spec, embedder, new)
-        if shard is not None:
-            out = shards.folder_for(out, shard)
+        out = Path(out) if out else default_folder(spec, selected, preps, ctx, settings, judge_spec, embedder, new,
+                                                   selection.shard())
+        if (where := selection.shard()) is not None:
+            out = shards.folder_for(out, where)
         folder = RunFolder.open(out)  # locked; refused now if it holds another run
         try:
             folder.check_identity(partial_identity(seed, selected, preps, roles.preview(spec, settings)), partial=True)
@@ -127,8 +112,8 @@ def evaluate(model: str | config.ModelSpec | None = None, tasks: Sequence[str] =
             info = backend.info()
             say(f"econeval: model {spec.name} loaded in {time.monotonic() - t0:.1f} s on {info.device}"
                 f" (parallel {info.parallel}, n_ctx {info.n_ctx}); tasks: {', '.join(t.name for t in selected)}")
-            doc = runner.run(selected, backend, out, ctx, preps, argv=argv, show_progress=show, folder=folder, say=say,
-                             on_progress=callback, config=config_file)
+            doc = runner.run(selected, backend, out, ctx, preps, selection=selection, argv=argv, show_progress=show,
+                             folder=folder, say=say, on_progress=callback, config=config_file)
         except Interrupted as exc:
             if argv:
                 exc.hint = resume_hint(argv, out)
@@ -140,8 +125,9 @@ def evaluate(model: str | config.ModelSpec | None = None, tasks: Sequence[str] =
     return {**doc, "run_folder": str(out)}
 
 
-def default_folder(spec: config.ModelSpec, tasks: list, preps: dict, ctx: runner.RunContext, settings: Settings,
-                   judge: config.ModelSpec | None, embedder: str | None, new: bool) -> Path:
+def default_folder(spec: config.ModelSpec, tasks: list, preps: dict, ctx: RunContext, settings: Settings,
+                   judge: config.ModelSpec | None, embedder: str | None, new: bool,
+                   shard: tuple[int, int] | None = None) -> Path:
     """The run's own folder under the data dir, named by what the run is: the model (and its
     options), the tasks, their options, the seed, the context length, the judge and the embedder
     (not --limit: a larger run extends a smaller one). `new`: a timestamped folder instead."""
@@ -151,7 +137,7 @@ def default_folder(spec: config.ModelSpec, tasks: list, preps: dict, ctx: runner
 
     what = {"model": [spec.name, spec.kind, spec.chat, spec.options], "tasks": sorted(t.name for t in tasks),
             "options": {t.name: preps[t.name].options for t in tasks}, "seed": ctx.seed, "n_ctx": settings.n_ctx,
-            "judge": [judge.name, judge.options] if judge else None, "embedder": embedder, "shard_count": (ctx.shard or (0, 0))[1]}
+            "judge": [judge.name, judge.options] if judge else None, "embedder": embedder, "shard_count": (shard or (0, 0))[1]}
     key = hashlib.sha256(orjson.dumps(what, option=orjson.OPT_SORT_KEYS, default=str)).hexdigest()[:10]
     names = sorted(t.name for t in tasks)
     label = next((s for s, members in registry.suites().items() if sorted(members) == names), None) or "+".join(names)
@@ -193,7 +179,7 @@ def score_predictions(task: str, predictions: str | Path, seed: int = 1234, task
     embedder) still run. With `out`, also write a run folder (for `compare` and `report`)."""
     t = registry.get_task(task)
     predictions = Path(predictions)
-    ctx = runner.RunContext(seed=seed, task_options=dict(task_options or {}))
+    ctx = RunContext(seed=seed, task_options=dict(task_options or {}))
     _judge_and_embedder(ctx, roles.resolve(judge, JUDGE) if judge else None, embedder, seed, model_judges=False)
     try:
         prep = runner.prepare([t], ctx, make_embedder=False)[t.name]  # predictions are checked first
@@ -220,9 +206,9 @@ def score_predictions(task: str, predictions: str | Path, seed: int = 1234, task
         items = [final[it["id"]] for it in items]
         for start in range(0, len(items), CHUNK):  # the judge / embedder stages the task still needs
             runner.complete_outputs(t, items[start:start + CHUNK], outputs[start:start + CHUNK], prep, ctx)
-        records = runner.score_records(t, items, outputs, prep)
+        records = score_records(t, items, outputs, prep)
         doc: ResultsDoc = {"econeval_version": __version__, "model": None, "predictions": str(predictions),
-                           "tasks": {t.name: runner.aggregate(t, records, prep, n_boot=bootstrap, seed=seed)}}
+                           "tasks": {t.name: aggregate(t, records, prep, n_boot=bootstrap, seed=seed)}}
         if out:
             used = runner.task_roles(t, prep)
             infos = {role: role_entry(ctx.role(role).info()) if role in used and ctx.made(role) else None
@@ -255,11 +241,11 @@ def export_prompts(task: str, seed: int = 1234, limit: int | None = None,
     from .types import Generate
 
     t = registry.get_task(task)
-    ctx = runner.RunContext(seed=seed, limit=limit, task_options=dict(task_options or {}))
-    runner.check_task_options([t], ctx.task_options)
+    ctx = RunContext(seed=seed, task_options=dict(task_options or {}))
+    check_task_options([t], ctx.task_options)
     prep = t.prepare(ctx)
     rows = []
-    for item in runner.select_items(t, prep, limit):
+    for item in select_items(t, prep, limit):
         reqs: dict[str, Any] = {}
         outputs: dict[str, Any] = {}
         stage_of: dict[str, int] = {}

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import signal
 import sys
-import typing
 from pathlib import Path
 
 import click
@@ -490,13 +489,11 @@ def models_list(as_json):
 @click.option("--json", "as_json", is_flag=True)
 def models_options(as_json):
     """Each backend kind, its --model prefix and its options (set in models.toml or with -M KEY=VALUE)."""
-    from .backends.base import _base_type
-
     rows = []
     for kind, cls in registry.backends().items():
-        hints = typing.get_type_hints(cls.Options)
+        types = cls.Options.option_types()
         rows.append({"kind": kind, "prefix": cls.prefix, "serves": list(cls.serves), "description": cls.description,
-                     "options": [{"name": n, "type": _base_type(hints[n]).__name__,
+                     "options": [{"name": n, "type": types[n].__name__,
                                   "multiple": bool(f.metadata.get("multiple")),
                                   "default": f.default, "flags": list(f.metadata.get("flags", ())), "help": f.metadata.get("help", "")}
                                  for n, f in cls.Options.fields().items()]})

@@ -328,13 +328,23 @@ def gate(baseline: str | Path, model: str | None = None, max_drop: float = 0.02,
     g = Gate.build(base.meta, base.samples, max_drop, alpha, tuple(metrics), base_dir)
     if replay is None:
         from . import api
+        from .runmeta import task_identity
+        from .sampling import parse_duration
+        from .selection import Ordered
 
+        started = time.monotonic()
+        try:
+            deadline = started + parse_duration(budget) if budget is not None else None
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
         out = Path(run.pop("out", None) or gate_folder(base_dir, model, run))
         _check_own_folder(out, base_dir)
+        tasks = [tg.task for tg in g.tasks.values()]  # prepared here as the baseline's were: comparable before a model loads
+        check_comparable(base.meta, {"seed": base.meta.get("seed"), "tasks": task_identity(tasks, base.preps)}, list(g.tasks))
         options = {t: base.meta["tasks"][t].get("options") or {} for t in g.tasks}
+        selection = Ordered("random", deadline=deadline, watcher=g.watch, only={t: set(tg.order) for t, tg in g.tasks.items()})
         doc = api.evaluate(model=model, tasks=list(g.tasks), seed=base.meta.get("seed", 1234), per_task_options=options,
-                           budget=budget, order="random", watch=g.watch, check=comparable(base.meta), out=out,
-                           only={t: set(tg.order) for t, tg in g.tasks.items()}, **run)
+                           selection=selection, out=out, **run)
         folder = Path(str(doc.get("run_folder")))
         g.replay(load_run(folder).samples, only_untaken=True)  # a resumed gate: what earlier runs of it finished
     else:
@@ -366,18 +376,6 @@ def gate(baseline: str | Path, model: str | None = None, max_drop: float = 0.02,
             "not_gated": [x.as_dict() for x in extra], "tasks_not_gated": g.not_gated, "notes": notes, "verdict": verdict,
             "verdict_line": line, "items_used": used, "items_total": total, "candidate_failed": failed,
             "seconds": round(took, 1)}
-
-
-def comparable(meta: dict):
-    """The check before the candidate's model loads: its tasks prepared as the baseline's were."""
-    from .compare import check_comparable
-
-    def check(tasks, preps) -> None:
-        from .runmeta import task_identity
-
-        ids = task_identity(tasks, preps)
-        check_comparable(meta, {"seed": meta.get("seed"), "tasks": ids}, [t.name for t in tasks])
-    return check
 
 
 def render(rows: list[dict], extra: list, notes: list[str], line: str) -> str:

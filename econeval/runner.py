@@ -9,114 +9,23 @@ write, mark run.json `interrupted` and leave the folder resumable.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import resource
 import signal
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 from . import __version__
-from .errors import Interrupted, UsageError
+from .context import RunContext, check_task_options
+from .errors import Interrupted
 from .folder import RunFolder, merged_identity
-from .intervals import headline_intervals
 from .metrics import logprob_problem
 from .progress import RunProgress, TaskLine
 from .runmeta import now, role_entry, run_meta
-from .types import EMBEDDER, JUDGE, MODEL, Completion, OptionScores, Prepared, Task, TaskResult
-
-
-@dataclass
-class RunContext:
-    """Run-level settings shared by the tasks: the seed, --limit, task options and the roles'
-    factories (made on first use)."""
-
-    seed: int = 1234
-    limit: int | None = None
-    sample: float | int | None = None  # --sample: items per task, or a fraction (sampling.py)
-    bootstrap: int = 1000  # resamples for the headline numbers' intervals (0: none)
-    task_options: dict[str, Any] = field(default_factory=dict)  # option name → value, for every task declaring it
-    per_task: dict[str, dict[str, Any]] = field(default_factory=dict)  # task → its own option values (a gate's baseline)
-    judge_given: bool = False  # a judge model was named (--judge); otherwise the judge role is the evaluated model
-    shard: tuple[int, int] | None = None  # (K, N): run only the chunks whose index ≡ K-1 (mod N); shards.py
-    # --budget and `econeval gate`: the items in a seeded order ("nested": stratified samples that
-    # grow; "random": a uniformly random order), the tasks' chunks interleaved; no new chunk after
-    # `deadline` (time.monotonic()); `watch(task, records so far)` after each chunk: (no more items
-    # for this task?, a note for its progress line)
-    order: str | None = None
-    deadline: float | None = None
-    watch: Callable[[Task, list[dict]], tuple[bool, str | None]] | None = None
-    only: dict[str, set[str]] | None = None  # task → the item ids to run (a gate: those its baseline scored)
-    factories: dict[str, Callable[[], Any]] = field(default_factory=dict)  # role → factory
-    _made: dict[str, Any] = field(default_factory=dict)
-
-    def options_for(self, task: Task) -> dict[str, Any]:
-        """The task's option values: the ones given (parsed by the option), defaults for the rest."""
-        out = {}
-        given = {**self.task_options, **self.per_task.get(task.name, {})}
-        for opt in task.options:
-            if opt.name in given:
-                try:
-                    out[opt.name] = opt.parse(given[opt.name])
-                except ValueError as exc:
-                    raise UsageError(f"task option {opt.name} of {task.name}: {exc}") from None
-            else:
-                out[opt.name] = opt.default
-        return out
-
-    def role(self, name: str):
-        if name not in self._made:
-            if name not in self.factories:
-                what = {JUDGE: ("a judge model", "pass --judge MODEL"), EMBEDDER: ("a sentence embedder", "pass --embedder NAME")}
-                need, hint = what.get(name, (f"the role '{name}'", ""))
-                raise UsageError(f"this task needs {need}", hint=hint or None)
-            self._made[name] = self.factories[name]()
-        return self._made[name]
-
-    def role_made(self, name: str, backend):
-        """Record a role's backend made elsewhere (the evaluated model); returns it."""
-        self._made[name] = backend
-        self.factories.setdefault(name, lambda: backend)
-        return backend
-
-    def made(self, name: str) -> bool:
-        return name in self._made
-
-    def close(self) -> None:
-        """Close every backend this context made (each once: the judge may be the evaluated model)."""
-        closed: set[int] = set()
-        for obj in self._made.values():
-            if id(obj) not in closed and hasattr(obj, "close"):
-                closed.add(id(obj))
-                obj.close()
-        self._made.clear()
-
-
-def in_shard(chunk_index: int, shard: tuple[int, int] | None) -> bool:
-    """Whether a chunk belongs to shard (K, N): its index ≡ K-1 (mod N); every chunk without sharding."""
-    return shard is None or chunk_index % shard[1] == shard[0] - 1
-
-
-def check_task_options(tasks: list[Task], given: dict[str, Any]) -> None:
-    """Every option given must be declared by at least one selected task, and parse there."""
-    declared = {o.name for t in tasks for o in t.options}
-    for name in given:
-        if name not in declared:
-            from .registry import did_you_mean
-
-            owners = sorted({f"{o.name} ({t.name})" for t in tasks for o in t.options}) or ["none"]
-            raise UsageError(f"no selected task has the option '{name}'",
-                             hint=did_you_mean(name, declared) or f"options of the selected tasks: {', '.join(owners)}")
-
-
-def prompt_hash(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-
-
-def select_items(task: Task, prep: Prepared, limit: int | None) -> list[dict]:
-    return task.finalize_items(prep.items if limit is None else task.limit_items(prep.items, limit), prep)
+from .scoring import aggregate, score_records
+from .selection import Full, Selection
+from .types import EMBEDDER, JUDGE, MODEL, Completion, OptionScores, Prepared, Task
 
 
 # ---- one chunk -------------------------------------------------------------------------------
@@ -185,58 +94,6 @@ def complete_outputs(task: Task, items: list[dict], outputs: list[dict], prep: P
     """For answers produced elsewhere: run the stages that do not need the evaluated model (the
     judge, the embedder)."""
     return run_chunk(task, items, prep, ctx, outputs, skip_roles=(MODEL,))
-
-
-def score_records(task: Task, items: list[dict], outputs: list[dict], prep: Prepared) -> list[dict]:
-    """Sample records from outputs (shared by `run` and `score`): skipped and errored items are
-    recorded as such and never scored."""
-    records = []
-    for item, out in zip(items, outputs):
-        rec = {"id": item["id"], "task": task.name, **out}
-        if out.get("prompts"):
-            rec["prompt_hash"] = prompt_hash(next(iter(out["prompts"].values())))
-        if not out.get("skipped") and not out.get("error"):
-            rec.update(task.score(item, out, prep))
-        records.append(rec)
-    return records
-
-
-def aggregate(task: Task, records: list[dict], prep: Prepared, n_boot: int = 0, seed: int = 0,
-              sample: dict | None = None) -> TaskResult:
-    """A task's result; `sample` (a stratified sample's record): its numbers are estimates of the
-    full set's, with intervals that account for the strata and the finite population."""
-    kept = [r for r in records if not r.get("skipped") and not r.get("error")]
-    out: TaskResult = task.aggregate(kept, prep)  # type: ignore[assignment]  # a task's table is its own shape
-    design = None
-    if sample:
-        from .sampling import RANDOM_SCHEME
-
-        one = sample["scheme"] == RANDOM_SCHEME
-        strata = {it["id"]: "all" if one else str(task.strata(it)) for it in prep.items}
-        design = (strata, sample["n"] / sample["population"])
-        how = "a simple random sample" if one else f"a stratified sample over {len(sample['strata'])} strata"
-        out["estimate"] = {"from": sample["n"], "of": sample["population"], "scheme": sample["scheme"],
-                           "strata": len(sample["strata"]), "strata_sampled_once": sample["strata_sampled_once"],
-                           "note": f"estimated from {sample['n']:,} of {sample['population']:,} items ({how})"}
-    intervals = headline_intervals(task, kept, prep, n_boot, seed, design)
-    if intervals:
-        out["intervals"] = intervals
-    out["n"] = len(records)
-    for key in ("skipped", "error"):
-        bad = [r[key] for r in records if r.get(key)]
-        reasons: dict[str, int] = {}
-        for why in bad:
-            reasons[why] = reasons.get(why, 0) + 1
-        if key == "skipped":
-            out["n_skipped"] = len(bad)
-            if bad:
-                out["skip_reasons"] = reasons
-        else:
-            out["n_errors"] = len(bad)
-            if bad:
-                out["error_reasons"] = reasons
-    out.setdefault("n_scored", len(kept))
-    return out
 
 
 # ---- a run -----------------------------------------------------------------------------------
@@ -348,51 +205,41 @@ def _sizes(task: Task, prep: Prepared, items: list[dict]) -> tuple[list[int], li
 
 
 def run(tasks: list[Task], backend, out_dir: Path, ctx: RunContext, preps: dict[str, Prepared] | None = None,
-        argv: list[str] | None = None, show_progress: bool = True, folder: RunFolder | None = None,
-        say: Callable[[str], None] | None = None, on_progress: Callable[[dict], None] | None = None,
-        config: dict | None = None) -> dict:
-    """Run `tasks` with `backend` as the evaluated model into `out_dir`. `folder` may be a
-    RunFolder opened (locked and checked) before the model was loaded; `on_progress` gets the
-    progress figures (progress.py) after every chunk and step."""
+        selection: Selection | None = None, argv: list[str] | None = None, show_progress: bool = True,
+        folder: RunFolder | None = None, say: Callable[[str], None] | None = None,
+        on_progress: Callable[[dict], None] | None = None, config: dict | None = None) -> dict:
+    """Run `tasks` with `backend` as the evaluated model into `out_dir`, taking the items
+    `selection` names (default: all). `folder` may be a RunFolder opened (locked and checked)
+    before the model was loaded; `on_progress` gets the progress figures (progress.py) after every
+    chunk and step."""
+    selection = selection or Full()
     preps = preps or prepare(tasks, ctx)
     ctx.role_made(MODEL, backend)
     info = backend.info()
-    meta = run_meta(tasks, preps, info, role_infos(tasks, preps, ctx), seed=ctx.seed, limit=ctx.limit,
-                    bootstrap=ctx.bootstrap, argv=argv, shard=ctx.shard)
+    meta = run_meta(tasks, preps, info, role_infos(tasks, preps, ctx), seed=ctx.seed, limit=selection.limit,
+                    bootstrap=ctx.bootstrap, argv=argv, shard=selection.shard())
     if config:
         meta["config"] = config
     own = folder is None
     folder = folder or RunFolder.open(out_dir)
     try:
-        return _run_locked(tasks, backend, folder, ctx, preps, meta, show_progress, say or (lambda _m: None), on_progress)
+        return _run_locked(tasks, backend, folder, ctx, selection, preps, meta, show_progress, say or (lambda _m: None),
+                           on_progress)
     finally:
         if own:
             folder.close()
 
 
-def _plan(tasks: list[Task], preps: dict[str, Prepared], ctx: RunContext,
-          size: int) -> tuple[dict[str, list[list[dict]]], dict[str, dict]]:
-    """Each task's chunks of this run (this shard's): fixed chunks of its item list, so batches
-    are reproducible; and with --sample, each task's sample design (sampling.py)."""
-    from .sampling import nested_order, random_order, stratified
-
-    out, designs = {}, {}
+def _plan(tasks: list[Task], preps: dict[str, Prepared], selection: Selection, seed: int,
+          size: int) -> dict[str, list[list[dict]]]:
+    """Each task's chunks of this run (this shard's): fixed chunks of the selection's items, so
+    batches are reproducible."""
+    out = {}
     for task in tasks:
-        prep = preps[task.name]
-        if ctx.order:  # every item, settled as in a full run, in the seeded order
-            everything = select_items(task, prep, None)
-            if ctx.only is not None:
-                everything = [it for it in everything if it["id"] in ctx.only.get(task.name, ())]
-            everything = (nested_order(everything, task.strata, ctx.seed, task.name) if ctx.order == "nested"
-                          else random_order(everything, ctx.seed, task.name))
-        elif ctx.sample is not None:
-            picked, designs[task.name] = stratified(prep.items, task.strata, ctx.sample, ctx.seed, task.name)
-            everything = task.finalize_items(picked, prep)
-        else:
-            everything = select_items(task, prep, ctx.limit)
+        everything = selection.items(task, preps[task.name], seed)
         chunks = [everything[start:start + size] for start in range(0, len(everything), size)]
-        out[task.name] = [ch for c, ch in enumerate(chunks) if in_shard(c, ctx.shard)]
-    return out, designs
+        out[task.name] = [ch for c, ch in enumerate(chunks) if selection.owns(c)]
+    return out
 
 
 def _schedule(tasks: list[Task], plan: dict[str, list[list[dict]]], interleave: bool,
@@ -426,7 +273,8 @@ def _segment_end(acc: dict, backend, prog: RunProgress) -> None:
     prog.end()
 
 
-def _run_locked(tasks, backend, folder: RunFolder, ctx, preps, meta, show_progress, say, on_progress) -> dict:
+def _run_locked(tasks, backend, folder: RunFolder, ctx: RunContext, selection: Selection, preps, meta, show_progress, say,
+                on_progress) -> dict:
     folder.check_identity(meta["identity"])
     old = folder.meta or {}
     if old:  # the same run, or some or more of its tasks: the folder describes all of them
@@ -435,21 +283,9 @@ def _run_locked(tasks, backend, folder: RunFolder, ctx, preps, meta, show_progre
         meta["identity"] = merged_identity(old.get("identity"), meta["identity"])
         for key in ("tasks", "options"):
             meta[key] = {**(old.get(key) or {}), **meta[key]}
-    if ctx.order == "random" or old.get("gate"):  # a gate's folder: its items in the gate's order (gate.py refuses others)
-        from .sampling import RANDOM_SCHEME
-
-        meta["gate"] = {"order": RANDOM_SCHEME}
-    plan, designs = _plan(tasks, preps, ctx, meta["schedule"]["chunk_items"])
-    if ctx.sample is not None:  # a stratified sample: its own results file, never results.json
-        results_name = f"results-sample-{ctx.sample}.json"
-        meta["limit"] = old.get("limit")
-        meta["samples"] = {**old.get("samples", {}), results_name: {"sample": ctx.sample, "seed": ctx.seed, "tasks": designs}}
-        meta["partial_results"] = {**old.get("partial_results", {}), results_name: {"sample": ctx.sample}}
-    else:
-        results_name = folder.results_name(ctx.limit)
-        if results_name != "results.json":
-            meta["limit"] = old.get("limit")
-            meta["partial_results"] = {**old.get("partial_results", {}), results_name: ctx.limit}
+    meta.update(selection.marks(old))
+    plan = _plan(tasks, preps, selection, ctx.seed, meta["schedule"]["chunk_items"])
+    results_name = selection.results_name(folder, meta, old)
     results: dict[str, Any] = {}
     timing: dict[str, Any] = {}
     chunk_no = 0
@@ -478,11 +314,11 @@ def _run_locked(tasks, backend, folder: RunFolder, ctx, preps, meta, show_progre
         try:
             current = None
             by_name = {x.name: x for x in lines}
-            for task, whole in _schedule(tasks, plan, interleave=ctx.order is not None, cost=lambda t: _item_cost(by_name[t.name])):
+            for task, whole in _schedule(tasks, plan, interleave=selection.interleave, cost=lambda t: _item_cost(by_name[t.name])):
                 chunk = [it for it in whole if (task.name, it["id"]) not in log.done]
                 if not chunk or task.name in stopped:
                     continue
-                if ctx.deadline is not None and time.monotonic() >= ctx.deadline:
+                if selection.deadline is not None and time.monotonic() >= selection.deadline:
                     budget_spent = True  # no chunk starts after the budget: the one in flight is the overshoot
                     break
                 if current != task.name:
@@ -496,9 +332,9 @@ def _run_locked(tasks, backend, folder: RunFolder, ctx, preps, meta, show_progre
                 outputs = run_chunk(task, chunk, prep, ctx, progress=prog.advance)
                 sig.write(log.append, score_records(task, chunk, outputs, prep))
                 prog.saved(len(chunk), sum(len(str(p)) for o in outputs for p in (o.get("prompts") or {}).values()))
-                if ctx.watch:
+                if selection.watches:  # a budget's progress note, a gate's verdicts
                     done = [log.done[k] for ch in plan[task.name] for it in ch if (k := (task.name, it["id"])) in log.done]
-                    enough, note = ctx.watch(task, done)
+                    enough, note = selection.watch(task, done)
                     prog.note(task.name, note)
                     if enough:
                         stopped.add(task.name)
@@ -515,23 +351,18 @@ def _run_locked(tasks, backend, folder: RunFolder, ctx, preps, meta, show_progre
                                      "items_per_s": round(line.items_done / seconds, 3) if line.items_done and seconds else None,
                                      **used["counters"]}
                 kept = [log.done[(task.name, it["id"])] for it in items if (task.name, it["id"]) in log.done]
-                partial = ctx.order is not None and len(kept) < len(items)
-                design = designs.get(task.name)
-                if partial:
-                    from .sampling import RANDOM_SCHEME, SCHEME, design as sample_design
-
-                    design = sample_design(items, {r["id"] for r in kept}, task.strata if ctx.order == "nested" else None,
-                                           SCHEME if ctx.order == "nested" else RANDOM_SCHEME)
+                partial = selection.interleave and len(kept) < len(items)
+                design = selection.design(task, items, kept)
                 if kept or not partial:
                     results[task.name] = aggregate(task, kept, prep, n_boot=ctx.bootstrap, seed=ctx.seed, sample=design)
                 else:
                     not_reached.append(task.name)
-            if ctx.order is not None and (budget_spent or stopped):
+            if selection.interleave and (budget_spent or stopped):
                 meta["stopped_early"] = {"why": "budget spent" if budget_spent else "decided", "at": now(),
                                          "tasks_stopped": sorted(stopped), "tasks_not_reached": not_reached}
                 if any(r.get("estimate") for r in results.values()) or not results:
                     results_name = "results-partial.json"
-                    meta["partial_results"] = {**meta.get("partial_results", {}), results_name: {"order": ctx.order}}
+                    meta["partial_results"] = {**meta.get("partial_results", {}), results_name: selection.stopped_note()}
         except Interrupted as exc:
             prog.close()
             meta.update(status="interrupted", interrupted=now(), timing=timing)
@@ -551,10 +382,10 @@ def _run_locked(tasks, backend, folder: RunFolder, ctx, preps, meta, show_progre
             log.close()
         prog.close()
         earlier = folder.read_results(results_name)  # the folder's other tasks keep their numbers
-        doc = {"econeval_version": __version__, "model": meta["backend"]["model"]["name"], "limit": ctx.limit,
+        doc = {"econeval_version": __version__, "model": meta["backend"]["model"]["name"], "limit": selection.limit,
                **({"not_reached": meta["stopped_early"]["tasks_not_reached"]}
                   if (meta.get("stopped_early") or {}).get("tasks_not_reached") else {}),
-               **({"sample": ctx.sample} if ctx.sample is not None else {}),
+               **selection.doc(),
                "tasks": {**{k: v for k, v in earlier.items() if k not in results}, **results}}
         sig.write(folder.write_results, results_name, doc)
         meta.update(status="complete", finished=now(), timing=timing, backend=backend.info().to_json(),

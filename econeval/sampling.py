@@ -31,9 +31,9 @@ def parse(spec: str | float | int | None) -> float | int | None:
         return None
     try:
         value = float(spec)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise ValueError(f"--sample {spec!r}: give a number of items (e.g. 200) or a fraction (e.g. 0.1)") from None
-    if value >= 1 and value == int(value):
+    if math.isfinite(value) and value >= 1 and value == int(value):
         return int(value)
     if 0 < value < 1:
         return value

@@ -13,11 +13,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from . import __version__, registry, runner
+from . import __version__, registry
 from .errors import UsageError
 from .folder import RunFolder, read_samples
 from .results import read_json
 from .runmeta import now, task_identity
+from .scoring import aggregate
+from .selection import Full, Limit, Shard
+from .verify import check_records, prepared_from
 
 
 def parse(spec: str | None, count: int | None = None, environ=os.environ) -> tuple[int, int] | None:
@@ -103,30 +106,23 @@ def merge(folders: list[Path], out: Path) -> dict:
     by_shard = {k: read_samples(folder / "samples.jsonl")[0] for k, folder in seen.items()}
     size = first["schedule"]["chunk_items"]
     tasks = [registry.get_task(t) for t in first["tasks"]]
-    ctxs, preps = {}, {}
-    for task in tasks:
-        ctx = ctxs[task.name] = runner.RunContext(seed=first["seed"], limit=first.get("limit"),
-                                                  task_options=dict((first.get("options") or {}).get(task.name, {})),
-                                                  judge_given=first.get("judge") is not None,
-                                                  bootstrap=first.get("bootstrap", 1000))
-        prep = preps[task.name] = task.prepare(ctx)
-        prep.options = ctx.options_for(task)
+    preps = {task.name: prepared_from(first, task) for task in tasks}
     if task_identity(tasks, preps) != first["identity"]["tasks"]:  # before any record is read or scored
         raise UsageError("the shards were run on other data or options than this econeval has",
                          hint="merge with the econeval version and data package the shards used")
-    from .verify import check_records
-
     for k, recs in by_shard.items():  # every scored record re-derived from its stored response
         for task in tasks:
             check_records(task, preps[task.name], {i: r for (t, i), r in recs.items() if t == task.name}, seen[k])
     records: list[dict] = []
     results: dict = {}
+    limit = first.get("limit")
+    selection = Shard(Limit(limit) if limit is not None else Full(), 1, n)  # asked which chunk is whose
     for task in tasks:
-        ctx, prep = ctxs[task.name], preps[task.name]
-        items = runner.select_items(task, prep, first.get("limit"))
+        prep = preps[task.name]
+        items = selection.items(task, prep, first["seed"])
         task_records = []
         for c, start in enumerate(range(0, len(items), size)):
-            owner = c % n + 1
+            owner = selection.owner(c)
             for it in items[start:start + size]:
                 key = (task.name, it["id"])
                 holders = [k for k, recs in by_shard.items() if key in recs]
@@ -136,7 +132,7 @@ def merge(folders: list[Path], out: Path) -> dict:
                                      hint="the shard folders do not hold one run; rerun the shard")
                 task_records.append(by_shard[owner][key])
         records += task_records
-        results[task.name] = runner.aggregate(task, task_records, prep, n_boot=ctx.bootstrap, seed=ctx.seed)
+        results[task.name] = aggregate(task, task_records, prep, n_boot=first.get("bootstrap", 1000), seed=first["seed"])
     identity = {k: v for k, v in first["identity"].items() if k != "shard_count"}
     doc = {"econeval_version": __version__, "model": (first.get("backend") or {}).get("model", {}).get("name"),
            "limit": first.get("limit"), "tasks": results}

@@ -53,9 +53,9 @@ def task_options(meta: dict, task: str) -> dict[str, Any]:
 
 def prepared_from(meta: dict, task: Task) -> Prepared:
     """The task's data and options prepared as the recorded run prepared them."""
-    from .runner import RunContext
+    from .context import RunContext
 
-    ctx = RunContext(seed=meta.get("seed", 1234), limit=meta.get("limit"), per_task={task.name: task_options(meta, task.name)},
+    ctx = RunContext(seed=meta.get("seed", 1234), per_task={task.name: task_options(meta, task.name)},
                      judge_given=meta.get("judge") is not None, bootstrap=meta.get("bootstrap", 1000))
     prep = task.prepare(ctx)
     prep.options = ctx.options_for(task)

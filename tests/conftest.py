@@ -58,6 +58,52 @@ def run_cli(*args, env=None, timeout=600):
     return proc.returncode, proc.stdout, proc.stderr
 
 
+def run_cli_inprocess(*args, env=None, timeout=None):
+    """The real CLI (`econeval.cli.main`, as `python -m econeval` runs it) in this process:
+    exit code, stdout, stderr; sys.argv, the working folder, the environment and the signal
+    handlers as a subprocess would have them, and restored after. An environment naming plugins
+    (ECONEVAL_PLUGINS) needs a fresh process: the registry discovers once per process."""
+    import signal
+
+    from click.testing import CliRunner
+
+    from econeval.cli import main
+
+    if env and "ECONEVAL_PLUGINS" in env:
+        return run_cli(*args, env=env, timeout=timeout or 600)
+    argv = [str(a) for a in args]
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    old_argv, old_cwd = sys.argv, os.getcwd()
+    with CliRunner().isolation(env=env) as (out, err, _):
+        sys.argv = [str(REPO / "econeval" / "__main__.py"), *argv]  # the program as `python -m econeval` names it
+        os.chdir(REPO)
+        try:
+            main(argv)
+            rc = 0
+        except SystemExit as exc:
+            rc = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        except Exception:  # what the interpreter does with an exception main lets through (--debug)
+            import traceback
+
+            traceback.print_exc()
+            rc = 1
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            sys.argv = old_argv
+            os.chdir(old_cwd)
+            for s, h in handlers.items():
+                signal.signal(s, h)
+        return rc, out.getvalue().decode("utf-8", "replace"), err.getvalue().decode("utf-8", "replace")
+
+
 @pytest.fixture
 def cli():
+    """The CLI in-process (most tests: orchestration, errors, files); `cli_process` for what
+    needs a process of its own (signals, a crash, plugins)."""
+    return run_cli_inprocess
+
+
+@pytest.fixture
+def cli_process():
     return run_cli

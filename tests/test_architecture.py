@@ -221,3 +221,20 @@ def test_every_package_ships_in_the_wheel():
     listed = set(tomllib.loads((PKG.parent / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     found = {".".join(p.parent.relative_to(PKG.parent).parts) for p in PKG.rglob("__init__.py")}
     assert found <= listed, sorted(found - listed)
+
+
+def test_readers_of_finished_folders_never_import_the_runner_or_private_names():
+    """compare, gate's readers, merge, report, view and the shared record readers work on what a
+    run wrote: they never import the run path (runner, api), and no module imports another's
+    private (underscored) names."""
+    readers = ("compare.py", "shards.py", "report.py", "report_html.py", "browse.py", "verify.py", "scoring.py",
+               "context.py", "folder.py")
+    for name in readers:
+        mods = _imports(PKG / name)
+        assert not any(m.endswith((".runner", ".api")) or m in (".runner", ".api") for m in mods), (name, mods)
+    for path in PKG.rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level:  # econeval's own modules
+                private = [a.name for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
+                assert not private, (path.relative_to(PKG).as_posix(), node.module, private)

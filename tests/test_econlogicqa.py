@@ -6,7 +6,7 @@ import pytest
 
 from econeval import data
 from econeval.benchmarks.econlogicqa import FiveShot, OneShot, format_question, pairwise_accuracy, read_order
-from econeval.runner import RunContext
+from econeval.context import RunContext
 
 
 @pytest.mark.parametrize("text", [

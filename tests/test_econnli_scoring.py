@@ -261,7 +261,7 @@ def test_zero_shot_and_icl_prompts_follow_the_released_cells_whitespace_included
     import re
 
     from econeval.benchmarks.econnli import ICLTask, ZeroShot
-    from econeval.runner import RunContext
+    from econeval.context import RunContext
 
     def first(task, variant):
         prep = task.prepare(RunContext(task_options={"prompt": variant}))
@@ -281,7 +281,7 @@ def test_zero_shot_and_icl_prompts_follow_the_released_cells_whitespace_included
 
 def test_the_api_variant_strips_newlines_only_as_released():
     from econeval.benchmarks.econnli import ZeroShot
-    from econeval.runner import RunContext
+    from econeval.context import RunContext
 
     task = ZeroShot()
     api, local = (task.prepare(RunContext(task_options={"prompt": v})) for v in ("released-api", "released-open"))

@@ -9,7 +9,7 @@ from econeval import data
 from econeval.benchmarks.steer_me import (NOTA, SteerMe, apply_car, argmax, distribution, free_text_correct,
                                           letter_from_text, metrics, number_from_text, rpm)
 from econeval.metrics import brier, ece, normalized_accuracy
-from econeval.runner import RunContext
+from econeval.context import RunContext
 
 LN = math.log
 

@@ -60,9 +60,11 @@ def new_rule(w: np.ndarray, chunk: int) -> tuple[str, int]:
 
 
 def population(n: int, discordant: float, drop: float) -> np.ndarray:
-    """N paired differences: a share `discordant` of them ±1, the mean -drop or below (rounded
-    towards a larger drop, so that "a drop equal to the margin" is never a smaller one)."""
-    lose, win = math.ceil(n * (discordant + drop) / 2 - 1e-9), math.floor(n * (discordant - drop) / 2 + 1e-9)
+    """N paired differences: a share `discordant` of them ±1, the mean exactly 0 at no drop and
+    -drop or below otherwise (rounded towards a larger drop, so that "a drop equal to the margin"
+    is never a smaller one)."""
+    lose = math.ceil(n * (discordant + drop) / 2 - 1e-9)
+    win = lose - math.ceil(n * drop - 1e-9)
     w = np.zeros(n)
     w[:lose], w[lose:lose + win] = -1.0, 1.0
     return w

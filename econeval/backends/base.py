@@ -80,6 +80,12 @@ class BackendOptions:
         return {f.name: f for f in dataclasses.fields(cls)}
 
     @classmethod
+    def option_types(cls) -> dict[str, type]:
+        """Each option's value type (an Optional's inner type)."""
+        hints = typing.get_type_hints(cls)
+        return {name: _base_type(hints[name]) for name in cls.fields()}
+
+    @classmethod
     def parse(cls: type[OptionsT], values: dict[str, Any], backend: str, where: str) -> OptionsT:
         """The options from a mapping; an option the class does not declare is refused, naming
         the backend and its options."""

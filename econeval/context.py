@@ -1,0 +1,80 @@
+"""The run-level settings every task sees while it prepares and runs (the seed, task options,
+the roles' factories), and the check of the task options given. The runner, the
+readers of finished folders (verify.py) and `score` build one; nothing here runs a model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .errors import UsageError
+from .types import EMBEDDER, JUDGE, Task
+
+
+@dataclass
+class RunContext:
+    """Run-level settings shared by the tasks: the seed, task options and the roles' factories
+    (made on first use). Which items run is the run's Selection (selection.py), not the tasks'
+    business."""
+
+    seed: int = 1234
+    bootstrap: int = 1000  # resamples for the headline numbers' intervals (0: none)
+    task_options: dict[str, Any] = field(default_factory=dict)  # option name → value, for every task declaring it
+    per_task: dict[str, dict[str, Any]] = field(default_factory=dict)  # task → its own option values (a gate's baseline)
+    judge_given: bool = False  # a judge model was named (--judge); otherwise the judge role is the evaluated model
+    factories: dict[str, Callable[[], Any]] = field(default_factory=dict)  # role → factory
+    _made: dict[str, Any] = field(default_factory=dict)
+
+    def options_for(self, task: Task) -> dict[str, Any]:
+        """The task's option values: the ones given (parsed by the option), defaults for the rest."""
+        out = {}
+        given = {**self.task_options, **self.per_task.get(task.name, {})}
+        for opt in task.options:
+            if opt.name in given:
+                try:
+                    out[opt.name] = opt.parse(given[opt.name])
+                except ValueError as exc:
+                    raise UsageError(f"task option {opt.name} of {task.name}: {exc}") from None
+            else:
+                out[opt.name] = opt.default
+        return out
+
+    def role(self, name: str):
+        if name not in self._made:
+            if name not in self.factories:
+                what = {JUDGE: ("a judge model", "pass --judge MODEL"), EMBEDDER: ("a sentence embedder", "pass --embedder NAME")}
+                need, hint = what.get(name, (f"the role '{name}'", ""))
+                raise UsageError(f"this task needs {need}", hint=hint or None)
+            self._made[name] = self.factories[name]()
+        return self._made[name]
+
+    def role_made(self, name: str, backend):
+        """Record a role's backend made elsewhere (the evaluated model); returns it."""
+        self._made[name] = backend
+        self.factories.setdefault(name, lambda: backend)
+        return backend
+
+    def made(self, name: str) -> bool:
+        return name in self._made
+
+    def close(self) -> None:
+        """Close every backend this context made (each once: the judge may be the evaluated model)."""
+        closed: set[int] = set()
+        for obj in self._made.values():
+            if id(obj) not in closed and hasattr(obj, "close"):
+                closed.add(id(obj))
+                obj.close()
+        self._made.clear()
+
+
+def check_task_options(tasks: list[Task], given: dict[str, Any]) -> None:
+    """Every option given must be declared by at least one selected task, and parse there."""
+    declared = {o.name for t in tasks for o in t.options}
+    for name in given:
+        if name not in declared:
+            from .registry import did_you_mean
+
+            owners = sorted({f"{o.name} ({t.name})" for t in tasks for o in t.options}) or ["none"]
+            raise UsageError(f"no selected task has the option '{name}'",
+                             hint=did_you_mean(name, declared) or f"options of the selected tasks: {', '.join(owners)}")
