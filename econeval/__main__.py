@@ -1,21 +1,11 @@
 """`python -m econeval` and the `econeval` command: a Ctrl-C while the CLI is still being imported
-is one line too (the CLI installs its own handlers once it runs)."""
-
-import signal
-import sys
-
-
-def _early(signum, _frame):
-    try:
-        sys.stderr.write("\neconeval: interrupted\n")
-    except OSError:
-        pass
-    sys.exit(128 + signum)
+is one line too (the CLI installs its own handlers once it runs; signals.py owns them all)."""
 
 
 def main() -> None:
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, _early)
+    from . import signals
+
+    signals.install(signals.early)
     from .cli import main as cli_main
 
     cli_main()

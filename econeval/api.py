@@ -35,8 +35,8 @@ def _judge_and_embedder(ctx: RunContext, judge_spec: config.ModelSpec | None, em
     """Set the context's factories for the judge (default: the evaluated model, when
     `model_judges`) and the embedder."""
     if judge_spec is not None:
-        roles.check(judge_spec, Settings(seed=seed), JUDGE)
-        ctx.factories[JUDGE] = lambda: roles.build(judge_spec, Settings(seed=seed), JUDGE)
+        judge = roles.plan(judge_spec, Settings(seed=seed), JUDGE)  # checked now, made when first needed
+        ctx.factories[JUDGE] = judge.build
     elif model_judges:
         ctx.factories[JUDGE] = lambda: ctx.role(MODEL)
     ctx.factories[EMBEDDER] = lambda: roles.build(roles.resolve(embedder, EMBEDDER), Settings(seed=seed), EMBEDDER)
@@ -85,7 +85,7 @@ def evaluate(model: str | config.ModelSpec | None = None, tasks: Sequence[str] =
     split = roles.split_options(dict(model_options or {}), {MODEL: spec, **({JUDGE: judge_spec} if judge_spec else {})})
     spec = roles.with_options(spec, split[MODEL], chat)
     settings = Settings(seed=seed, n_ctx=n_ctx)
-    roles.check(spec, settings)
+    planned = roles.plan(spec, settings)  # the model's options parsed and validated once
     if shard is not None and out is None:
         raise UsageError("--shard needs --out DIR (a folder every shard can reach; each writes DIR/shard-K-of-N)")
     if selection is None:
@@ -105,10 +105,10 @@ def evaluate(model: str | config.ModelSpec | None = None, tasks: Sequence[str] =
             out = shards.folder_for(out, where)
         folder = RunFolder.open(out)  # locked; refused now if it holds another run
         try:
-            folder.check_identity(partial_identity(seed, selected, preps, roles.preview(spec, settings)), partial=True)
+            folder.check_identity(partial_identity(seed, selected, preps, planned.preview()), partial=True)
             say(f"econeval: run folder {out}; loading model {spec.name} …")
             t0 = time.monotonic()
-            backend = ctx.role_made(MODEL, roles.build(spec, settings))
+            backend = ctx.role_made(MODEL, planned.build())
             info = backend.info()
             say(f"econeval: model {spec.name} loaded in {time.monotonic() - t0:.1f} s on {info.device}"
                 f" (parallel {info.parallel}, n_ctx {info.n_ctx}); tasks: {', '.join(t.name for t in selected)}")

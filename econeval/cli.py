@@ -10,13 +10,12 @@ from the registry.
 from __future__ import annotations
 
 import os
-import signal
 import sys
 from pathlib import Path
 
 import click
 
-from . import __version__, data, registry, roles, runconfig
+from . import __version__, data, registry, roles, runconfig, signals
 from .errors import EconevalError, Interrupted, UsageError, clean
 from .types import TaskOption
 from .results import dumps, write_atomic
@@ -641,10 +640,6 @@ def data_export(name, out, file_name, prompts, seed, limit, task_option, **kw):
     click.echo(f"wrote {len(rows)} {'prompts' if prompts else 'items'} to {out}", err=True)
 
 
-def _interrupt(signum, _frame):
-    raise Interrupted(signum)
-
-
 def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
@@ -655,8 +650,7 @@ def main(argv: list[str] | None = None) -> None:
         click.echo(f"econeval: error: {exc.one_line()}", err=True)
         sys.exit(exc.exit_code)
     debug = "--debug" in argv or bool(os.environ.get("ECONEVAL_DEBUG"))
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # a run refines this: writes in progress finish first
-        signal.signal(sig, _interrupt)
+    signals.install()  # a run refines this: writes in progress finish first
     try:
         cli.main(args=argv, prog_name="econeval", standalone_mode=False)
     except click.exceptions.Exit as exc:

@@ -20,8 +20,8 @@ def percentile_interval(values: list[float]) -> tuple[float, float] | None:
     return v[int((1 - LEVEL) / 2 * (len(v) - 1))], v[int(math.ceil((1 + LEVEL) / 2 * (len(v) - 1)))]
 
 
-def _numbers(task: Task, result: dict) -> dict[str, float]:
-    return {k: float(v) for k, v in {**task.headline(result), **task.table_numbers(result)}.items()
+def finite_numbers(task: Task, records: list[dict], prep: Prepared) -> dict[str, float]:
+    return {k: float(v) for k, v in task.numbers_of(records, prep).items()
             if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)}
 
 
@@ -39,7 +39,7 @@ def headline_intervals(task: Task, records: list[dict], prep: Prepared, n_boot: 
     from .sampling import boot_indices, shrink
 
     polya = polya_intervals(task, records, prep, n_boot, seed, sample[0]) if sample and task.sample_cells else {}
-    if polya and set(_numbers(task, task.aggregate(records, prep))) <= set(polya):
+    if polya and set(finite_numbers(task, records, prep)) <= set(polya):
         return {"method": _POLYA_METHOD.format(n=len(records), draws=n_boot, which=", ".join(sorted(polya))), "seed": seed,
                 **{k: list(v) for k, v in polya.items()}}
 
@@ -48,10 +48,10 @@ def headline_intervals(task: Task, records: list[dict], prep: Prepared, n_boot: 
     n = len(records)
     fraction = sample[1] if sample else None
     strata = [sample[0].get(r["id"], "?") for r in records] if sample else None
-    point = _numbers(task, task.aggregate(records, prep)) if fraction is not None else {}
+    point = finite_numbers(task, records, prep) if fraction is not None else {}
     for _ in range(n_boot):
         idx = boot_indices(strata, rng) if strata else [rng.randrange(n) for _ in range(n)]
-        for key, value in _numbers(task, task.aggregate([records[i] for i in idx], prep)).items():
+        for key, value in finite_numbers(task, [records[i] for i in idx], prep).items():
             draws.setdefault(key, []).append(shrink(point[key], value, fraction) if fraction is not None and key in point else value)
     method = (f"stratified bootstrap over the {n} scored items of a sample ({n_boot} resamples within strata, "
               f"finite-population corrected at n/N = {fraction:.3f}), 95% percentile interval" if fraction is not None else
@@ -107,7 +107,7 @@ def polya_intervals(task: Task, records: list[dict], prep: Prepared, n_draws: in
                     extra = rng.multinomial(unseen, rng.dirichlet(counts + POLYA_PRIOR))
                     for rec, k in zip(made, extra):
                         completed += [rec] * int(k)
-            for key, value in _numbers(task, task.aggregate(completed, prep)).items():
+            for key, value in finite_numbers(task, completed, prep).items():
                 mine = key in view.numbers if view.numbers else key not in claimed
                 if mine:
                     draws.setdefault(key, []).append(value)

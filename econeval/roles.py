@@ -11,7 +11,7 @@ declares is refused, naming the backends.
 from __future__ import annotations
 
 import os
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -124,23 +124,36 @@ def split_options(given: dict[str, Any], specs: dict[str, config.ModelSpec]) -> 
     return out
 
 
-def check(spec: config.ModelSpec, settings: Settings, role: str = MODEL) -> None:
-    """Validate a spec with its backend's own rules, before anything is loaded."""
+@dataclass(frozen=True)
+class Planned:
+    """A role's spec parsed and validated once (`plan`): what it will be before anything is
+    loaded (`preview`), and the backend made from the same parse (`build`)."""
+
+    spec: config.ModelSpec
+    cls: type[Backend]
+    options: BackendOptions
+    settings: Settings
+
+    def preview(self) -> dict:
+        """What the backend's identity will hold, as far as it is known before it is made."""
+        return self.cls.preview(self.spec, self.options, self.settings)
+
+    def build(self) -> Backend:
+        """The backend, made (loaded, connected) from the options already parsed and checked."""
+        return self.cls(self.spec, self.options, self.settings)
+
+
+def plan(spec: config.ModelSpec, settings: Settings, role: str = MODEL) -> Planned:
+    """Parse a spec's options and validate them with its backend's own rules, once, before
+    anything is loaded."""
     cls, opts = parse(spec, role)
     cls.validate(spec, opts, settings)
+    return Planned(spec, cls, opts, settings)
 
 
 def build(spec: config.ModelSpec, settings: Settings, role: str = MODEL) -> Backend:
     """The backend a spec names, made (loaded, connected)."""
-    cls, opts = parse(spec, role)
-    cls.validate(spec, opts, settings)
-    return cls(spec, opts, settings)
-
-
-def preview(spec: config.ModelSpec, settings: Settings, role: str = MODEL) -> dict:
-    """What the backend's identity will hold, as far as it is known before the backend is made."""
-    cls, opts = parse(spec, role)
-    return cls.preview(spec, opts, settings)
+    return plan(spec, settings, role).build()
 
 
 def check_line(spec: config.ModelSpec, settings: Settings, role: str = MODEL) -> str:

@@ -19,6 +19,7 @@ from typing import Any, Callable
 from . import __version__
 from .context import RunContext, check_task_options
 from .errors import Interrupted
+from .signals import Guard
 from .folder import RunFolder, merged_identity
 from .metrics import logprob_problem
 from .progress import RunProgress, TaskLine
@@ -64,18 +65,22 @@ def _store(out: dict, name: str, req, res) -> None:
 
 
 def run_chunk(task: Task, items: list[dict], prep: Prepared, ctx: RunContext, outputs: list[dict] | None = None,
-              skip_roles: tuple[str, ...] = (), progress: Callable[[float], None] | None = None) -> list[dict]:
+              skip_roles: tuple[str, ...] = (), progress: Callable[[float], None] | None = None,
+              first: dict[str, dict] | None = None) -> list[dict]:
     """Outputs of a chunk of items: each stage's requests of all the chunk's items go to their
     role together, in item order. Requests whose result is already in `outputs`, or whose role
-    is in `skip_roles`, are not sent."""
+    is in `skip_roles`, are not sent. `first`: item id → its first-stage requests, built already
+    (for the run's estimate), taken from there instead of being built again."""
+    fresh = outputs is None
     outputs = outputs if outputs is not None else [{} for _ in items]
     stages = prep.stages or task.stages
-    for _stage in range(stages):
+    for stage in range(stages):
         pending: dict[str, list[tuple[int, str, Any]]] = {}
         for i, (item, out) in enumerate(zip(items, outputs)):
             if out.get("skipped") or out.get("error"):
                 continue
-            for name, req in task.requests(item, prep, out).items():
+            built = first.pop(item["id"], None) if first is not None and fresh and stage == 0 else None
+            for name, req in (built if built is not None else task.requests(item, prep, out)).items():
                 if name not in out and req.role not in skip_roles:
                     pending.setdefault(req.role, []).append((i, name, req))
         n_reqs = sum(len(g) for g in pending.values())
@@ -121,86 +126,14 @@ def role_infos(tasks: list[Task], preps: dict[str, Prepared], ctx: RunContext) -
             for role in (JUDGE, EMBEDDER)}
 
 
-HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # Ctrl-C, kill, a closed terminal window
-
-
-class _Signals:
-    """SIGINT / SIGTERM / SIGHUP raise Interrupted, except inside a write (deferred until it is
-    done). A watcher thread acknowledges the signal at once, while the main thread may still be
-    inside the model's decode step (the exception is raised as soon as that step returns)."""
-
-    def __init__(self, ack: Callable[[int, bool], None] | None = None):
-        self.critical = False
-        self.pending: int | None = None
-        self.old: dict[int, Any] = {}
-        self.ack = ack
-        self._pipe: tuple[int, int] | None = None
-        self._old_fd = -1
-
-    def _handler(self, signum, _frame):
-        if self.critical:
-            self.pending = signum
-        else:
-            raise Interrupted(signum)
-
-    def __enter__(self):
-        import os
-        import threading
-
-        for s in HANDLED:
-            try:
-                self.old[s] = signal.signal(s, self._handler)
-            except ValueError:  # not the main thread: no handlers
-                pass
-        if self.old and self.ack:
-            r, w = os.pipe()
-            os.set_blocking(w, False)
-            self._pipe = (r, w)
-            self._old_fd = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
-            threading.Thread(target=self._watch, args=(r,), daemon=True, name="econeval-signals").start()
-        return self
-
-    def _watch(self, r: int) -> None:
-        import os
-
-        while True:
-            try:
-                got = os.read(r, 16)
-            except OSError:
-                return
-            if not got:
-                return
-            for signum in got:
-                if signum in HANDLED and self.ack:
-                    self.ack(signum, self.critical)  # critical: a write is in progress and will finish
-
-    def __exit__(self, *exc):
-        import os
-
-        if self._pipe:
-            signal.set_wakeup_fd(self._old_fd)
-            for fd in self._pipe:
-                os.close(fd)
-        for s, h in self.old.items():
-            signal.signal(s, h)
-
-    def write(self, fn, *args):
-        self.critical = True
-        try:
-            fn(*args)
-        finally:
-            self.critical = False
-        if self.pending is not None:
-            raise Interrupted(self.pending)
-
-
-def _sizes(task: Task, prep: Prepared, items: list[dict]) -> tuple[list[int], list[int]]:
-    """Each item's first-stage prompt characters and generation budget (the progress estimate)."""
+def _sizes(task: Task, prep: Prepared, items: list[dict], built: dict[str, dict]) -> tuple[list[int], list[int]]:
+    """Each item's first-stage prompt characters and generation budget (the progress estimate);
+    the requests are kept in `built` (item id → requests), so that no prompt is built twice."""
     chars, budget = [], []
     for item in items:
-        reqs = task.requests(item, prep, {}).values()
-        chars.append(sum(len(str(r.prompt)) for r in reqs))
-        budget.append(sum(getattr(r, "max_tokens", 0) or 0 for r in reqs))
+        reqs = built[item["id"]] = task.requests(item, prep, {})
+        chars.append(sum(len(str(r.prompt)) for r in reqs.values()))
+        budget.append(sum(getattr(r, "max_tokens", 0) or 0 for r in reqs.values()))
     return chars, budget
 
 
@@ -290,11 +223,13 @@ def _run_locked(tasks, backend, folder: RunFolder, ctx: RunContext, selection: S
     timing: dict[str, Any] = {}
     chunk_no = 0
     log = folder.samples()
+    built: dict[str, dict[str, dict]] = {}  # task → item id → its first-stage requests (built once)
     lines = []
     for task in tasks:
         items = [it for ch in plan[task.name] for it in ch]
         todo = [it for it in items if (task.name, it["id"]) not in log.done]
-        lines.append(TaskLine(task.name, len(items), len(items) - len(todo), *_sizes(task, preps[task.name], todo)))
+        built[task.name] = {}
+        lines.append(TaskLine(task.name, len(items), len(items) - len(todo), *_sizes(task, preps[task.name], todo, built[task.name])))
     saved, total = sum(x.saved for x in lines), sum(x.total for x in lines)
     if saved:
         say(f"econeval: resuming {folder.path}: {saved:,} of {total:,} items done, {total - saved:,} to run")
@@ -306,7 +241,7 @@ def _run_locked(tasks, backend, folder: RunFolder, ctx: RunContext, selection: S
         prog.say(f"econeval: {signal.Signals(signum).name}: stopping: {doing}; "
                  f"{prog.snapshot()['saved']:,} of {total:,} items are saved")
 
-    with _Signals(ack) as sig:
+    with Guard(ack) as sig:
         sig.write(folder.write_meta, meta)
         stopped: set[str] = set()  # tasks the watcher needs no more items of
         budget_spent = False
@@ -329,7 +264,7 @@ def _run_locked(tasks, backend, folder: RunFolder, ctx: RunContext, selection: S
                     current = task.name
                 chunk_no += 1
                 prep = preps[task.name]
-                outputs = run_chunk(task, chunk, prep, ctx, progress=prog.advance)
+                outputs = run_chunk(task, chunk, prep, ctx, progress=prog.advance, first=built[task.name])
                 sig.write(log.append, score_records(task, chunk, outputs, prep))
                 prog.saved(len(chunk), sum(len(str(p)) for o in outputs for p in (o.get("prompts") or {}).values()))
                 if selection.watches:  # a budget's progress note, a gate's verdicts

@@ -337,6 +337,12 @@ class Task:
         computes much more than its headline may compute just that."""
         return self.headline(self.aggregate(records, prep))
 
+    def numbers_of(self, records: list[dict], prep: Prepared) -> dict[str, float | None]:
+        """The headline and table numbers of these records (what the intervals resample, a
+        thousand times); a task whose aggregate computes much more may compute just these."""
+        result = self.aggregate(records, prep)
+        return {**self.headline(result), **self.table_numbers(result)}
+
     def table_numbers(self, result: dict) -> dict[str, float | None]:
         """Every number of the paper's table in `result`, keyed by the table's column names
         (what `intervals` covers and `econeval report` prints); default: the headline."""

@@ -3,6 +3,7 @@ verdicts on folders that try to pass by omission, mismatch or edits, and real ga
 model through the CLI (a pass at another --parallel, a planted regression)."""
 
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -37,23 +38,20 @@ def test_false_pass_at_a_true_drop_exactly_equal_to_the_margin_is_at_most_alpha(
     runs = _gates(acc, 2000, rng)
     false_pass = sum(v == "pass" for v, _ in runs) / len(runs)
     assert false_pass <= ALPHA, false_pass
-    # continuous metrics through the gate's own mapping (Gated): a Brier-like metric in [0, 2],
-    # lower is better, the candidate worse by exactly the margin; a similarity in [-1, 1]
+    # continuous metrics, mapped as the gate maps them (Gated: w = s (c - b) / R, checked on one
+    # gate below): a Brier-like metric in [0, 2], lower is better, the candidate worse by exactly
+    # the margin; a similarity in [-1, 1]
     for direction, lo, hi in ((-1, 0.0, 2.0), (1, -1.0, 1.0)):
         span = hi - lo
         base = rng.uniform(lo + 0.3 * span, lo + 0.7 * span, 800)
         noise = rng.normal(0, 0.05 * span, 800)
         cand = base - direction * (noise - noise.mean() + MARGIN * span)  # mean s (c - b) = -margin exactly
-        passes = 0
-        for _ in range(600):
-            order = rng.permutation(800)
-            g = Gated("t", "m", direction, lo, hi, 800, MARGIN * span, ALPHA, ALPHA, show=False)
-            for start in range(0, 800, 16):
-                g.add([(base[i], cand[i]) for i in order[start:start + 16]])
-                if g.verdict(final=False) != "undecided":
-                    break
-            passes += g.verdict(final=True) == "pass"
-        assert passes / 600 <= ALPHA, (direction, passes)
+        g = Gated("t", "m", direction, lo, hi, 800, MARGIN * span, ALPHA, ALPHA, show=False)
+        g.add(list(zip(base, cand)))
+        assert math.isclose(g.candidate_sum - g.baseline_sum, -direction * MARGIN * span * 800, rel_tol=1e-9)
+        w = direction * (cand - base) / span
+        runs = _gates(w, 1000, rng)
+        assert sum(v == "pass" for v, _ in runs) / len(runs) <= ALPHA, direction
 
 
 def test_power_at_no_drop_and_at_twice_the_margin():
@@ -90,16 +88,19 @@ def test_the_shown_interval_covers_the_mean_at_all_times_and_the_known_mean_deci
     rng = np.random.default_rng(14)
     misses = 0
     w0 = population(600, 0.3, 0.02)
-    for _ in range(60):
-        iv = Interval(len(w0), ALPHA / 2, ALPHA / 2)
+    class Coarse(Interval):  # a coarser grid of means: wider bounds, the same guarantee, a faster test
+        STEPS = 50
+
+    for _ in range(40):
+        iv = Coarse(len(w0), ALPHA / 2, ALPHA / 2)
         w = rng.permutation(w0)
-        for start in range(0, len(w), 50):
-            iv.feed(w[start:start + 50])
+        for start in range(0, len(w), 100):
+            iv.feed(w[start:start + 100])
             low, high = iv.bounds()
             if not (low - 1e-9 <= w0.mean() <= high + 1e-9):
                 misses += 1
                 break
-    assert misses / 60 <= ALPHA, misses
+    assert misses / 40 <= ALPHA, misses
     assert iv.bounds() == (w0.mean(), w0.mean())
     pair = MarginPair(MARGIN, 3, ALPHA, ALPHA)
     pair.feed(np.array([0.0, -0.1, -0.1]))  # mean -0.067: every item in, below the margin

@@ -49,14 +49,14 @@ def test_every_published_number_is_in_the_paper(paper):
 
 
 @pytest.fixture(scope="module")
-def two_runs(tmp_path_factory, tiny_model):
-    """Two runs of the tiny model (the second with another seed for STEER-ME's draws is not
-    needed: the same run twice is a valid comparison)."""
-    from conftest import run_cli
+def two_runs(tmp_path_factory):
+    """Two runs of the fake model named "tiny" (a report reads folders, whatever model wrote them;
+    the same run twice is a valid comparison)."""
+    from conftest import run_cli_inprocess as run_cli
 
     base = tmp_path_factory.mktemp("report")
     reg = base / "models.toml"
-    reg.write_text(f'default = "tiny"\n[models.tiny]\npath = "{tiny_model}"\nn_ctx = 2048\nchat = "off"\n')
+    reg.write_text('default = "tiny"\n[models.tiny]\nkind = "fake"\nanswers = "Yes,No"\n')
     env = {"ECONEVAL_MODELS": str(reg), "ECONEVAL_HOME": str(base / "home")}
     folders = []
     for name in ("a", "b"):

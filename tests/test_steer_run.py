@@ -33,9 +33,11 @@ def test_generate_is_deterministic_and_usable_by_run(cli, tmp_path, registry):
     assert all(s["reasoning"] is not None and s["calls"]["option_logprobs"]["top_logprob"] is not None for s in samples)
 
 
-def test_run_direct_with_car_on_the_bundled_set(cli, tmp_path, registry):
+def test_run_direct_with_car_on_the_bundled_set(cli, tmp_path):
+    """CAR's balance and tables over the whole bundled set (--limit 4 of each element): what the
+    runner and the task do around a model, on the fake model."""
     out = tmp_path / "run"
-    rc, stdout, err = cli("run", "--task", "steer-me", "--car", "--limit", "4", "--quiet", "--out", out, env=registry)
+    rc, stdout, err = cli("run", "--model", "fake:car", "--task", "steer-me", "--car", "--limit", "4", "--quiet", "--out", out)
     assert rc == 0, err
     res = json.loads((out / "results.json").read_text())["tasks"]["steer-me"]
     assert res["n"] == 256 and len(res["paper"]["element"]) == 64  # --limit counts per element

@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from econeval import registry, sampling  # noqa: E402
-from econeval.intervals import _numbers, headline_intervals  # noqa: E402
+from econeval.intervals import finite_numbers, headline_intervals  # noqa: E402
 from econeval.verify import load_run  # noqa: E402
 
 
@@ -38,7 +38,7 @@ def main() -> int:
     records = [r for r in run.samples.get(task.name, {}).values() if not r.get("skipped") and not r.get("error")]
     population = [items[r["id"]] for r in records if r["id"] in items]
     by_id = {r["id"]: r for r in records}
-    truth = _numbers(task, task.aggregate(records, prep))
+    truth = finite_numbers(task, records, prep)
     strata = {it["id"]: str(task.strata(it)) for it in population}
     methods = {"task's method": task}
     if task.sample_cells:

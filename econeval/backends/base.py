@@ -168,11 +168,15 @@ class Backend(Generic[O]):
         return ", ".join(f"{k} {v}" for k, v in spec.options.items()) or cls.kind
 
     def __init__(self, spec, options: O | None = None, settings: Settings | None = None):
-        """Options parsed from the spec when not given, then the backend's `validate`; a backend's
+        """Options parsed from the spec and the backend's `validate` when no options are given
+        (options given come from `roles.plan`, which parsed and validated them once); a backend's
         own __init__ calls this first, then loads or connects."""
         settings = settings or Settings()
-        parsed = options or typing.cast(O, self.Options.parse(spec.options, self.kind, f"model '{spec.name}'"))
-        self.validate(spec, parsed, settings)
+        if options is None:
+            parsed = typing.cast(O, self.Options.parse(spec.options, self.kind, f"model '{spec.name}'"))
+            self.validate(spec, parsed, settings)
+        else:
+            parsed = options
         self.spec, self.settings = spec, settings
         self.options: O = parsed
 

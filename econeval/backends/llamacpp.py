@@ -224,7 +224,8 @@ class LlamaCppBackend(Backend[LlamaCppOptions]):
         self.path = model_path(spec, options)
         if not self.path.is_file():
             raise ModelError(f"model file not found: {self.path}")
-        check_gguf(self.path)
+        if not options.path:  # a package's file, assembled just now (validate checked a path's header)
+            check_gguf(self.path)
         _QuietLogs.install()
         self._llama_cpp = llama_cpp
         self.gpu_offload = bool(llama_cpp.llama_supports_gpu_offload())

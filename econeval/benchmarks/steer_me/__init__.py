@@ -533,6 +533,10 @@ class SteerMe(Task):
         o = result["paper"]["overall"]
         return {**self.headline(result), "EPA": (o.get("renormalized") or {}).get("epa")}
 
+    def numbers_of(self, records, prep):
+        result = {"paper": {"overall": metrics(records)}}  # the overall numbers only, not every element's
+        return {**self.headline(result), **self.table_numbers(result)}
+
 
 def metrics(recs: list[dict]) -> dict:
     answered = [r for r in recs if r["answered"]]

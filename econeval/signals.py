@@ -1,0 +1,108 @@
+"""Every signal handler econeval installs, in one place. SIGINT (Ctrl-C), SIGTERM (kill) and SIGHUP
+(a closed terminal) stop econeval at every stage:
+
+- `early` while the CLI is still being imported (`python -m econeval`, the `econeval` command): one
+  line and the exit code 128 + the signal;
+- `install()` once the CLI runs: the signal raises Interrupted, which the CLI prints as one line;
+- `Guard` around a run: as install(), but deferred inside a write (finished first), and a watcher
+  thread acknowledges the signal at once while the main thread may be inside a model step.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from typing import Any, Callable
+
+from .errors import Interrupted
+
+HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # Ctrl-C, kill, a closed terminal window
+
+
+class Guard:
+    """SIGINT / SIGTERM / SIGHUP raise Interrupted, except inside a write (deferred until it is
+    done). A watcher thread acknowledges the signal at once, while the main thread may still be
+    inside the model's decode step (the exception is raised as soon as that step returns)."""
+
+    def __init__(self, ack: Callable[[int, bool], None] | None = None):
+        self.critical = False
+        self.pending: int | None = None
+        self.old: dict[int, Any] = {}
+        self.ack = ack
+        self._pipe: tuple[int, int] | None = None
+        self._old_fd = -1
+
+    def _handler(self, signum, _frame):
+        if self.critical:
+            self.pending = signum
+        else:
+            raise Interrupted(signum)
+
+    def __enter__(self):
+        import os
+        import threading
+
+        for s in HANDLED:
+            try:
+                self.old[s] = signal.signal(s, self._handler)
+            except ValueError:  # not the main thread: no handlers
+                pass
+        if self.old and self.ack:
+            r, w = os.pipe()
+            os.set_blocking(w, False)
+            self._pipe = (r, w)
+            self._old_fd = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+            threading.Thread(target=self._watch, args=(r,), daemon=True, name="econeval-signals").start()
+        return self
+
+    def _watch(self, r: int) -> None:
+        import os
+
+        while True:
+            try:
+                got = os.read(r, 16)
+            except OSError:
+                return
+            if not got:
+                return
+            for signum in got:
+                if signum in HANDLED and self.ack:
+                    self.ack(signum, self.critical)  # critical: a write is in progress and will finish
+
+    def __exit__(self, *exc):
+        import os
+
+        if self._pipe:
+            signal.set_wakeup_fd(self._old_fd)
+            for fd in self._pipe:
+                os.close(fd)
+        for s, h in self.old.items():
+            signal.signal(s, h)
+
+    def write(self, fn, *args):
+        self.critical = True
+        try:
+            fn(*args)
+        finally:
+            self.critical = False
+        if self.pending is not None:
+            raise Interrupted(self.pending)
+
+
+def early(signum, _frame):
+    """Before the CLI is imported: one line, the conventional exit code."""
+    try:
+        sys.stderr.write("\neconeval: interrupted\n")
+    except OSError:
+        pass
+    sys.exit(128 + signum)
+
+
+def _raise(signum, _frame):
+    raise Interrupted(signum)
+
+
+def install(handler: Callable[[int, Any], Any] = _raise) -> None:
+    """SIGINT / SIGTERM / SIGHUP raise Interrupted from here on (a run's Guard refines this)."""
+    for s in HANDLED:
+        signal.signal(s, handler)
