@@ -380,8 +380,10 @@ def gate(baseline: str | Path, model: str | None = None, max_drop: float = 0.02,
 
 def render(rows: list[dict], extra: list, notes: list[str], line: str) -> str:
     cols = ("task", "metric", "n", "of", "failed", "baseline", "candidate", "diff", "low", "high", "verdict")
+    # the interval's ends are the means it rules out (at or beyond them): shown as "above" and "below"
+    heads = tuple({"low": "above", "high": "below"}.get(c, c) for c in cols)
     fmt = (lambda v: "-" if v is None else f"{v:.4f}" if isinstance(v, float) else str(v))
-    table = [cols] + [tuple(fmt(r[c]) for c in cols) for r in rows]
+    table = [heads] + [tuple(fmt(r[c]) for c in cols) for r in rows]
     width = [max(len(x[i]) for x in table) for i in range(len(cols))]
     out = ["  ".join(x[i].ljust(width[i]) for i in range(len(cols))) for x in table]
     for r in rows:

@@ -206,6 +206,16 @@ def _segment_end(acc: dict, backend, prog: RunProgress) -> None:
     prog.end()
 
 
+def _timing(old: dict, now_: dict[str, dict]) -> dict[str, dict]:
+    """run.json's timing: this run's tasks that ran items, the folder's earlier entries for the rest
+    (a run of some of a folder's tasks, or one with nothing left to run, keeps what was measured)."""
+    out = dict(old.get("timing") or {})
+    for task, entry in now_.items():
+        if entry.get("items_run") or task not in out:
+            out[task] = entry
+    return out
+
+
 def _run_locked(tasks, backend, folder: RunFolder, ctx: RunContext, selection: Selection, preps, meta, show_progress, say,
                 on_progress) -> dict:
     folder.check_identity(meta["identity"])
@@ -300,14 +310,14 @@ def _run_locked(tasks, backend, folder: RunFolder, ctx: RunContext, selection: S
                     meta["partial_results"] = {**meta.get("partial_results", {}), results_name: selection.stopped_note()}
         except Interrupted as exc:
             prog.close()
-            meta.update(status="interrupted", interrupted=now(), timing=timing)
+            meta.update(status="interrupted", interrupted=now(), timing=_timing(old, timing))
             folder.write_meta(meta)
             exc.marked = True  # the CLI says run.json is marked interrupted only when it is
             exc.saved = (prog.snapshot()["saved"], total)
             raise
         except BaseException as exc:  # an error: the folder says why it stopped (what was written stays)
             prog.close()
-            meta.update(status="failed", failed=now(), error=f"{type(exc).__name__}: {exc}"[:500], timing=timing)
+            meta.update(status="failed", failed=now(), error=f"{type(exc).__name__}: {exc}"[:500], timing=_timing(old, timing))
             try:
                 folder.write_meta(meta)
             except OSError:
@@ -323,7 +333,7 @@ def _run_locked(tasks, backend, folder: RunFolder, ctx: RunContext, selection: S
                **selection.doc(),
                "tasks": {**{k: v for k, v in earlier.items() if k not in results}, **results}}
         sig.write(folder.write_results, results_name, doc)
-        meta.update(status="complete", finished=now(), timing=timing, backend=backend.info().to_json(),
+        meta.update(status="complete", finished=now(), timing=_timing(old, timing), backend=backend.info().to_json(),
                     peak_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1))
         sig.write(folder.write_meta, meta)
     return {**doc, "tasks": results}

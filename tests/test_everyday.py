@@ -91,6 +91,9 @@ def test_some_or_more_of_a_folders_tasks_run_into_it(cli, tmp_path, tiny_model):
     assert set(doc["tasks"]) == {"econnli-zero", "econnli-icl", "steer-me"}
     meta = json.loads((out / "run.json").read_text())
     assert set(meta["tasks"]) == set(meta["identity"]["tasks"]) == {"econnli-zero", "econnli-icl", "steer-me"}
+    # each task's timing is what was measured when it ran, not the zero of a later run that had nothing to do
+    assert set(meta["timing"]) == {"econnli-zero", "econnli-icl", "steer-me"}
+    assert all(t["items_run"] > 0 and t["seconds"] > 0 for t in meta["timing"].values()), meta["timing"]
 
 
 def test_the_gate_cannot_pass_by_omission(cli, tmp_path, tiny_model):
