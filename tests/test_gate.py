@@ -360,3 +360,20 @@ def test_a_metric_the_baseline_cannot_provide_is_not_gated_and_the_task_says_whi
     g = Gate.build({"seed": 1, "tasks": {"steer-me": {}, logic.name: {}}}, {"steer-me": recs, logic.name: logic_recs},
                    0.05, 0.05, metrics=("pairwise",))
     assert g.not_gated["steer-me"] == "no item metric 'pairwise'"
+
+
+def test_values_outside_a_metrics_range_are_refused_not_clamped():
+    from econeval.errors import UsageError
+    from econeval.gate import Gate
+
+    task = "econlogicqa-1shot"
+    recs = {f"econlogicqa/test/{i}": {"id": f"econlogicqa/test/{i}", "task": task, "correct": True, "pairwise": 1.0}
+            for i in range(20)}
+    recs["econlogicqa/test/3"]["pairwise"] = 1.5
+    with pytest.raises(UsageError, match="outside its range"):
+        Gate.build({"seed": 1, "tasks": {task: {}}}, {task: recs}, 0.05, 0.05)
+    recs["econlogicqa/test/3"]["pairwise"] = 1.0
+    g = Gate.build({"seed": 1, "tasks": {task: {}}}, {task: recs}, 0.05, 0.05)
+    bad = {i: {**r, "pairwise": -0.5} for i, r in recs.items()}
+    with pytest.raises(UsageError, match="outside its range"):
+        g.replay({task: bad})
