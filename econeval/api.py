@@ -131,19 +131,13 @@ def default_folder(spec: config.ModelSpec, tasks: list, preps: dict, ctx: RunCon
     """The run's own folder under the data dir, named by what the run is: the model (and its
     options), the tasks, their options, the seed, the context length, the judge and the embedder
     (not --limit: a larger run extends a smaller one). `new`: a timestamped folder instead."""
-    import hashlib
-
-    import orjson
-
     what = {"model": [spec.name, spec.kind, spec.chat, spec.options], "tasks": sorted(t.name for t in tasks),
             "options": {t.name: preps[t.name].options for t in tasks}, "seed": ctx.seed, "n_ctx": settings.n_ctx,
             "judge": [judge.name, judge.options] if judge else None, "embedder": embedder, "shard_count": (shard or (0, 0))[1]}
-    key = hashlib.sha256(orjson.dumps(what, option=orjson.OPT_SORT_KEYS, default=str)).hexdigest()[:10]
     names = sorted(t.name for t in tasks)
     label = next((s for s, members in registry.suites().items() if sorted(members) == names), None) or "+".join(names)
-    safe = "".join(ch if ch.isalnum() or ch in "-_.+" else "_" for ch in f"{spec.name}-{label}")[:80]
-    stamp = f"-{datetime.now():%Y%m%d-%H%M%S}" if new else ""
-    return config.data_home() / "runs" / f"{safe}-{key}{stamp}"
+    folder = config.named_folder("runs", f"{spec.name}-{label}", what)
+    return folder.with_name(f"{folder.name}-{datetime.now():%Y%m%d-%H%M%S}") if new else folder
 
 
 def resume_hint(argv: list[str], out: Path) -> str:

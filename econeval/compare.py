@@ -26,7 +26,7 @@ from .errors import UsageError
 from .folder import identity_differences
 from .intervals import percentile_interval
 from .tables import Metric
-from .verify import load_run
+from .verify import LoadedRun, load_run
 
 @dataclass
 class Row:
@@ -98,14 +98,18 @@ def mcnemar_exact(b: int, c: int) -> float:
     return min(1.0, 2 * tail)
 
 
-def compare(base_dir: Path, cand_dir: Path, max_drop: float = 0.02, metrics: tuple[str, ...] = (),
+def compare(base_dir: Path | LoadedRun, cand_dir: Path | LoadedRun, max_drop: float = 0.02, metrics: tuple[str, ...] = (),
             n_boot: int = BOOTSTRAP, seed: int = SEED, allow_missing: bool = False) -> Comparison:
-    """The comparison; a folder that is not as econeval writes it, or a candidate lacking what
-    the baseline has (unless `allow_missing`), is a usage error (exit 2), never a regression (exit 1)."""
+    """The comparison of two run folders (or of folders already read with `verify.load_run`); a
+    folder that is not as econeval writes it, or a candidate lacking what the baseline has (unless
+    `allow_missing`), is a usage error (exit 2), never a regression (exit 1)."""
     try:
-        return _compare(base_dir, cand_dir, max_drop, metrics, n_boot, seed, allow_missing)
+        base = base_dir if isinstance(base_dir, LoadedRun) else load_run(base_dir)
+        cand = cand_dir if isinstance(cand_dir, LoadedRun) else load_run(cand_dir)
+        return _compare(base, cand, max_drop, metrics, n_boot, seed, allow_missing)
     except (KeyError, TypeError, AttributeError, IndexError, ValueError) as exc:
-        raise UsageError(f"{base_dir} and {cand_dir}: the run folders are not as econeval writes them "
+        where = [getattr(d, "path", d) for d in (base_dir, cand_dir)]
+        raise UsageError(f"{where[0]} and {where[1]}: the run folders are not as econeval writes them "
                          f"({type(exc).__name__}: {exc})", hint="the folder was edited or written by another tool") from None
 
 
@@ -158,13 +162,11 @@ def run_differences(base_meta: dict, cand_meta: dict) -> list[str]:
     return out
 
 
-def _compare(base_dir: Path, cand_dir: Path, max_drop: float, metrics: tuple[str, ...], n_boot: int, seed: int,
+def _compare(loaded: LoadedRun, other: LoadedRun, max_drop: float, metrics: tuple[str, ...], n_boot: int, seed: int,
              allow_missing: bool) -> Comparison:
     if not (isinstance(max_drop, (int, float)) and math.isfinite(max_drop) and max_drop >= 0):
         raise UsageError(f"--max-drop must be a finite number at least 0, not {max_drop!r}")
-    loaded = load_run(base_dir)
     base_meta, base = loaded.meta, loaded.samples
-    other = load_run(cand_dir)
     cand_meta, cand = other.meta, other.samples
     common = [t for t in base_meta.get("tasks", {}) if t in cand_meta.get("tasks", {})]
     if not common:

@@ -27,6 +27,18 @@ def data_home() -> Path:
     return Path(env) if env else platformdirs.user_data_path("econeval")
 
 
+def named_folder(kind: str, label: str, what: dict) -> Path:
+    """A folder of the data dir's `kind` ("runs", "gates") named by a readable label and a short
+    hash of `what` it holds: the same `what` always names the same folder."""
+    import hashlib
+
+    import orjson
+
+    key = hashlib.sha256(orjson.dumps(what, option=orjson.OPT_SORT_KEYS, default=str)).hexdigest()[:10]
+    safe = "".join(ch if ch.isalnum() or ch in "-_.+" else "_" for ch in label)[:80]
+    return data_home() / kind / f"{safe}-{key}"
+
+
 def cache_home() -> Path:
     """Assembled default model, built embedders, hash cache. ECONEVAL_CACHE overrides."""
     env = os.environ.get("ECONEVAL_CACHE")

@@ -24,7 +24,6 @@ compare's paired bootstrap, marked not gated.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import time
 from dataclasses import dataclass, field
@@ -38,6 +37,7 @@ from . import registry
 from .errors import UsageError
 from .sequential import Interval, MarginPair
 from .types import Task
+from .verify import LoadedRun, load_run, read_meta
 
 REPLAY_CHUNK = 16  # items per step when a finished run is replayed
 
@@ -159,7 +159,7 @@ def _candidate_value(task: Task, rec: dict | None, g: Gated) -> float | None:
     value = task.item_values(rec).get(g.metric)
     if value is None or not isinstance(value, (int, float)) or not math.isfinite(value):
         return None
-    if not g.lo - 1e-9 <= value <= g.hi + 1e-9:
+    if not _in_range(value, g.lo, g.hi):
         raise UsageError(f"{g.task} item {rec.get('id')}: the candidate's {g.metric} is {value}, outside its range "
                          f"[{g.lo}, {g.hi}]", hint="the candidate folder was edited or written by another tool")
     return float(value)
@@ -260,13 +260,16 @@ class Gate:
         return "regression" if "regression" in verdicts else "inconclusive" if "inconclusive" in verdicts else "pass"
 
 
+def _in_range(value: float, lo: float, hi: float) -> bool:
+    return lo - 1e-9 <= value <= hi + 1e-9  # a metric's bounds, give or take rounding
+
+
 def _baseline_values(task: Task, rec: dict, metrics: list, where: Path | None) -> dict[str, float | None]:
     values = task.item_values(rec)
     out: dict[str, float | None] = {}
     for m in metrics:
         v = values.get(m.name)
-        if v is not None and not (isinstance(v, (int, float)) and math.isfinite(v)
-                                  and m.bounds[0] - 1e-9 <= v <= m.bounds[1] + 1e-9):
+        if v is not None and not (isinstance(v, (int, float)) and math.isfinite(v) and _in_range(v, *m.bounds)):
             raise UsageError(f"{where}: {task.name} item {rec.get('id')}: the baseline's {m.name} is {v!r}, outside its "
                              f"range [{m.bounds[0]}, {m.bounds[1]}]", hint="the baseline folder was edited or written by another tool")
         out[m.name] = None if v is None else float(v)
@@ -284,21 +287,15 @@ def gate_order(task: str, ids, seed: int) -> list[str]:
 def gate_folder(baseline: Path, model: str | None, run: dict[str, Any]) -> Path:
     """The gate's own run folder under the data dir: named by the baseline and the candidate's
     settings, so the same gate resumes it and no ordinary run folder is taken over."""
-    import orjson
-
     from . import config
 
     what = {"baseline": str(baseline.resolve()), "model": model,
             **{k: run.get(k) for k in ("model_options", "n_ctx", "chat", "embedder", "judge")}}
-    key = hashlib.sha256(orjson.dumps(what, option=orjson.OPT_SORT_KEYS, default=str)).hexdigest()[:10]
-    safe = "".join(ch if ch.isalnum() or ch in "-_.+" else "_" for ch in f"{Path(model or 'default').name}-vs-{baseline.name}")[:80]
-    return config.data_home() / "gates" / f"{safe}-{key}"
+    return config.named_folder("gates", f"{Path(model or 'default').name}-vs-{baseline.name}", what)
 
 
 def _check_own_folder(out: Path, base_dir: Path) -> None:
     """Refused before anything is written: the baseline's folder, or an ordinary run's."""
-    from .verify import read_meta
-
     if out.resolve() == base_dir.resolve():
         raise UsageError(f"the candidate's run folder is the baseline's ({out}): the gate would write into its baseline",
                          hint="name another --out (or none: the gate's own folder)")
@@ -317,7 +314,6 @@ def gate(baseline: str | Path, model: str | None = None, max_drop: float = 0.02,
     model, its items taken in the gate's order, chunk by chunk, until the gate decides (what the
     gate would have run). Returns the rows, what is not gated, the verdict and its line."""
     from .compare import check_comparable
-    from .verify import load_run
 
     if not (0 < alpha < 1):
         raise UsageError(f"--alpha must lie between 0 and 1, not {alpha}")
@@ -329,14 +325,9 @@ def gate(baseline: str | Path, model: str | None = None, max_drop: float = 0.02,
     if replay is None:
         from . import api
         from .runmeta import task_identity
-        from .sampling import parse_duration
-        from .selection import Ordered
+        from .selection import Ordered, deadline_of
 
-        started = time.monotonic()
-        try:
-            deadline = started + parse_duration(budget) if budget is not None else None
-        except ValueError as exc:
-            raise UsageError(str(exc)) from None
+        deadline = deadline_of(budget, g.started)
         out = Path(run.pop("out", None) or gate_folder(base_dir, model, run))
         _check_own_folder(out, base_dir)
         tasks = [tg.task for tg in g.tasks.values()]  # prepared here as the baseline's were: comparable before a model loads
@@ -346,7 +337,8 @@ def gate(baseline: str | Path, model: str | None = None, max_drop: float = 0.02,
         doc = api.evaluate(model=model, tasks=list(g.tasks), seed=base.meta.get("seed", 1234), per_task_options=options,
                            selection=selection, out=out, **run)
         folder = Path(str(doc.get("run_folder")))
-        g.replay(load_run(folder).samples, only_untaken=True)  # a resumed gate: what earlier runs of it finished
+        cand = load_run(folder)
+        g.replay(cand.samples, only_untaken=True)  # a resumed gate: what earlier runs of it finished
     else:
         folder = Path(replay)
         cand = load_run(folder)
@@ -358,7 +350,7 @@ def gate(baseline: str | Path, model: str | None = None, max_drop: float = 0.02,
         g.replay(cand.samples)
     rows = g.rows()
     verdict = Gate.verdict_of(rows)
-    extra, extra_note = _not_gated(base_dir, folder, g, max_drop)
+    extra, extra_note = _not_gated(base, cand, g, max_drop)  # the folders as read above: not read again
     used = sum(tg.taken for tg in g.tasks.values())
     total = sum(len(tg.order) for tg in g.tasks.values())
     failed = sum(max((r.failed for r in tg.rows), default=0) for tg in g.tasks.values())
@@ -415,13 +407,13 @@ def junit(rows: list[dict], max_drop: float) -> str:
     return "\n".join(out + ["</testsuite>"]) + "\n"
 
 
-def _not_gated(base_dir: Path, cand_dir: Path, g: Gate, max_drop: float) -> tuple[list, str | None]:
+def _not_gated(base: LoadedRun, cand: LoadedRun, g: Gate, max_drop: float) -> tuple[list, str | None]:
     """compare's paired bootstrap rows for the headline numbers the gate does not decide (and why
     there are none, where compare cannot give them)."""
     from .compare import compare
 
     try:
-        result = compare(base_dir, cand_dir, max_drop=max_drop, allow_missing=True)
+        result = compare(base, cand, max_drop=max_drop, allow_missing=True)
     except UsageError as exc:
         return [], f"no paired bootstrap of the other headline numbers: {exc}"
     decided = {(x.task, x.metric) for tg in g.tasks.values() for x in tg.rows}

@@ -185,26 +185,43 @@ class Shard(Selection):
     def results_name(self, folder, meta, old):
         return self.inner.results_name(folder, meta, old)
 
+    def design(self, task, items, kept):
+        return self.inner.design(task, items, kept)
+
+    def doc(self):
+        return self.inner.doc()
+
+
+def deadline_of(budget: str | float | None, started: float) -> float | None:
+    """When a `--budget` that started at `started` (time.monotonic()) is spent; None without one."""
+    from .sampling import parse_duration
+
+    if budget is None:
+        return None
+    try:
+        return started + parse_duration(budget)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
 
 def from_flags(limit: int | None = None, sample: str | float | int | None = None, budget: str | float | None = None,
                shard: tuple[int, int] | None = None, started: float | None = None) -> Selection:
     """The selection the command line's flags name (one of --limit, --sample, --budget; --shard
     around the first two). `started`: when the budget's clock started (default: now)."""
-    from .sampling import parse, parse_duration, width_note
+    from .sampling import parse, width_note
 
     if sample is not None and limit is not None:
         raise UsageError("--sample and --limit together: a sample is drawn from all items", hint="pass one of them")
-    started = started if started is not None else time.monotonic()
     try:
         spec = parse(sample)
-        seconds = parse_duration(budget) if budget is not None else None
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    deadline = deadline_of(budget, started if started is not None else time.monotonic())
     base: Selection
-    if seconds is not None:
+    if deadline is not None:
         if limit is not None or spec is not None:
             raise UsageError("--budget with --limit or --sample: a budget run takes its own growing sample", hint="pass one of them")
-        base = Ordered("nested", deadline=started + seconds, watcher=width_note)
+        base = Ordered("nested", deadline=deadline, watcher=width_note)
     elif spec is not None:
         base = Sample(spec)
     elif limit is not None:

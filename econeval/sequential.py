@@ -94,23 +94,26 @@ class MarginPair:
         self.need_pass, self.need_regression = math.log(1 / alpha_pass), math.log(1 / alpha_regression)
         self.passing = MarginTest(-delta, population)  # null: mean w <= -delta
         self.regressing = MarginTest(delta, population)  # null: mean (-w) <= delta
-        self.n, self.total = 0, 0.0
+
+    def _known_pass(self) -> bool | None:
+        """Every item is in: whether the mean, now known, lies above the margin (None before)."""
+        t = self.passing
+        return t.total / self.population > -self.delta + EXACT if t.n >= self.population else None
 
     def feed(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Add the next items: for each, whether pass / regression has been reached by then."""
         w = np.asarray(w, dtype=float)
         p = self.passing.feed(w)[:, 0] >= self.need_pass
         r = self.regressing.feed(-w)[:, 0] >= self.need_regression
-        self.n += len(w)
-        self.total += float(w.sum())
-        if self.n >= self.population and len(w):  # every item is in: the mean is known
-            known = self.total / self.population > -self.delta + EXACT
+        known = self._known_pass()
+        if known is not None and len(w):
             p[-1], r[-1] = p[-1] or known, r[-1] or not known
         return p, r
 
     def verdict(self) -> str | None:
-        if self.n >= self.population:
-            return "pass" if self.total / self.population > -self.delta + EXACT else "regression"
+        known = self._known_pass()
+        if known is not None:
+            return "pass" if known else "regression"
         if self.passing.best[0] >= self.need_pass:
             return "pass"
         if self.regressing.best[0] >= self.need_regression:
@@ -130,19 +133,17 @@ class Interval:
         self.need_low, self.need_high = math.log(1 / alpha_low), math.log(1 / alpha_high)
         self.low_side = MarginTest(self.grid, population)  # null: mean w <= c
         self.high_side = MarginTest(-self.grid, population)  # null: mean w >= c, i.e. mean (-w) <= -c
-        self.n, self.total, self.population = 0, 0.0, population
 
     def feed(self, w: np.ndarray) -> None:
         w = np.asarray(w, dtype=float)
         if len(w):
             self.low_side.feed(w)
             self.high_side.feed(-w)
-            self.n += len(w)
-            self.total += float(w.sum())
 
     def bounds(self) -> tuple[float, float]:
-        if self.n >= self.population and self.n:
-            m = self.total / self.population
+        seen = self.low_side
+        if seen.n >= seen.population and seen.n:  # every item is in: the mean is known
+            m = seen.total / seen.population
             return m, m
         low_rejected = self.low_side.best >= self.need_low  # the means c the data rule out from above
         high_rejected = self.high_side.best >= self.need_high

@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 
 from . import registry
+from .context import RunContext
 from .errors import UsageError
 from .folder import read_samples
 from .results import read_json
@@ -53,8 +54,6 @@ def task_options(meta: dict, task: str) -> dict[str, Any]:
 
 def prepared_from(meta: dict, task: Task) -> Prepared:
     """The task's data and options prepared as the recorded run prepared them."""
-    from .context import RunContext
-
     ctx = RunContext(seed=meta.get("seed", 1234), per_task={task.name: task_options(meta, task.name)},
                      judge_given=meta.get("judge") is not None, bootstrap=meta.get("bootstrap", 1000))
     prep = task.prepare(ctx)

@@ -124,6 +124,7 @@ def test_gate_passes_the_same_model_at_another_parallel_and_resumes(cli, tmp_pat
                        "--junit", tmp_path / "gate.xml")
     assert rc == 0, (out, err)
     assert "gate: pass" in out and "steer-me" in out and "not gated" in out
+    assert out.split()[:11][-3:] == ["above", "below", "verdict"]  # the interval's ends: the means it rules out
     xml = (tmp_path / "gate.xml").read_text()
     assert 'name="accuracy"' in xml and "<failure" not in xml
     meta = json.loads((cand / "run.json").read_text())

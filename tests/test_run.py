@@ -134,3 +134,32 @@ def test_list_commands(cli, registry):
     assert rc == 0 and all(s in out for s in doc["suites"] if s != "all")
     rc, out, _ = cli("run", "--help")
     assert rc == 0 and all(s in out for s in doc["suites"])
+
+
+def test_each_fact_is_worked_out_once_per_run(tmp_path, tiny_model, monkeypatch):
+    """A run builds each item's first-stage prompts once (the estimate's are reused), checks the
+    model file's GGUF header once, and STEER-ME's intervals resample its overall numbers, which
+    are the numbers its whole table gives."""
+    import econeval
+    from econeval import registry
+    from econeval.backends import llamacpp
+    from econeval.config import ModelSpec
+    from econeval.types import Task
+
+    task = registry.get_task("econnli-zero")
+    built, checked = [], []
+    real_requests, real_check = type(task).requests, llamacpp.check_gguf
+    monkeypatch.setattr(type(task), "requests", lambda self, item, prep, out: built.append(item["id"]) or
+                        real_requests(self, item, prep, out))
+    monkeypatch.setattr(llamacpp, "check_gguf", lambda path: checked.append(path) or real_check(path))
+    spec = ModelSpec(name="tiny", options={"path": str(tiny_model)}, n_ctx=2048, chat="off")
+    econeval.evaluate(model=spec, tasks=["econnli-zero"], limit=5, out=tmp_path / "run", bootstrap=0)
+    assert sorted(built) == sorted(set(built)) and len(built) == 5, built
+    assert len(checked) == 1, checked
+    steer = registry.get_task("steer-me")
+    from econeval.verify import load_run
+
+    econeval.evaluate(model="fake:x", tasks=["steer-me"], limit=2, out=tmp_path / "steer", bootstrap=0)
+    run = load_run(tmp_path / "steer")
+    recs, prep = list(run.samples["steer-me"].values()), run.preps["steer-me"]
+    assert steer.numbers_of(recs, prep) == Task.numbers_of(steer, recs, prep)

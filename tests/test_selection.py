@@ -1,0 +1,30 @@
+"""The selection a run executes (selection.py): the flags it comes from, and a shard of a sample
+reporting as the sample does."""
+
+import json
+
+import pytest
+
+from econeval.errors import UsageError
+from econeval.selection import Full, Ordered, Sample, Shard, from_flags
+
+
+def test_flags_name_one_selection_and_refuse_what_cannot_be_one():
+    assert isinstance(from_flags(), Full) and from_flags(limit=3).limit == 3
+    assert isinstance(from_flags(sample="0.5"), Sample) and isinstance(from_flags(budget="10m"), Ordered)
+    shard = from_flags(limit=2, shard=(2, 3))
+    assert isinstance(shard, Shard) and shard.limit == 2 and [shard.owns(c) for c in range(6)] == [False, True, False] * 2
+    for kw, says in (({"limit": 2, "sample": 5}, "--sample and --limit"), ({"budget": "1m", "limit": 2}, "--budget with"),
+                     ({"budget": "1m", "shard": (1, 2)}, "--shard with --budget"), ({"sample": "inf"}, "--sample"),
+                     ({"budget": "soon"}, "--budget")):
+        with pytest.raises(UsageError, match=says):
+            from_flags(**kw)
+
+
+def test_a_shard_of_a_sample_reports_as_the_sample(cli, tmp_path):
+    rc, _, err = cli("run", "--model", "fake:s", "-t", "econlogicqa-1shot", "--sample", "20", "--shard", "1/2",
+                     "--bootstrap", "50", "--quiet", "--out", tmp_path / "run")
+    assert rc == 0, err
+    doc = json.loads((tmp_path / "run" / "shard-1-of-2" / "results-sample-20.json").read_text())
+    res = doc["tasks"]["econlogicqa-1shot"]
+    assert doc["sample"] == 20 and res["estimate"]["of"] == 130 and "finite-population" in res["intervals"]["method"]
