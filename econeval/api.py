@@ -4,12 +4,13 @@
 - `score_predictions(...)` scores answers produced elsewhere, as `econeval score` does;
 - `export_prompts(...)` gives each item's prompts as econeval would send them.
 
-The roles (the evaluated model, the judge, the embedder) are resolved and built by `roles.py`,
-the same way for each.
+The roles (the evaluated model, the judge, the embedder, a task's own) are resolved and built by
+`roles.py`, the same way for each.
 """
 
 from __future__ import annotations
 
+import functools
 import shlex
 import sys
 import time
@@ -17,7 +18,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from . import __version__, config, data, registry, roles, runner, shards
+from . import __version__, config, data, registry, runner, shards
+from . import roles as role_specs
 from .context import RunContext, check_task_options
 from .scoring import aggregate, score_records, select_items
 from .selection import Selection, from_flags
@@ -30,23 +32,46 @@ from .runmeta import CHUNK, partial_identity, role_entry, scored_meta
 from .types import EMBEDDER, JUDGE, MODEL, ResultsDoc
 
 
-def _judge_and_embedder(ctx: RunContext, judge_spec: config.ModelSpec | None, embedder: str | None, seed: int,
-                        model_judges: bool = True) -> None:
-    """Set the context's factories for the judge (default: the evaluated model, when
-    `model_judges`) and the embedder."""
-    if judge_spec is not None:
-        judge = roles.plan(judge_spec, Settings(seed=seed), JUDGE)  # checked now, made when first needed
-        ctx.factories[JUDGE] = judge.build
-    elif model_judges:
-        ctx.factories[JUDGE] = lambda: ctx.role(MODEL)
-    ctx.factories[EMBEDDER] = lambda: roles.build(roles.resolve(embedder, EMBEDDER), Settings(seed=seed), EMBEDDER)
-    ctx.judge_given = judge_spec is not None
+def role_args(roles: dict[str, str] | None = None, judge: str | None = None, embedder: str | None = None) -> dict[str, str]:
+    """The roles a model is named for: `roles` (`--role NAME=MODEL`), with `judge` and `embedder`
+    (`--judge`, `--embedder`) as shortcuts of theirs; each a role some task uses."""
+    out = dict(roles or {})
+    for name, arg in ((JUDGE, judge), (EMBEDDER, embedder)):
+        if arg is not None:
+            if out.get(name, arg) != arg:
+                raise UsageError(f"--{name} and --role {name}= name different models")
+            out[name] = arg
+    for name in out:
+        if name == MODEL:
+            raise UsageError("the evaluated model is named by --model, not --role model=")
+        registry.role(name)  # refused, with the known roles, if no task uses it
+    return out
+
+
+def _registry_default(role: str, seed: int) -> Any:
+    """The registry's default model for a role (its embedder), made."""
+    return role_specs.build(role_specs.resolve(None, role), Settings(seed=seed), role)
+
+
+def _role_factories(ctx: RunContext, specs: dict[str, config.ModelSpec], seed: int, model_fills: bool = True) -> None:
+    """Set the context's factories for every role: a model named for it (its spec parsed and
+    checked now, the model made when first needed), else its fallback: the evaluated model (when
+    `model_fills`), or the registry's default of its kind."""
+    for name, role in registry.roles().items():
+        if name in specs:
+            ctx.factories[name] = role_specs.plan(specs[name], Settings(seed=seed), name).build
+        elif role.fallback == "model" and model_fills:
+            ctx.factories[name] = lambda: ctx.role(MODEL)
+        elif role.fallback == "registry":
+            ctx.factories[name] = functools.partial(_registry_default, name, seed)
+    ctx.given = frozenset(specs)
 
 
 def evaluate(model: str | config.ModelSpec | None = None, tasks: Sequence[str] = (), suite: str | None = None,
              limit: int | None = None, out: str | Path | None = None, seed: int = 1234,
              task_options: dict[str, Any] | None = None, model_options: dict[str, Any] | None = None,
-             judge: str | None = None, embedder: str | None = None, n_ctx: int | None = None, chat: str | None = None,
+             judge: str | None = None, embedder: str | None = None, roles: dict[str, str] | None = None,
+             n_ctx: int | None = None, chat: str | None = None,
              bootstrap: int = 1000, progress: bool | Callable[[dict], None] | None = None, argv: list[str] | None = None,
              say: Callable[[str], None] | None = None, shard: tuple[int, int] | None = None, new: bool = False,
              config_file: dict | None = None, sample: str | float | int | None = None, budget: str | float | None = None,
@@ -80,12 +105,15 @@ def evaluate(model: str | config.ModelSpec | None = None, tasks: Sequence[str] =
 
     Returns the results document with one key added: `run_folder`, the folder written."""
     selected = registry.select(suite, list(tasks))
-    spec = model if isinstance(model, config.ModelSpec) else roles.resolve(model, MODEL)
-    judge_spec = roles.resolve(judge, JUDGE) if judge else None
-    split = roles.split_options(dict(model_options or {}), {MODEL: spec, **({JUDGE: judge_spec} if judge_spec else {})})
-    spec = roles.with_options(spec, split[MODEL], chat)
+    spec = model if isinstance(model, config.ModelSpec) else role_specs.resolve(model, MODEL)
+    args = role_args(roles, judge, embedder)
+    named = {name: role_specs.resolve(arg, name) for name, arg in args.items()}
+    text = {name: s for name, s in named.items() if registry.role(name).serves == MODEL}  # -M goes to text models
+    split = role_specs.split_options(dict(model_options or {}), {MODEL: spec, **text})
+    spec = role_specs.with_options(spec, split[MODEL], chat)
+    named.update({name: role_specs.with_options(s, split[name]) for name, s in text.items()})
     settings = Settings(seed=seed, n_ctx=n_ctx)
-    planned = roles.plan(spec, settings)  # the model's options parsed and validated once
+    planned = role_specs.plan(spec, settings)  # the model's options parsed and validated once
     if shard is not None and out is None:
         raise UsageError("--shard needs --out DIR (a folder every shard can reach; each writes DIR/shard-K-of-N)")
     if selection is None:
@@ -93,14 +121,13 @@ def evaluate(model: str | config.ModelSpec | None = None, tasks: Sequence[str] =
     elif any(v is not None for v in (limit, sample, budget, shard)):
         raise UsageError("a selection with --limit, --sample, --budget or --shard: the selection names the items")
     ctx = RunContext(seed=seed, task_options=dict(task_options or {}), bootstrap=bootstrap, per_task=dict(per_task_options or {}))
-    _judge_and_embedder(ctx, roles.with_options(judge_spec, split[JUDGE]) if judge_spec else None, embedder, seed)
+    _role_factories(ctx, named, seed)
     callback = progress if callable(progress) else None
     show = sys.stderr.isatty() if progress is None else progress is True
     say = say or ((lambda msg: print(msg, file=sys.stderr, flush=True)) if show else (lambda msg: None))
     try:
         preps = runner.prepare(selected, ctx)  # data, options and embedder problems show before a model loads
-        out = Path(out) if out else default_folder(spec, selected, preps, ctx, settings, judge_spec, embedder, new,
-                                                   selection.shard())
+        out = Path(out) if out else default_folder(spec, selected, preps, ctx, settings, named, args, new, selection.shard())
         if (where := selection.shard()) is not None:
             out = shards.folder_for(out, where)
         folder = RunFolder.open(out)  # locked; refused now if it holds another run
@@ -126,14 +153,18 @@ def evaluate(model: str | config.ModelSpec | None = None, tasks: Sequence[str] =
 
 
 def default_folder(spec: config.ModelSpec, tasks: list, preps: dict, ctx: RunContext, settings: Settings,
-                   judge: config.ModelSpec | None, embedder: str | None, new: bool,
+                   named: dict[str, config.ModelSpec], args: dict[str, str], new: bool,
                    shard: tuple[int, int] | None = None) -> Path:
     """The run's own folder under the data dir, named by what the run is: the model (and its
-    options), the tasks, their options, the seed, the context length, the judge and the embedder
+    options), the tasks, their options, the seed, the context length, the models named for roles
     (not --limit: a larger run extends a smaller one). `new`: a timestamped folder instead."""
+    judge = named.get(JUDGE)
+    others = {k: [s.name, s.options] for k, s in named.items() if k not in (JUDGE, EMBEDDER)}
     what = {"model": [spec.name, spec.kind, spec.chat, spec.options], "tasks": sorted(t.name for t in tasks),
             "options": {t.name: preps[t.name].options for t in tasks}, "seed": ctx.seed, "n_ctx": settings.n_ctx,
-            "judge": [judge.name, judge.options] if judge else None, "embedder": embedder, "shard_count": (shard or (0, 0))[1]}
+            # the judge and the embedder keep the keys folders were named by before roles were open
+            "judge": [judge.name, judge.options] if judge else None, "embedder": args.get(EMBEDDER),
+            "shard_count": (shard or (0, 0))[1], **({"roles": others} if others else {})}
     names = sorted(t.name for t in tasks)
     label = next((s for s, members in registry.suites().items() if sorted(members) == names), None) or "+".join(names)
     folder = config.named_folder("runs", f"{spec.name}-{label}", what)
@@ -167,16 +198,17 @@ def program() -> list[str]:
 
 def score_predictions(task: str, predictions: str | Path, seed: int = 1234, task_options: dict[str, Any] | None = None,
                       judge: str | None = None, embedder: str | None = None, out: str | Path | None = None,
-                      bootstrap: int = 1000, argv: list[str] | None = None) -> ResultsDoc:
+                      bootstrap: int = 1000, argv: list[str] | None = None, roles: dict[str, str] | None = None) -> ResultsDoc:
     """Score answers produced elsewhere (a predictions file, or a run's samples.jsonl) with the
     task's own parser and metrics; the stages that need no evaluated model (the judge, the
     embedder) still run. With `out`, also write a run folder (for `compare` and `report`)."""
     t = registry.get_task(task)
     predictions = Path(predictions)
     ctx = RunContext(seed=seed, task_options=dict(task_options or {}))
-    _judge_and_embedder(ctx, roles.resolve(judge, JUDGE) if judge else None, embedder, seed, model_judges=False)
+    named = {name: role_specs.resolve(arg, name) for name, arg in role_args(roles, judge, embedder).items()}
+    _role_factories(ctx, named, seed, model_fills=False)
     try:
-        prep = runner.prepare([t], ctx, make_embedder=False)[t.name]  # predictions are checked first
+        prep = runner.prepare([t], ctx, make_roles=False)[t.name]  # predictions are checked first
         by_id = {it["id"]: it for it in prep.items}
         items, outputs, seen = [], [], set()
         for n, row in enumerate(read_jsonl(predictions, "predictions file"), 1):
@@ -205,8 +237,7 @@ def score_predictions(task: str, predictions: str | Path, seed: int = 1234, task
                            "tasks": {t.name: aggregate(t, records, prep, n_boot=bootstrap, seed=seed)}}
         if out:
             used = runner.task_roles(t, prep)
-            infos = {role: role_entry(ctx.role(role).info()) if role in used and ctx.made(role) else None
-                     for role in (JUDGE, EMBEDDER)}
+            infos = {role: role_entry(ctx.role(role).info(), role in ctx.given) for role in used if role != MODEL and ctx.made(role)}
             _write_scored_folder(Path(out), t, prep, seed, predictions, records, doc, infos, argv)
     finally:
         ctx.close()

@@ -115,11 +115,18 @@ def _model_options(fn):
                              "`econeval models options` lists them. Recorded in run.json.")(fn)
 
 
+def _role_option(fn):
+    """--role NAME=MODEL: the model for a role a task uses (its own, or the judge's, the embedder's)."""
+    return click.option("--role", "role", multiple=True, metavar="NAME=MODEL",
+                        help="The model for a role the tasks use besides the evaluated model (repeatable; --judge and "
+                             "--embedder are shortcuts for their roles); recorded in run.json's roles.")(fn)
+
+
 def _pairs(pairs, flag: str) -> dict:
     out = {}
     for pair in pairs:
         if "=" not in pair:
-            raise UsageError(f"{flag} {pair}: expected NAME=VALUE")
+            raise UsageError(f"{flag} {pair}: expected NAME={'MODEL' if flag == '--role' else 'VALUE'}")
         name, value = pair.split("=", 1)
         out[name.strip()] = value
     return out
@@ -198,6 +205,7 @@ def _prefix_help() -> str:
 @_task_options
 @click.option("--judge", help="Judge model for the tasks that use one (a model file, a models.toml name or PREFIX:NAME; "
                               "default: the evaluated model).")
+@_role_option
 @click.option("--bootstrap", "n_boot", type=click.IntRange(min=0, max=100000), default=1000, show_default=True,
               help="Bootstrap resamples for the 95% intervals of the headline numbers (0: none).")
 @click.option("--shard", metavar="K/N|auto", help="Run only shard K of N (the chunks whose index is K-1 mod N) into "
@@ -206,8 +214,8 @@ def _prefix_help() -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print results.json on stdout instead of the summary table.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress display.")
 @_config_option("run")
-def run(model, suite, tasks, limit, sample, budget, seed, n_ctx, chat, model_option, out, new, embedder, task_option, judge, n_boot, shard,
-        shard_count, as_json, quiet, **kw):
+def run(model, suite, tasks, limit, sample, budget, seed, n_ctx, chat, model_option, out, new, embedder, task_option, judge, role, n_boot,
+        shard, shard_count, as_json, quiet, **kw):
     """Evaluate a model and write run.json, samples.jsonl and results.json."""
     from .api import evaluate, program
 
@@ -218,7 +226,8 @@ def run(model, suite, tasks, limit, sample, budget, seed, n_ctx, chat, model_opt
     from . import shards
 
     doc = evaluate(model=model, tasks=tasks, suite=suite, limit=limit, out=out, seed=seed, task_options=options,
-                   model_options=model_options, judge=judge, embedder=embedder, n_ctx=n_ctx, chat=chat, bootstrap=n_boot,
+                   model_options=model_options, judge=judge, embedder=embedder, roles=_pairs(role, "--role"), n_ctx=n_ctx,
+                   chat=chat, bootstrap=n_boot,
                    progress=not quiet, argv=[*program(), *sys.argv[1:]], shard=shards.parse(shard, shard_count), new=new,
                    config_file=click.get_current_context().meta.get("econeval_config"), sample=sample, budget=budget)
     folder = doc.pop("run_folder")
@@ -259,17 +268,19 @@ def _check_outcome(doc: dict) -> None:
 @click.option("--seed", type=int, default=1234, show_default=True, help="Seed the predictions were made with (few-shot draws).")
 @click.option("--embedder", "-e", help="Sentence embedder for tasks scored by similarity (default: the registry's default).")
 @click.option("--judge", help="Judge model for the tasks that use one (a model file, a models.toml name or PREFIX:NAME).")
+@_role_option
 @click.option("--out", "-o", type=click.Path(file_okay=False, path_type=Path),
               help="Also write a run folder (run.json, samples.jsonl, results.json), e.g. for `econeval compare`.")
 @click.option("--bootstrap", "n_boot", type=click.IntRange(min=0, max=100000), default=1000, show_default=True,
               help="Bootstrap resamples for the 95% intervals of the headline numbers (0: none).")
 @_task_options
-def score(task_name, predictions, seed, embedder, judge, out, n_boot, task_option, **kw):
+def score(task_name, predictions, seed, embedder, judge, role, out, n_boot, task_option, **kw):
     """Score predictions made elsewhere; print the results JSON on stdout."""
     from .api import program, score_predictions
 
     doc = score_predictions(task_name, predictions, seed=seed, task_options=_collect_options(task_option, kw), judge=judge,
-                            embedder=embedder, out=out, bootstrap=n_boot, argv=[*program(), *sys.argv[1:]])
+                            embedder=embedder, roles=_pairs(role, "--role"), out=out, bootstrap=n_boot,
+                            argv=[*program(), *sys.argv[1:]])
     _echo_json(doc)
 
 
@@ -491,7 +502,8 @@ def models_options(as_json):
     rows = []
     for kind, cls in registry.backends().items():
         types = cls.Options.option_types()
-        rows.append({"kind": kind, "prefix": cls.prefix, "serves": list(cls.serves), "description": cls.description,
+        rows.append({"kind": kind, "prefix": cls.prefix,
+                     "serves": [r for r in ("model", *registry.roles()) if registry.role(r).serves in cls.serves], "description": cls.description,
                      "options": [{"name": n, "type": types[n].__name__,
                                   "multiple": bool(f.metadata.get("multiple")),
                                   "default": f.default, "flags": list(f.metadata.get("flags", ())), "help": f.metadata.get("help", "")}

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .errors import UsageError
-from .types import EMBEDDER, JUDGE, Task
+from .types import Task
 
 
 @dataclass
@@ -22,7 +22,7 @@ class RunContext:
     bootstrap: int = 1000  # resamples for the headline numbers' intervals (0: none)
     task_options: dict[str, Any] = field(default_factory=dict)  # option name → value, for every task declaring it
     per_task: dict[str, dict[str, Any]] = field(default_factory=dict)  # task → its own option values (a gate's baseline)
-    judge_given: bool = False  # a judge model was named (--judge); otherwise the judge role is the evaluated model
+    given: frozenset[str] = frozenset()  # the roles a model was named for (--judge, --role NAME=MODEL); the others fall back
     factories: dict[str, Callable[[], Any]] = field(default_factory=dict)  # role → factory
     _made: dict[str, Any] = field(default_factory=dict)
 
@@ -43,9 +43,10 @@ class RunContext:
     def role(self, name: str):
         if name not in self._made:
             if name not in self.factories:
-                what = {JUDGE: ("a judge model", "pass --judge MODEL"), EMBEDDER: ("a sentence embedder", "pass --embedder NAME")}
-                need, hint = what.get(name, (f"the role '{name}'", ""))
-                raise UsageError(f"this task needs {need}", hint=hint or None)
+                from .registry import role
+
+                need = role(name)
+                raise UsageError(f"this task needs {need.what or f'a model for the role {name!r}'}", hint=f"pass {need.flag}")
             self._made[name] = self.factories[name]()
         return self._made[name]
 

@@ -163,7 +163,31 @@ class RunFolder:
             self._lock_fd = -1
 
 
-_ROLES = ("judge", "embedder")  # identity keys compared only where both runs use the role
+_LEGACY_ROLES = ("judge", "embedder")  # run.json's and the identity's role keys before they had `roles`
+
+
+def roles_of(meta: dict) -> dict[str, dict]:
+    """A run.json's roles: name → entry, the roles its tasks used (folders written before roles
+    were open kept `judge` and `embedder` as top-level keys, and so does their identity)."""
+    got = meta.get("roles")
+    if isinstance(got, dict):
+        return {k: v for k, v in got.items() if isinstance(v, dict)}
+    return {k: meta[k] for k in _LEGACY_ROLES if isinstance(meta.get(k), dict)}
+
+
+def named_roles(meta: dict) -> frozenset[str]:
+    """The roles a model was named for in a run.json (in the earlier layout: a judge entry)."""
+    if isinstance(meta.get("roles"), dict):
+        return frozenset(k for k, v in roles_of(meta).items() if v.get("named"))
+    return frozenset({"judge"}) if meta.get("judge") is not None else frozenset()
+
+
+def _role_identities(identity: dict) -> dict:
+    """An identity's roles: name → the identity of the model that filled it."""
+    got = identity.get("roles")
+    if isinstance(got, dict):
+        return got
+    return {k: identity[k] for k in _LEGACY_ROLES if identity.get(k) is not None}
 
 
 FOLDER_SIDES = ("in the folder", "now")  # how a difference names the two identities compared
@@ -177,11 +201,13 @@ def identity_differences(old: dict, new: dict, partial: bool = False, sides: tup
             both = [t for t in new.get("tasks", {}) if t in old.get("tasks", {})]
             for t in both:
                 out.extend(differences(old["tasks"][t], new["tasks"][t], f"tasks.{t}", partial, sides))
-        elif k in _ROLES:
-            if old.get(k) is not None and new.get(k) is not None:
-                out.extend(differences(old[k], new[k], k, partial, sides))
+        elif k == "roles" or k in _LEGACY_ROLES:
+            continue  # below: a role is compared only where both runs use it
         elif not (partial and k not in new):
             out.extend(differences(old.get(k), new.get(k), k, partial, sides))
+    old_roles, new_roles = _role_identities(old), _role_identities(new)
+    for k in sorted(set(old_roles) & set(new_roles)):
+        out.extend(differences(old_roles[k], new_roles[k], k, partial, sides))
     return out
 
 
@@ -190,9 +216,9 @@ def merged_identity(old: dict | None, new: dict) -> dict:
     that any of them uses."""
     if not old:
         return new
-    out = {**old, **new, "tasks": {**old.get("tasks", {}), **new.get("tasks", {})}}
-    for k in _ROLES:
-        out[k] = new.get(k) if new.get(k) is not None else old.get(k)
+    out = {k: v for k, v in {**old, **new}.items() if k not in _LEGACY_ROLES}
+    out["tasks"] = {**old.get("tasks", {}), **new.get("tasks", {})}
+    out["roles"] = {**_role_identities(old), **_role_identities(new)}
     return out
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 from .errors import UsageError
-from .types import Task
+from .types import MODEL, SHARED_ROLES, Role, Task
 
 if TYPE_CHECKING:  # the backends import the registry: the class is named for the type checker only
     from .backends.base import Backend
@@ -109,6 +109,29 @@ def discover() -> None:
 def tasks() -> dict[str, Task]:
     discover()
     return TASKS
+
+
+def roles() -> dict[str, Role]:
+    """The roles a run can fill besides the evaluated model: the shared ones (the judge, the
+    embedder) and those the registered tasks define (`Task.new_roles`)."""
+    out = {r.name: r for r in SHARED_ROLES}
+    for t in tasks().values():
+        for r in t.new_roles:
+            if r.name == MODEL or (r.name in out and out[r.name] != r):
+                raise ValueError(f"task {t.name} defines the role '{r.name}', which is defined already")
+            out[r.name] = r
+    return out
+
+
+def role(name: str) -> Role:
+    """A role by name; the evaluated model is the role MODEL (a text model)."""
+    if name == MODEL:
+        return Role(MODEL, MODEL, None, "the evaluated model")
+    known = roles()
+    if name not in known:
+        hint = did_you_mean(name, known)
+        raise UsageError(f"no task uses a role '{name}'", hint=hint or f"roles: {', '.join(known)}")
+    return known[name]
 
 
 def suites() -> dict[str, list[str]]:

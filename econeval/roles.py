@@ -18,13 +18,21 @@ from typing import Any
 from . import config, registry
 from .backends.base import Backend, BackendOptions, Settings
 from .errors import UsageError
-from .types import EMBEDDER, JUDGE, MODEL
+from .types import EMBEDDER, MODEL, SHORTCUTS
 
-_SECTION = {MODEL: "models", JUDGE: "models", EMBEDDER: "embedders"}
+
+def _serves(role: str) -> str:
+    """The kind of model a role takes (MODEL: a text model; EMBEDDER: a sentence embedder)."""
+    return registry.role(role).serves
+
+
+def _section(role: str) -> str:
+    """The models.toml section that names a role's models."""
+    return "embedders" if _serves(role) == EMBEDDER else "models"
 
 
 def _where(spec: config.ModelSpec, role: str = MODEL) -> str:
-    what = f"{'embedder' if role == EMBEDDER else 'model'} '{spec.name}'"
+    what = f"{'embedder' if _serves(role) == EMBEDDER else 'model'} '{spec.name}'"
     return f"{spec.source}: {what}" if spec.source.endswith(".toml") else what
 
 
@@ -33,12 +41,13 @@ def kind_of(spec: config.ModelSpec, role: str = MODEL) -> str:
     if spec.kind:
         registry.backend_class(spec.kind)
         return spec.kind
-    kinds = [k for k in registry.implied_kind(spec.options) if role in registry.backend_class(k).serves]
-    serving = [k for k, cls in registry.backends().items() if role in cls.serves]
+    need = _serves(role)
+    kinds = [k for k in registry.implied_kind(spec.options) if need in registry.backend_class(k).serves]
+    serving = [k for k, cls in registry.backends().items() if need in cls.serves]
     if not kinds and len(serving) == 1:
         kinds = serving  # the one backend for this role (its options check says what is missing)
     if len(kinds) != 1:
-        keys = sorted({key for k, cls in registry.backends().items() if role in cls.serves for key in cls.implied_by})
+        keys = sorted({key for k, cls in registry.backends().items() if need in cls.serves for key in cls.implied_by})
         raise UsageError(f"{_where(spec, role)} needs one of {', '.join(repr(k) for k in keys)}" if not kinds else
                          f"{_where(spec, role)}: its keys fit several backends ({', '.join(kinds)})", hint="or name its kind")
     return kinds[0]
@@ -48,7 +57,7 @@ def parse(spec: config.ModelSpec, role: str = MODEL) -> tuple[type[Backend], Bac
     """The backend class of a spec and its options, parsed and checked by that backend."""
     kind = kind_of(spec, role)
     cls = registry.backend_class(kind)
-    if role not in cls.serves:
+    if _serves(role) not in cls.serves:
         raise UsageError(f"{_where(spec, role)} is a {kind} backend, which cannot serve as the {role}")
     return cls, cls.Options.parse(spec.options, kind, _where(spec, role))
 
@@ -73,31 +82,38 @@ def resolve(arg: str | None, role: str = MODEL, reg: config.Registry | None = No
             raise UsageError(f"--model {prefix}:NAME needs the model's name after '{prefix}:'")
         return config.ModelSpec(name=name, kind=cls.kind, source=f"--model {prefix}:NAME", options=cls.from_prefix(name))
     reg = reg or load_models()
-    section = getattr(reg, _SECTION[role])
+    section = getattr(reg, _section(role))
     if arg is None:
-        default = reg.default_embedder if role == EMBEDDER else reg.default_model
+        default = reg.default_embedder if _section(role) == "embedders" else reg.default_model
         if not default or default not in section:
-            raise UsageError(f"no {'--embedder' if role == EMBEDDER else '--model'} given and models.toml names no default")
+            what = f"--{role}" if role == MODEL else registry.role(role).flag
+            raise UsageError(f"no {what} given and models.toml names no default"
+                             f"{' embedder' if _section(role) == 'embedders' else ''}")
         return section[default]
     if arg in section:
         return section[arg]
     p = Path(arg).expanduser()
     for kind, cls in registry.backends().items():
-        if role in cls.serves:
+        if _serves(role) in cls.serves:
             opts = cls.from_path(arg)
             if opts is not None:
-                return config.ModelSpec(name=p.stem if p.is_file() else p.name, kind=kind, source=f"--{_flag(role)} path",
+                return config.ModelSpec(name=p.stem if p.is_file() else p.name, kind=kind, source=f"{_flag(role)} path",
                                         options=opts)
     if os.sep in arg or p.suffix or p.exists():
-        raise UsageError(f"{_flag(role)} file not found: {arg}" if not p.exists() else f"no backend takes {arg}",
+        raise UsageError(f"{_noun(role)} file not found: {arg}" if not p.exists() else f"no backend takes {arg}",
                          hint="pass a path to a model file or a name from `econeval models list`")  # exit 2, as an unknown name
     hint = registry.did_you_mean(arg, section)
-    raise UsageError(f"unknown {_flag(role)} '{arg}'",
+    raise UsageError(f"unknown {_noun(role)} '{arg}'",
                      hint=(hint + "; " if hint else "") + "`econeval models list` shows the registry")
 
 
+def _noun(role: str) -> str:
+    """How a message names a role's model: model, judge, embedder, `NAME model`."""
+    return role if role in (MODEL, *SHORTCUTS) else f"{role} model"
+
+
 def _flag(role: str) -> str:
-    return {MODEL: "model", JUDGE: "judge", EMBEDDER: "embedder"}[role]
+    return f"--{role}" if role in (MODEL, *SHORTCUTS) else f"--role {role}"
 
 
 def with_options(spec: config.ModelSpec, options: dict[str, Any], chat: str | None = None) -> config.ModelSpec:

@@ -8,6 +8,8 @@
     adaptation = "cot-hidden"
     [run.model_options]         # -M KEY=VALUE
     parallel = 8
+    [run.roles]                 # --role NAME=MODEL (judge, embedder, a task's own)
+    judge = "qwen-7b"
     [gate]                      # econeval compare --config eval.toml BASELINE CANDIDATE
     max_drop = 0.02             # and metrics, bootstrap, seed, allow_missing, junit, format
 
@@ -29,7 +31,7 @@ KEYS: dict[str, dict[str, tuple[str, bool]]] = {
     "run": {"model": ("model", True), "suite": ("suite", False), "tasks": ("tasks", False), "limit": ("limit", False), "sample": ("sample", False),
             "seed": ("seed", False), "n_ctx": ("n_ctx", False), "chat": ("chat", False), "judge": ("judge", True),
             "embedder": ("embedder", True), "bootstrap": ("n_boot", False), "out": ("out", True), "quiet": ("quiet", False),
-            "task_options": ("task_option", False), "model_options": ("model_option", False)},
+            "task_options": ("task_option", False), "model_options": ("model_option", False), "roles": ("role", True)},
     "gate": {"max_drop": ("max_drop", False), "metrics": ("metrics", False), "bootstrap": ("n_boot", False),
              "seed": ("seed", False), "allow_missing": ("allow_missing", False), "junit": ("junit", True),
              "format": ("fmt", False)},
@@ -80,6 +82,10 @@ def defaults(path: Path, section: str) -> tuple[dict[str, Any], dict]:
             if not isinstance(value, dict):
                 raise UsageError(f"--config {path}: [{section}.{key}] must be a table of NAME = VALUE")
             value = [f"{k}={_scalar(v)}" for k, v in value.items()]
+        elif key == "roles":
+            if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+                raise UsageError(f"--config {path}: [{section}.roles] must be a table of ROLE = \"MODEL\"")
+            value = [f"{k}={_relative(v, path.parent.resolve())}" for k, v in value.items()]
         elif key in ("tasks", "metrics"):
             value = [value] if isinstance(value, str) else value
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):

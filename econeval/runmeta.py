@@ -2,7 +2,8 @@
 
 The identity is what a resumed run must match: the run format, the model's identity (its
 weights' sha256, or a served model's URL and name), the seed, each task's prompt version,
-settings, options and data fingerprint, the judge's and the embedder's identities, and (where
+settings, options and data fingerprint, the identity of each role the tasks use (the judge, the
+embedder, a task's own), and (where
 the backend's results depend on batch composition) the chunk size.
 """
 
@@ -16,7 +17,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from . import __version__, data
-from .types import EMBEDDER, JUDGE, BackendInfo, Prepared, Task
+from .types import BackendInfo, Prepared, Task
 
 RUN_FORMAT = 3  # run.json / samples.jsonl layout; folders of another format are refused, never mixed
 CHUNK = 16  # items whose requests go to the backend together and are appended to samples.jsonl together
@@ -46,10 +47,11 @@ def task_identity(tasks: list[Task], preps: dict[str, Prepared]) -> dict:
                      "options": preps[t.name].options, "dataset": dataset_fingerprint(t, preps[t.name])} for t in tasks}
 
 
-def role_entry(info: BackendInfo) -> dict:
-    """What run.json records of a judge or an embedder."""
+def role_entry(info: BackendInfo, named: bool) -> dict:
+    """What run.json's `roles` records of a role the tasks used (`named`: a model was named for
+    it; otherwise it fell back, to the evaluated model or the registry's default)."""
     return {**info.model, "kind": info.kind, "identity": info.identity(),
-            "chat_template_applied": info.chat_template_applied}
+            "chat_template_applied": info.chat_template_applied, "named": named}
 
 
 def partial_identity(seed: int, tasks: list[Task], preps: dict[str, Prepared], model: dict | None = None) -> dict:
@@ -59,7 +61,7 @@ def partial_identity(seed: int, tasks: list[Task], preps: dict[str, Prepared], m
             **({"model": model} if model is not None else {})}
 
 
-def run_meta(tasks: list[Task], preps: dict[str, Prepared], info: BackendInfo, roles: dict[str, dict | None], *,
+def run_meta(tasks: list[Task], preps: dict[str, Prepared], info: BackendInfo, roles: dict[str, dict], *,
              seed: int, limit: int | None, bootstrap: int, argv: list[str] | None,
              shard: tuple[int, int] | None = None) -> dict:
     """run.json of a run as it starts (status running), its identity included."""
@@ -67,9 +69,7 @@ def run_meta(tasks: list[Task], preps: dict[str, Prepared], info: BackendInfo, r
     from .sampling import SCHEME
 
     identity: dict[str, Any] = {"run_format": RUN_FORMAT, "model": info.identity(), "seed": seed, "tasks": tids,
-                                "sample_scheme": SCHEME,
-                                "embedder": (roles.get(EMBEDDER) or {}).get("identity"),
-                                "judge": (roles.get(JUDGE) or {}).get("identity")}
+                                "sample_scheme": SCHEME, "roles": {k: v["identity"] for k, v in roles.items()}}
     schedule = {"chunk_items": chunk_size(info.parallel),
                 "description": "each task's items in fixed chunks of its item list; a chunk's requests go to the "
                                "backend together, stage by stage; a chunk is written whole or not at all"}
@@ -90,8 +90,7 @@ def run_meta(tasks: list[Task], preps: dict[str, Prepared], info: BackendInfo, r
         "options": {t.name: preps[t.name].options for t in tasks if preps[t.name].options},
         "tasks": {t.name: {**tids[t.name], "description": t.description} for t in tasks},
         "backend": info.to_json(),
-        "embedder": roles.get(EMBEDDER),
-        "judge": roles.get(JUDGE),
+        "roles": roles,
         "environment": {"python": sys.version.split()[0], "platform": platform.platform(),
                         "machine": platform.machine(), "cpu_count": os.cpu_count(), "frozen": bool(getattr(sys, "frozen", False))},
         "data_package": {"version": data.package_version(),
@@ -102,7 +101,7 @@ def run_meta(tasks: list[Task], preps: dict[str, Prepared], info: BackendInfo, r
 
 
 def scored_meta(task: Task, prep: Prepared, *, seed: int, predictions: str, predictions_sha256: str,
-                argv: list[str] | None, roles: dict[str, dict | None]) -> dict:
+                argv: list[str] | None, roles: dict[str, dict]) -> dict:
     """run.json of a folder written by `econeval score --out`: the model is the predictions file."""
     tids = task_identity([task], {task.name: prep})
     stamp = now()
@@ -111,6 +110,6 @@ def scored_meta(task: Task, prep: Prepared, *, seed: int, predictions: str, pred
             "options": {task.name: prep.options},
             "tasks": {task.name: {**tids[task.name], "description": task.description}},
             "backend": {"kind": "predictions", "model": {"name": None, "predictions": predictions, "sha256": predictions_sha256}},
-            "embedder": roles.get(EMBEDDER), "judge": roles.get(JUDGE),
+            "roles": roles,
             "identity": {"run_format": RUN_FORMAT, "model": {"predictions_sha256": predictions_sha256}, "seed": seed,
                          "tasks": tids}}

@@ -16,17 +16,17 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from . import __version__
+from . import __version__, registry
 from .context import RunContext, check_task_options
 from .errors import Interrupted
 from .signals import Guard
-from .folder import RunFolder, merged_identity
+from .folder import RunFolder, merged_identity, roles_of
 from .metrics import logprob_problem
 from .progress import RunProgress, TaskLine
 from .runmeta import now, role_entry, run_meta
 from .scoring import aggregate, score_records
 from .selection import Full, Selection
-from .types import EMBEDDER, JUDGE, MODEL, Completion, OptionScores, Prepared, Task
+from .types import MODEL, Completion, OptionScores, Prepared, Task
 
 
 # ---- one chunk -------------------------------------------------------------------------------
@@ -102,17 +102,20 @@ def complete_outputs(task: Task, items: list[dict], outputs: list[dict], prep: P
 
 
 # ---- a run -----------------------------------------------------------------------------------
-def prepare(tasks: list[Task], ctx: RunContext, make_embedder: bool = True) -> dict[str, Prepared]:
-    """Load each task's data and settle its options (and make the embedder, if one is needed):
-    every input problem shows before a model is loaded."""
+def prepare(tasks: list[Task], ctx: RunContext, make_roles: bool = True) -> dict[str, Prepared]:
+    """Load each task's data and settle its options (and make the roles they use that the
+    evaluated model does not fill: the embedder, a judge named): every input problem shows before
+    the model is loaded."""
     check_task_options(tasks, ctx.task_options)
     preps = {}
     for t in tasks:
         prep = t.prepare(ctx)
         prep.options = ctx.options_for(t)
         preps[t.name] = prep
-    if make_embedder and any(EMBEDDER in task_roles(t, preps[t.name]) for t in tasks):
-        ctx.role(EMBEDDER)
+    if make_roles:
+        for role in dict.fromkeys(r for t in tasks for r in task_roles(t, preps[t.name]) if r != MODEL):
+            if role in ctx.given or registry.role(role).fallback != "model":
+                ctx.role(role)
     return preps
 
 
@@ -120,10 +123,10 @@ def task_roles(task: Task, prep: Prepared) -> tuple[str, ...]:
     return prep.roles if prep.roles is not None else task.roles
 
 
-def role_infos(tasks: list[Task], preps: dict[str, Prepared], ctx: RunContext) -> dict[str, dict | None]:
-    """run.json's entries for the judge and the embedder: the roles these tasks use (made now)."""
-    return {role: role_entry(ctx.role(role).info()) if any(role in task_roles(t, preps[t.name]) for t in tasks) else None
-            for role in (JUDGE, EMBEDDER)}
+def role_infos(tasks: list[Task], preps: dict[str, Prepared], ctx: RunContext) -> dict[str, dict]:
+    """run.json's `roles`: an entry for each role besides the model that these tasks use (made now)."""
+    used = dict.fromkeys(r for t in tasks for r in task_roles(t, preps[t.name]) if r != MODEL)
+    return {role: role_entry(ctx.role(role).info(), role in ctx.given) for role in used}
 
 
 def _sizes(task: Task, prep: Prepared, items: list[dict], built: dict[str, dict]) -> tuple[list[int], list[int]]:
@@ -226,6 +229,7 @@ def _run_locked(tasks, backend, folder: RunFolder, ctx: RunContext, selection: S
         meta["identity"] = merged_identity(old.get("identity"), meta["identity"])
         for key in ("tasks", "options"):
             meta[key] = {**(old.get(key) or {}), **meta[key]}
+        meta["roles"] = {**roles_of(old), **meta["roles"]}
     meta.update(selection.marks(old))
     plan = _plan(tasks, preps, selection, ctx.seed, meta["schedule"]["chunk_items"])
     results_name = selection.results_name(folder, meta, old)

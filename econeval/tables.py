@@ -64,6 +64,12 @@ class RunView:
         name = model.get("name") if isinstance(model, dict) else None
         return name if isinstance(name, str) and name else self.folder.name
 
+    def role(self, name: str) -> dict:
+        """What run.json records of the model that filled a role (the judge, the embedder); {} if none."""
+        from .folder import roles_of
+
+        return roles_of(self.meta).get(name, {})
+
 
 # ---- tables ----------------------------------------------------------------------------------
 @dataclass

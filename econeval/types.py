@@ -14,7 +14,33 @@ from typing import Any, TypedDict, Union
 from .tables import CellView, Metric
 
 # ---- requests --------------------------------------------------------------------------------
-MODEL, JUDGE, EMBEDDER = "model", "judge", "embedder"  # the roles a request can be sent to
+MODEL, JUDGE, EMBEDDER = "model", "judge", "embedder"  # the roles a request can be sent to (the shared ones)
+
+
+@dataclass(frozen=True)
+class Role:
+    """A role beside the evaluated model that a task's requests can be sent to (as inspect's model
+    roles), named on the command line with `--role NAME=MODEL` (the judge and the embedder also by
+    `--judge` / `--embedder`) and recorded in run.json's `roles`.
+
+    `serves`: what kind of model fills it, MODEL (a text model: any backend the evaluated model
+    can have) or EMBEDDER (a sentence embedder; models.toml's `embedders`). `fallback`: who fills it
+    when none is named: "model" (the evaluated model; `score` has none), "registry" (models.toml's
+    default of its kind) or None (the task asks for one). `what`: how a message names it."""
+
+    name: str
+    serves: str = MODEL
+    fallback: str | None = "model"
+    what: str = ""
+
+    @property
+    def flag(self) -> str:
+        """How the command line names it."""
+        return f"--{self.name} MODEL" if self.name in SHORTCUTS else f"--role {self.name}=MODEL"
+
+
+SHORTCUTS = (JUDGE, EMBEDDER)  # the roles with a flag of their own (`--judge`, `--embedder`)
+SHARED_ROLES = (Role(JUDGE, MODEL, "model", "a judge model"), Role(EMBEDDER, EMBEDDER, "registry", "a sentence embedder"))
 
 
 def chat_messages(prompt: str, turns: tuple[str, ...] = ()) -> list[dict[str, str]]:
@@ -285,7 +311,8 @@ class Task:
     prompt_version: str = ""
     description: str = ""
     stages: int = 1
-    roles: tuple[str, ...] = (MODEL,)  # the roles its requests use (model, judge, embedder)
+    roles: tuple[str, ...] = (MODEL,)  # the roles its requests use (model, judge, embedder, or one of `new_roles`)
+    new_roles: tuple[Role, ...] = ()  # roles of its own beyond the shared ones (types.SHARED_ROLES)
     options: tuple[TaskOption, ...] = ()
     metrics: tuple[Metric, ...] = ()  # its headline metrics: direction, paired test, count (compare reads them)
     # the item-level metrics `econeval gate` decides on: each the mean over the task's items of a

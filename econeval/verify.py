@@ -20,7 +20,7 @@ import orjson
 from . import registry
 from .context import RunContext
 from .errors import UsageError
-from .folder import read_samples
+from .folder import named_roles, read_samples
 from .results import read_json
 from .types import Prepared, Task
 
@@ -55,7 +55,7 @@ def task_options(meta: dict, task: str) -> dict[str, Any]:
 def prepared_from(meta: dict, task: Task) -> Prepared:
     """The task's data and options prepared as the recorded run prepared them."""
     ctx = RunContext(seed=meta.get("seed", 1234), per_task={task.name: task_options(meta, task.name)},
-                     judge_given=meta.get("judge") is not None, bootstrap=meta.get("bootstrap", 1000))
+                     given=named_roles(meta), bootstrap=meta.get("bootstrap", 1000))
     prep = task.prepare(ctx)
     prep.options = ctx.options_for(task)
     return prep

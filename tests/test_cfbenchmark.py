@@ -150,7 +150,7 @@ def test_run_zero_shot_and_report_context_skips(cli, tmp_path, registry):
     # the tiny model's context is 512 tokens: long Chinese inputs are skipped, counted, with a reason
     assert res["n_skipped"] >= 1 and all("longer than the model context" in k for k in res["skip_reasons"])
     meta = json.loads((out / "run.json").read_text())
-    assert meta["embedder"]["name"] == "tiny-bert" and len(meta["embedder"]["sha256"]) == 64
+    assert meta["roles"]["embedder"]["name"] == "tiny-bert" and len(meta["roles"]["embedder"]["sha256"]) == 64
     assert meta["tasks"]["cfbenchmark-zero"]["settings"]["summary_decoding"] == "released"
     assert meta["options"] == {"cfbenchmark-zero": {"summary_decoding": "released"}}
     samples = [json.loads(l) for l in (out / "samples.jsonl").read_text().splitlines()]

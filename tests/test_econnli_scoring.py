@@ -160,7 +160,8 @@ def test_generation_task_with_a_judge(cli, tmp_path, tiny_model):
     assert res["n"] == 3 and res["n_scored"] + res["n_unparsed"] == 3
     assert sum(res["extras"]["judge_logprob"][k] for k in ("Ent.", "Con.", "Irr.")) == 3
     meta = json.loads((out / "run.json").read_text())
-    assert meta["judge"]["identity"]["model"]["sha256"] == meta["backend"]["model"]["sha256"]  # default judge: the evaluated model
+    assert meta["roles"]["judge"]["identity"]["model"]["sha256"] == meta["backend"]["model"]["sha256"]  # default judge: the evaluated model
+    assert meta["roles"]["judge"]["named"] is False
     samples = [json.loads(l) for l in (out / "samples.jsonl").read_text().splitlines()]
     assert all(s["id"] in {r["id"] for r in data.load("econnli", "test.jsonl") if r["label"] == 1} for s in samples)
     assert all("judge_response" in s for s in samples)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from econeval import registry
 from econeval.tables import Metric, Table, published, published_rows, task_rows
-from econeval.types import OptionLogprobs, Prepared, Task
+from econeval.types import MODEL, Generate, OptionLogprobs, Prepared, Role, Task
 
 PUBLISHED = Path(__file__).with_name("toybench.json")
 
@@ -48,6 +48,36 @@ class Parity(Task):
     def aggregate(self, records, prep):
         acc = sum(r["correct"] for r in records) / len(records) if records else None
         return {"paper": {"accuracy": acc, "error": None if acc is None else 1 - acc}}
+
+    def headline(self, result):
+        return dict(result["paper"])
+
+
+@registry.task
+class Graded(Task):
+    """A task with a role of its own: the model writes, a grader model grades (no fallback)."""
+    name = "toy-graded"
+    suite = "toygraded"
+    benchmark = "toybench"
+    prompt_version = "toy-graded/1"
+    description = "a parity answer graded by a grader model (a plugin role)"
+    stages = 2
+    roles = (MODEL, "grader")
+    new_roles = (Role("grader", MODEL, None, "a grader model"),)
+
+    def prepare(self, ctx):
+        return Prepared(items=[{"id": f"toybench/graded/{i}", "n": i} for i in range(8)])
+
+    def requests(self, item, prep, outputs):
+        if "response" not in outputs:
+            return {"response": Generate(prompt=f"Is {item['n']} even?", max_tokens=4)}
+        return {"grade": Generate(prompt=f"Grade: {outputs['response']}", max_tokens=4, role="grader")}
+
+    def score(self, item, outputs, prep):
+        return {"parsed": outputs["grade"].strip(), "correct": outputs["grade"].strip() == "entailment"}
+
+    def aggregate(self, records, prep):
+        return {"paper": {"accuracy": sum(r["correct"] for r in records) / len(records) if records else None}}
 
     def headline(self, result):
         return dict(result["paper"])
@@ -227,7 +257,7 @@ def test_a_backend_kind_from_a_plugin_with_its_own_option(cli, tmp_path, plugins
                      "--task", "econnli-gen", "--limit", "3", "--quiet", "--out", g, env=plugins)
     assert rc == 0, err
     meta = json.loads((g / "run.json").read_text())
-    assert meta["judge"]["name"] == "critic" and meta["judge"]["identity"]["model"] == {"name": "critic", "temperature_scale": 2.0}
+    assert meta["roles"]["judge"]["name"] == "critic" and meta["roles"]["judge"]["identity"]["model"] == {"name": "critic", "temperature_scale": 2.0}
     samples = read_lines(g / "samples.jsonl")
     assert len(samples) == 3 and all(s["judge_response"].strip() in ("entailment", "contradiction") for s in samples)
     # an option the backend does not declare: one line naming it
@@ -347,3 +377,34 @@ def test_cli_is_argument_parsing_only():
     text = (REPO / "econeval" / "cli.py").read_text()
     for needle in ("RunFolder", "write_meta", "runner.", "check_identity", "RunContext", "roles.build(", "prepare("):
         assert needle not in text, needle
+
+
+def test_a_plugin_task_with_a_role_of_its_own(cli, tmp_path, plugins):
+    """Open roles: a task declares a role no shared file names; `--role NAME=MODEL` fills it and
+    run.json records it under roles; without one, one line names the flag."""
+    rc, _, err = cli("run", "--model", "toy:writer", "--task", "toy-graded", "--quiet", "--out", tmp_path / "none", env=plugins)
+    assert rc == 2 and "this task needs a grader model" in err and "--role grader=MODEL" in err, err
+    rc, _, err = cli("run", "--model", "toy:writer", "--role", "graderr=toy:x", "--task", "toy-graded", "--out", tmp_path / "typo",
+                     env=plugins)
+    assert rc == 2 and "no task uses a role 'graderr'" in err and "grader" in err, err
+    out = tmp_path / "g"
+    rc, _, err = cli("run", "--model", "toy:writer", "--role", "grader=toy:critic", "--task", "toy-graded", "--quiet", "--out", out,
+                     env=plugins)
+    assert rc == 0, err
+    meta = json.loads((out / "run.json").read_text())
+    assert meta["roles"]["grader"]["name"] == "critic" and meta["roles"]["grader"]["named"] is True
+    assert meta["identity"]["roles"]["grader"]["model"] == {"name": "critic", "temperature_scale": 1.0}
+    assert len(read_lines(out / "samples.jsonl")) == 8
+    # another grader is another run: the folder refuses it
+    rc, _, err = cli("run", "--model", "toy:writer", "--role", "grader=toy:other", "--task", "toy-graded", "--quiet", "--out", out,
+                     env=plugins)
+    assert rc == 2 and "grader" in err, err
+    # score: the grader stage runs on answers made elsewhere, with the grader named (none: refused)
+    preds = tmp_path / "preds.jsonl"
+    preds.write_text("".join(json.dumps({"id": s["id"], "response": s["response"]}) + "\n" for s in read_lines(out / "samples.jsonl")))
+    rc, doc, err = cli("score", "--task", "toy-graded", "--predictions", preds, "--role", "grader=toy:critic", env=plugins)
+    assert rc == 0, err
+    ran = json.loads((out / "results.json").read_text())["tasks"]["toy-graded"]["paper"]
+    assert json.loads(doc)["tasks"]["toy-graded"]["paper"] == ran
+    rc, _, err = cli("score", "--task", "toy-graded", "--predictions", preds, env=plugins)
+    assert rc == 2 and "--role grader=MODEL" in err, err

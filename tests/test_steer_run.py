@@ -64,13 +64,14 @@ def test_free_text_adaptation_end_to_end(cli, tmp_path, registry):
     assert all("option_logprobs" not in s for s in samples)  # one generation per question, no letter scoring
     assert all(isinstance(s["response"], str) and "correct" in s for s in samples)
     assert all(s["answered"] == (s["parsed"] is not None) for s in samples)
-    assert json.loads((out / "run.json").read_text())["judge"] is None  # no --judge: the regex reads the number
+    assert "judge" not in json.loads((out / "run.json").read_text())["roles"]  # no --judge: the regex reads the number
     judged = tmp_path / "judged"
     rc, _, err = cli("run", "--task", "steer-me", "--adaptation", "free-text", "--judge", "tiny", "--limit", "1",
                      "-T", "reasoning_tokens=64", "--quiet", "--out", judged, env=registry)
     assert rc == 0, err
     meta = json.loads((judged / "run.json").read_text())
-    assert meta["judge"]["identity"] and "evaluator" in meta["tasks"]["steer-me"]["settings"]["free_text_extractor"]
+    assert meta["roles"]["judge"]["identity"] and meta["roles"]["judge"]["named"]
+    assert "evaluator" in meta["tasks"]["steer-me"]["settings"]["free_text_extractor"]
     samples = [json.loads(l) for l in (judged / "samples.jsonl").read_text().splitlines()]
     assert all(isinstance(s["extracted"], str) and "regex_parsed" in s for s in samples)
 

@@ -224,7 +224,7 @@ def test_free_text_uses_the_evaluator_model_when_a_judge_is_given():
     assert number_from_evaluator(" 12.5") == 12.5 and number_from_evaluator("None") is None
     assert number_from_evaluator("The answer is $1,250.") == 1250.0 and number_from_evaluator("unclear") is None
     task = SteerMe()
-    judged = task.prepare(RunContext(task_options={"adaptation": "free-text"}, judge_given=True))
+    judged = task.prepare(RunContext(task_options={"adaptation": "free-text"}, given=frozenset({"judge"})))
     plain = task.prepare(RunContext(task_options={"adaptation": "free-text"}))
     assert judged.roles == ("model", "judge") and plain.roles is None and plain.state["extractor"] == "regex"
     item = next(q for q in judged.items if q["element"] == "consumer_surplus")

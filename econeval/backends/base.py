@@ -9,7 +9,8 @@ batches. The shared layers know only this.
 - `Backend`: `evaluate(requests)` (the one method a backend must have; `generate` and
   `option_logprobs` default to it), `info()`, `counters()`, `close()`; class attributes `prefix`
   (`--model PREFIX:NAME`), `implied_by` (models.toml keys that imply the kind) and `serves` (the
-  roles it can fill).
+  kinds of model it can be: MODEL, a text model, for the evaluated model and every role that takes
+  one; EMBEDDER, a sentence embedder).
 """
 
 from __future__ import annotations
@@ -127,7 +128,7 @@ class Backend(Generic[O]):
     kind: ClassVar[str] = ""  # set by @registry.backend
     prefix: ClassVar[str | None] = None  # `--model PREFIX:NAME` makes a spec of this kind
     implied_by: ClassVar[tuple[str, ...]] = ()  # models.toml keys that imply this kind
-    serves: ClassVar[tuple[str, ...]] = (MODEL, JUDGE)
+    serves: ClassVar[tuple[str, ...]] = (MODEL,)  # the kinds of model it can be: MODEL (text), EMBEDDER
     Options: ClassVar[type[BackendOptions]] = BackendOptions
     description: ClassVar[str] = ""
     engine_name: ClassVar[str | None] = None  # an engine whose build `econeval --version` names (engine_version())

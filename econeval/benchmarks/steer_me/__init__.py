@@ -310,7 +310,7 @@ class SteerMe(Task):
         if most_parts > 1:
             prep.stages = per_part * most_parts  # each part in turn, in one conversation
         if adaptation == "free-text":
-            extractor = "judge" if ctx.judge_given else "regex"
+            extractor = "judge" if JUDGE in ctx.given else "regex"
             prep.settings["free_text_extractor"] = (
                 "an evaluator model (--judge) reports the final answer or None, as in the paper; the regex is an extra"
                 if extractor == "judge" else "regex (no --judge given): last \\boxed{}, else after the last ANSWER:, else the last number")
