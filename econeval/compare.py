@@ -189,10 +189,11 @@ def _compare(loaded: LoadedRun, other: LoadedRun, max_drop: float, metrics: tupl
             raise UsageError(f"{t}: the runs have no scored item in common")
         pb, pc = [base[t][i] for i in ids], [cand[t][i] for i in ids]
         hb, hc = task.headline_of(pb, prep), task.headline_of(pc, prep)
+        rb, rc = task.resampler(pb, prep), task.resampler(pc, prep)  # numbers_of a resample: the headline's among them
         boots: list[tuple[dict, dict]] = []
         for _ in range(n_boot):
             idx = [rng.randrange(len(ids)) for _ in ids]
-            boots.append((task.headline_of([pb[k] for k in idx], prep), task.headline_of([pc[k] for k in idx], prep)))
+            boots.append((rb(idx), rc(idx)))
         available |= set(hb)
         for m in hb:
             if metrics and m not in metrics:

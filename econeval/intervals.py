@@ -21,8 +21,12 @@ def percentile_interval(values: list[float]) -> tuple[float, float] | None:
 
 
 def finite_numbers(task: Task, records: list[dict], prep: Prepared) -> dict[str, float]:
-    return {k: float(v) for k, v in task.numbers_of(records, prep).items()
-            if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)}
+    return finite(task.numbers_of(records, prep))
+
+
+def finite(numbers: dict[str, Any]) -> dict[str, float]:
+    """The numbers that are numbers (not None, a flag or a non-finite value)."""
+    return {k: float(v) for k, v in numbers.items() if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)}
 
 
 def headline_intervals(task: Task, records: list[dict], prep: Prepared, n_boot: int, seed: int,
@@ -49,9 +53,10 @@ def headline_intervals(task: Task, records: list[dict], prep: Prepared, n_boot: 
     fraction = sample[1] if sample else None
     strata = [sample[0].get(r["id"], "?") for r in records] if sample else None
     point = finite_numbers(task, records, prep) if fraction is not None else {}
+    numbers = task.resampler(records, prep)
     for _ in range(n_boot):
         idx = boot_indices(strata, rng) if strata else [rng.randrange(n) for _ in range(n)]
-        for key, value in finite_numbers(task, [records[i] for i in idx], prep).items():
+        for key, value in finite(numbers(idx)).items():
             draws.setdefault(key, []).append(shrink(point[key], value, fraction) if fraction is not None and key in point else value)
     method = (f"stratified bootstrap over the {n} scored items of a sample ({n_boot} resamples within strata, "
               f"finite-population corrected at n/N = {fraction:.3f}), 95% percentile interval" if fraction is not None else

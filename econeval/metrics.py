@@ -48,15 +48,24 @@ def brier(p: Sequence[float], gold: int) -> float:
 def ece(confidences: Sequence[float], correct: Sequence[bool], bins: int = 10) -> float | None:
     """Expected calibration error: equal-width bins [i/b, (i+1)/b), confidence 1.0 in the top bin;
     Σ_bins |Σ correct − Σ confidence| / n."""
-    if not confidences:
+    return binned_ece([(ece_bin(c, bins), float(ok), c) for c, ok in zip(confidences, correct)])
+
+
+def ece_bin(confidence: float, bins: int = 10) -> int:
+    """The calibration bin of a confidence: [i/b, (i+1)/b), 1.0 in the top bin."""
+    return min(int(confidence * bins), bins - 1)
+
+
+def binned_ece(items: Sequence[tuple[int, float, float]]) -> float | None:
+    """ECE of (bin, correct as 0.0/1.0, confidence) triples, in their order."""
+    if not items:
         return None
     sums: dict[int, list[float]] = {}
-    for c, ok in zip(confidences, correct):
-        b = min(int(c * bins), bins - 1)
+    for b, ok, c in items:
         s = sums.setdefault(b, [0.0, 0.0])
-        s[0] += float(ok)
+        s[0] += ok
         s[1] += c
-    return sum(abs(a - c) for a, c in sums.values()) / len(confidences)
+    return sum(abs(a - c) for a, c in sums.values()) / len(items)
 
 
 def normalized_accuracy(correct: Sequence[bool], k: Sequence[int], penalty: Sequence[float | None] | None = None) -> float | None:

@@ -9,7 +9,7 @@ outputs back to the task to score. Backends answer with Completion and OptionSco
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, TypedDict, Union
+from typing import Any, Callable, Sequence, TypedDict, Union
 
 from .tables import CellView, Metric
 
@@ -369,6 +369,11 @@ class Task:
         thousand times); a task whose aggregate computes much more may compute just these."""
         result = self.aggregate(records, prep)
         return {**self.headline(result), **self.table_numbers(result)}
+
+    def resampler(self, records: list[dict], prep: Prepared) -> Callable[[Sequence[int]], dict[str, float | None]]:
+        """`numbers_of` a resample of `records`, given by index (the intervals and compare call it
+        a thousand times); a task may compute each record's terms once, in the same order."""
+        return lambda idx: self.numbers_of([records[i] for i in idx], prep)
 
     def table_numbers(self, result: dict) -> dict[str, float | None]:
         """Every number of the paper's table in `result`, keyed by the table's column names

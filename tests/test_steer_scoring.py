@@ -268,3 +268,34 @@ def test_car_replaces_an_option_in_every_part_of_a_group_and_leaves_rule_graded_
         for part in g["parts"]:
             assert part["options"].count("No other option is correct.") == 1
             assert (part["options"][part["correct_index"]] == "No other option is correct.") == g["nota_is_correct"]
+
+
+def test_the_resampler_gives_exactly_the_numbers_of_the_resampled_records():
+    """The intervals' fast path: each record's terms computed once, summed in the same order, so
+    every resample's numbers equal `numbers_of` on its records to the last bit (also where some
+    items are unanswered, rule-graded, penalised or lack probabilities)."""
+    import random
+
+    rng = random.Random(3)
+    task = SteerMe()
+
+    def record(i, with_probs=True):
+        k = rng.choice((3, 4, 5))
+        p = [rng.random() for _ in range(k)]
+        p = [x / sum(p) for x in p]
+        r = {"id": f"s/{i}", "answered": rng.random() < 0.9, "correct": rng.random() < 0.4, "k": k, "gold": rng.randrange(k)}
+        if rng.random() < 0.1:
+            r["penalty"] = 0.5
+        if rng.random() < 0.1:
+            r["grading"] = "consistency"
+        elif with_probs:
+            r["p_renormalized"], r["p_mixed"], r["top_correct"] = p, p, rng.random() < 0.5
+            r["alpha"], r["top_token_invalid"] = 0.9, False
+        return r
+
+    for recs in ([record(i) for i in range(60)], [record(i, with_probs=i % 7 != 0) for i in range(60)]):
+        numbers = task.resampler(recs, None)
+        for _ in range(200):
+            idx = [rng.randrange(len(recs)) for _ in recs]
+            assert numbers(idx) == task.numbers_of([recs[i] for i in idx], None)
+    assert task.resampler(recs, None)([]) == task.numbers_of([], None)

@@ -19,7 +19,7 @@ from typing import Any
 
 from ... import data, registry
 from ...errors import UsageError
-from ...metrics import brier, ece, mean, normalized_accuracy, spread
+from ...metrics import binned_ece, brier, ece, ece_bin, mean, normalized_accuracy, spread
 from ...results import read_jsonl
 from ...tables import Metric
 from ...types import JUDGE, MODEL, Generate, OptionLogprobs, Prepared, Task, TaskOption, call_info
@@ -536,6 +536,35 @@ class SteerMe(Task):
     def numbers_of(self, records, prep):
         result = {"paper": {"overall": metrics(records)}}  # the overall numbers only, not every element's
         return {**self.headline(result), **self.table_numbers(result)}
+
+    def resampler(self, records, prep):
+        return overall_resampler(records)
+
+
+def overall_resampler(recs: list[dict]):
+    """The overall numbers of `metrics` (accuracy, normalised accuracy, and the renormalised ECE,
+    Brier and EPA) of a resample by index, from each record's terms computed once: the same terms
+    summed in the same order, so the same floats as `numbers_of` on the resampled records."""
+    rows = []
+    for r in recs:
+        p, penalty = r.get("p_renormalized"), r.get("penalty")
+        rows.append((bool(r["answered"]), float(r["correct"]),
+                     1.0 if r["correct"] else -(penalty if penalty is not None else 1.0 / (r["k"] - 1)),
+                     "p_renormalized" in r, r.get("grading") != "consistency",
+                     None if p is None else ((ece_bin(max(p)), float(r.get("top_correct", r["correct"])), max(p)),
+                                             brier(p, r["gold"]), p[r["gold"]])))
+
+    def numbers(idx) -> dict:
+        answered = [rows[i] for i in idx if rows[i][0]]
+        out = {"acc": mean([a[1] for a in answered]), "norm acc": mean([a[2] for a in answered]),
+               "ECE": None, "Brier": None, "EPA": None}
+        probs = [a[5] for a in answered if a[3]]
+        if probs and len(probs) == sum(1 for a in answered if a[4]):
+            out.update({"ECE": binned_ece([b for b, _, _ in probs]), "Brier": mean([b for _, b, _ in probs]),
+                        "EPA": mean([e for _, _, e in probs])})
+        return out
+
+    return numbers
 
 
 def metrics(recs: list[dict]) -> dict:
