@@ -30,6 +30,11 @@ class JSONHandler(BaseHTTPRequestHandler):
 
 
 class _Server(ThreadingHTTPServer):
+    # the listen backlog: socketserver's 5 drops the SYNs of a run's concurrent requests beyond it
+    # when the accepting thread waits for the GIL, and a dropped SYN is retried after a second
+    request_queue_size = 128
+    daemon_threads = True
+
     def handle_error(self, request, client_address):
         """A client that hung up (a run stopping on its first failure closes the requests it still
         has in flight) is not the server's error: no traceback on the tests' stderr for it."""
