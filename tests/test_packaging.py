@@ -11,7 +11,8 @@ import pytest
 
 from conftest import REPO
 
-pytestmark = pytest.mark.slow  # the shipped product: wheel, binary or a real server
+pytestmark = [pytest.mark.slow,  # the shipped product: wheel, binary or a real server
+              pytest.mark.xdist_group("wheel")]  # both build econeval's wheel in the source tree: one worker, in turn
 
 
 def sh(*args, cwd=None, env=None, check=True):
