@@ -212,10 +212,11 @@ def _prefix_help() -> str:
               "OUT/shard-K-of-N; auto: from a Slurm job array or a Kubernetes Indexed Job. `econeval merge` joins them.")
 @click.option("--shard-count", type=click.IntRange(min=1), help="With --shard auto in a Kubernetes Indexed Job: its completions.")
 @click.option("--json", "as_json", is_flag=True, help="Print results.json on stdout instead of the summary table.")
+@click.option("--tables", is_flag=True, help="Then print the paper tables of the run folder (as `econeval report FOLDER`).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress display.")
 @_config_option("run")
 def run(model, suite, tasks, limit, sample, budget, seed, n_ctx, chat, model_option, out, new, embedder, task_option, judge, role, n_boot,
-        shard, shard_count, as_json, quiet, **kw):
+        shard, shard_count, as_json, tables, quiet, **kw):
     """Evaluate a model and write run.json, samples.jsonl and results.json."""
     from .api import evaluate, program
 
@@ -244,6 +245,10 @@ def run(model, suite, tasks, limit, sample, budget, seed, n_ctx, chat, model_opt
                        f"errors {res['n_errors']:>3}  {cells}{est}")
         for name in doc.get("not_reached", []):
             click.echo(f"  {name:<22} not reached: the budget was spent before its first chunk (a larger --budget runs it)")
+    if tables:
+        from .report import build, render
+
+        click.echo("\n" + render(build([Path(folder)]), "md"))
     _check_outcome(doc)
 
 

@@ -23,6 +23,8 @@ from .signals import Guard
 from .folder import RunFolder, merged_identity, roles_of
 from .metrics import logprob_problem
 from .progress import RunProgress, TaskLine
+from .projection import SAMPLE, project
+from .projection import lines_of as projection_lines
 from .runmeta import now, role_entry, run_meta
 from .scoring import aggregate, score_records
 from .selection import Full, Selection
@@ -251,11 +253,18 @@ def _run_locked(tasks, backend, folder: RunFolder, ctx: RunContext, selection: S
 
     def ack(signum: int, writing: bool) -> None:
         doing = (f"finishing the write of chunk {chunk_no}" if writing else
-                 f"the model stops at its next step; chunk {chunk_no} (in progress) is dropped and runs again on resume")
+                 f"the model stops within its current step; chunk {chunk_no} (in progress) is dropped and runs again on resume")
         prog.say(f"econeval: {signal.Signals(signum).name}: stopping: {doing}; "
                  f"{prog.snapshot()['saved']:,} of {total:,} items are saved")
 
     with Guard(ack) as sig:
+        if total > saved:  # what the rest will cost, at the rates this device has now
+            prompts = {t: [str(r.prompt) for reqs in b.values() for r in reqs.values()][:SAMPLE] for t, b in built.items()}
+            if (projection := project(lines, prompts, backend)) is not None:
+                meta["projection"] = projection
+                for text in projection_lines(projection, meta["backend"].get("device") or "this machine"):
+                    if show_progress:
+                        prog.say(text)  # beside the live display on a terminal
         sig.write(folder.write_meta, meta)
         stopped: set[str] = set()  # tasks the watcher needs no more items of
         budget_spent = False

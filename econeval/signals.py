@@ -5,7 +5,9 @@
   line and the exit code 128 + the signal;
 - `install()` once the CLI runs: the signal raises Interrupted, which the CLI prints as one line;
 - `Guard` around a run: as install(), but deferred inside a write (finished first), and a watcher
-  thread acknowledges the signal at once while the main thread may be inside a model step.
+  thread acknowledges the signal at once while the main thread may be inside a model step; it
+  also raises the stop flag (`stop_requested`), which an engine checks inside its step (llama.cpp's
+  abort callback), so that a long step ends within a graph node, not at its end.
 """
 
 from __future__ import annotations
@@ -17,6 +19,47 @@ from typing import Any, Callable
 from .errors import Interrupted
 
 HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # Ctrl-C, kill, a closed terminal window
+_stop: list[int] = []  # the signal that asked for a stop (set by a Guard's watcher or a handler mid-step)
+_in_step = [False]  # a model step is running in C (its engine checks _stop between graph nodes)
+
+
+def stop_requested() -> int | None:
+    """The signal that asked the run to stop, if one did (a model step ends early then)."""
+    return _stop[0] if _stop else None
+
+
+def _request_stop(signum: int) -> None:
+    if not _stop:
+        _stop.append(signum)
+
+
+class model_step:
+    """Around an engine's step in C that checks `stop_requested` as it goes (llama.cpp's abort
+    callback): a signal meanwhile asks for the stop instead of raising inside the callback; the
+    engine raises Interrupted when the step returns (`raise_if_stopped`)."""
+
+    def __enter__(self):
+        _in_step[0] = True
+        return self
+
+    def __exit__(self, *exc):
+        _in_step[0] = False
+
+
+def raise_if_stopped() -> None:
+    """After a model step: Interrupted, if a stop was asked for meanwhile."""
+    if _stop:
+        signum = _stop[0]
+        _stop.clear()
+        raise Interrupted(signum)
+
+
+def _interrupt(signum: int) -> None:
+    """A signal outside a write: Interrupted now, or (inside a model step) a stop asked for."""
+    if _in_step[0]:
+        _request_stop(signum)
+    else:
+        raise Interrupted(signum)
 
 
 class Guard:
@@ -36,12 +79,13 @@ class Guard:
         if self.critical:
             self.pending = signum
         else:
-            raise Interrupted(signum)
+            _interrupt(signum)
 
     def __enter__(self):
         import os
         import threading
 
+        _stop.clear()
         for s in HANDLED:
             try:
                 self.old[s] = signal.signal(s, self._handler)
@@ -66,8 +110,10 @@ class Guard:
             if not got:
                 return
             for signum in got:
-                if signum in HANDLED and self.ack:
-                    self.ack(signum, self.critical)  # critical: a write is in progress and will finish
+                if signum in HANDLED:
+                    _request_stop(signum)  # a model step in progress ends at its next check
+                    if self.ack:
+                        self.ack(signum, self.critical)  # critical: a write is in progress and will finish
 
     def __exit__(self, *exc):
         import os
@@ -76,6 +122,7 @@ class Guard:
             signal.set_wakeup_fd(self._old_fd)
             for fd in self._pipe:
                 os.close(fd)
+        _stop.clear()
         for s, h in self.old.items():
             signal.signal(s, h)
 
@@ -99,7 +146,7 @@ def early(signum, _frame):
 
 
 def _raise(signum, _frame):
-    raise Interrupted(signum)
+    _interrupt(signum)
 
 
 def install(handler: Callable[[int, Any], Any] = _raise) -> None:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Generic, Sequence, TypeVar
 
 from ..errors import UsageError
-from ..types import EMBEDDER, JUDGE, MODEL, BackendInfo, Completion, Generate, OptionLogprobs, OptionScores
+from ..types import EMBEDDER, JUDGE, MODEL, BackendInfo, Completion, Generate, OptionLogprobs, OptionScores, Rates
 
 _TYPE_WORDS = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
 
@@ -197,6 +197,15 @@ class Backend(Generic[O]):
 
     def counters(self) -> dict[str, int]:
         return {}
+
+    def calibrate(self) -> Rates | None:
+        """This device's rates, measured now in a few seconds at most (the run's projected time
+        before its first item); None: a backend that cannot tell (a served model)."""
+        return None
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int] | None:
+        """Each text's length in the model's tokens (the projection's tokens per character)."""
+        return None
 
     def close(self) -> None:
         pass

@@ -14,6 +14,7 @@ import ctypes
 import hashlib
 import os
 import struct
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -23,9 +24,9 @@ import orjson
 from .. import registry
 from ..config import ModelSpec, cache_home
 from ..errors import ModelError, UsageError, warn
-from ..types import BackendInfo, Completion, Generate, OptionLogprobs, OptionScores, chat_messages
+from ..types import BackendInfo, Completion, Generate, OptionLogprobs, OptionScores, Rates, chat_messages
 from .base import Backend, BackendOptions, Settings, option
-from .llamacpp_batch import Engine
+from .llamacpp_batch import Engine, JobSpec
 from .llamacpp_plan import Prepared, make_plan
 
 _SENTINEL = "\x00econeval-split\x00"
@@ -415,6 +416,26 @@ class LlamaCppBackend(Backend[LlamaCppOptions]):
                             "generation once its answer is settled (stop_regex, recorded in its settings)",
             },
         )
+
+    def calibrate(self) -> Rates | None:
+        """A prompt of up to 512 tokens in one sequence, then 16 tokens generated on every parallel
+        sequence, through the engine the run uses (fixed token ids; its counters left as they were)."""
+        before = (self.engine.n_evaluated, self.engine.n_generated, self.engine.n_decode_calls)
+        ids = [(7919 * k) % self.n_vocab for k in range(1, 4096)]
+        n_prompt, short = max(16, min(512, self.n_ctx // 2)), 8
+        t0 = time.monotonic()
+        self.engine.run([JobSpec(tokens=ids[:n_prompt])])
+        t1 = time.monotonic()
+        prompt_rate = n_prompt / max(t1 - t0, 1e-9)
+        done = self.engine.run([JobSpec(tokens=ids[k * short:(k + 1) * short], max_tokens=16) for k in range(self.parallel)])
+        t2 = time.monotonic()
+        generated = sum(r.n_generated for r in done)
+        gen_seconds = max(t2 - t1 - self.parallel * short / prompt_rate, 1e-9)
+        self.engine.n_evaluated, self.engine.n_generated, self.engine.n_decode_calls = before
+        return Rates(prompt_rate, generated / gen_seconds, round(t2 - t0, 3)) if generated else None  # all stopped at once
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        return [len(self._tokenize(t.encode("utf-8"), add_bos=True, special=False)) for t in texts]
 
     def counters(self) -> dict[str, int]:
         return {"tokens_evaluated": self.engine.n_evaluated, "tokens_generated": self.engine.n_generated,

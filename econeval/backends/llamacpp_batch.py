@@ -30,6 +30,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..signals import model_step, raise_if_stopped, stop_requested
+
 
 @dataclass
 class JobSpec:
@@ -223,6 +225,10 @@ class Engine:
         # KV cells the active jobs may use together when a new one is admitted. Attention runs over
         # every cell in use, so a larger pool makes each token dearer: long prompts run fewer at a time.
         self.kv_budget = min(n_ctx, kv_budget or n_ctx)
+        # a stop (SIGINT / SIGTERM / SIGHUP) ends a decode between graph nodes, not at its end: llama.cpp
+        # asks this between nodes (on the CPU; a GPU graph runs whole) and llama_decode returns 2
+        self._abort = llama_cpp.ggml_abort_callback(lambda _data: stop_requested() is not None)
+        llama_cpp.llama_set_abort_callback(ctx, self._abort, None)
 
     def close(self) -> None:
         if self.batch is not None:
@@ -240,7 +246,9 @@ class Engine:
             b.seq_id[i][0] = seq
             b.logits[i] = out
         b.n_tokens = len(entries)
-        rc = self.L.llama_decode(self.ctx, b)
+        with model_step():
+            rc = self.L.llama_decode(self.ctx, b)
+        raise_if_stopped()  # aborted by the callback, or a signal came as it ended: the chunk in flight is dropped
         if rc != 0:
             raise RuntimeError(f"llama_decode returned {rc}")
         self.n_evaluated += len(entries)

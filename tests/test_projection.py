@@ -1,0 +1,41 @@
+"""A run says what it will cost before its first item: every item's prompt tokens and generation
+budget at rates measured on this machine, printed and recorded in run.json; a long one names the
+ways to run less; durations above a day read as days."""
+
+import json
+
+from econeval.progress import clock, duration
+
+
+def test_durations_read_as_people_say_them():
+    assert [duration(s) for s in (42, 12 * 60 + 5, 3 * 3600 + 5 * 60, 3 * 86400 + 18 * 3600 + 59)] == \
+        ["42 s", "12 min", "3 h 05 min", "3 d 18 h"]
+    assert clock(89 * 3600 + 53 * 60 + 13) == "3 d 17 h" and clock(3 * 3600 + 7) == "3:00:07" and clock(75) == "1:15"
+
+
+def test_the_projection_before_the_first_item_is_within_a_factor_of_two_of_the_run(cli, tmp_path, tiny_model):
+    out = tmp_path / "run"
+    rc, _, err = cli("run", "--model", tiny_model, "--task", "econlogicqa-1shot", "--task", "econnli-zero", "--limit", "24",
+                     "--threads", "1", "--out", out)
+    assert rc == 0, err
+    meta = json.loads((out / "run.json").read_text())
+    projected = meta["projection"]["seconds"]
+    measured = sum(t["seconds"] for t in meta["timing"].values())
+    assert measured / 2 <= projected <= measured * 2, (projected, measured, meta["projection"])
+    said = err.index("econeval: projected time ")
+    assert said < err.index("econlogicqa-1shot: 0/24 saved")  # before the first item
+    assert meta["projection"]["tasks"]["econlogicqa-1shot"]["items"] == 24
+    assert meta["projection"]["rates"]["prompt_tokens_per_s"] > 0 and "far beyond an hour" not in err
+
+
+def test_a_long_projection_names_the_ways_to_run_less():
+    from econeval.projection import lines_of
+
+    def projection(seconds):
+        return {"seconds": seconds, "tasks": {"t": {"items": 18091, "prompt_tokens": 9_000_000, "generation_budget": 4_000_000}},
+                "rates": {"prompt_tokens_per_s": 450.0, "generated_tokens_per_s": 30.0}}
+
+    long = lines_of(projection(3 * 86400 + 18 * 3600), "cpu")
+    assert long[0].startswith("econeval: projected time 3 d 18 h for 18,091 items") and "measured now on cpu" in long[0]
+    assert "far beyond an hour: --budget 10m" in long[1] and "--sample N" in long[1] and "--shard K/N" in long[1]
+    assert len(lines_of(projection(1800), "cpu")) == 1
