@@ -16,6 +16,7 @@ from pathlib import Path
 import click
 
 from . import __version__, data, registry, roles, runconfig, signals
+from .config import N_CTX_RANGE
 from .errors import EconevalError, Interrupted, UsageError, clean
 from .types import TaskOption
 from .results import dumps, write_atomic
@@ -132,8 +133,19 @@ def _pairs(pairs, flag: str) -> dict:
     return out
 
 
+def _from_file(param: str) -> list[str]:
+    """A repeatable NAME=VALUE option's pairs from the --config file (the command line's go over
+    them key by key: click's default_map would replace the whole table)."""
+    ctx = click.get_current_context(silent=True)
+    return list(((ctx.meta.get("econeval_config_pairs") or {}).get(param) or []) if ctx else [])
+
+
+def _roles_given(role) -> dict:
+    return {**_pairs(_from_file("role"), "--role"), **_pairs(role, "--role")}
+
+
 def _collect_options(task_option, kw: dict) -> dict:
-    out = {}
+    out = _pairs(_from_file("task_option"), "-T")
     for key, value in list(kw.items()):
         if key.startswith("topt_"):
             kw.pop(key)
@@ -143,7 +155,7 @@ def _collect_options(task_option, kw: dict) -> dict:
 
 
 def _collect_model_options(model_option, kw: dict) -> dict:
-    out = {}
+    out = _pairs(_from_file("model_option"), "-M")
     for key, value in list(kw.items()):
         if key.startswith("mopt_"):
             kw.pop(key)
@@ -160,6 +172,7 @@ def _config_option(section: str):
         if value is None or ctx.resilient_parsing:
             return value
         values, record = runconfig.defaults(Path(value), section)
+        ctx.meta["econeval_config_pairs"] = {k: values.pop(k) for k in runconfig.PAIRS if k in values}
         ctx.default_map = {**(ctx.default_map or {}), **values}
         ctx.meta["econeval_config"] = record
         return value
@@ -191,7 +204,7 @@ def _prefix_help() -> str:
               "without --budget continues the folder to the full set.")
 @click.option("--seed", type=click.IntRange(min=0, max=2**63 - 1), default=1234, show_default=True,
               help="Seed for few-shot draws and --sample (recorded in run.json).")
-@click.option("--n-ctx", type=click.IntRange(min=256, max=2**20), help="Context length in tokens (default: the model's entry).")
+@click.option("--n-ctx", type=click.IntRange(*N_CTX_RANGE), help="Context length in tokens (default: the model's entry).")
 @click.option("--chat", type=click.Choice(["auto", "on", "off"]),
               help="Chat template: auto (each task's default, as its paper's code did, when the model has a template), "
                    "on (every request), off (raw prompts). Default: the model's entry (auto). Recorded in run.json.")
@@ -227,7 +240,7 @@ def run(model, suite, tasks, limit, sample, budget, seed, n_ctx, chat, model_opt
     from . import shards
 
     doc = evaluate(model=model, tasks=tasks, suite=suite, limit=limit, out=out, seed=seed, task_options=options,
-                   model_options=model_options, judge=judge, embedder=embedder, roles=_pairs(role, "--role"), n_ctx=n_ctx,
+                   model_options=model_options, judge=judge, embedder=embedder, roles=_roles_given(role), n_ctx=n_ctx,
                    chat=chat, bootstrap=n_boot,
                    progress=not quiet, argv=[*program(), *sys.argv[1:]], shard=shards.parse(shard, shard_count), new=new,
                    config_file=click.get_current_context().meta.get("econeval_config"), sample=sample, budget=budget)
@@ -284,7 +297,7 @@ def score(task_name, predictions, seed, embedder, judge, role, out, n_boot, task
     from .api import program, score_predictions
 
     doc = score_predictions(task_name, predictions, seed=seed, task_options=_collect_options(task_option, kw), judge=judge,
-                            embedder=embedder, roles=_pairs(role, "--role"), out=out, bootstrap=n_boot,
+                            embedder=embedder, roles=_roles_given(role), out=out, bootstrap=n_boot,
                             argv=[*program(), *sys.argv[1:]])
     _echo_json(doc)
 
@@ -349,8 +362,12 @@ def view_cmd(run_dir, tasks, out):
     parse and scores."""
     from .browse import view_html
 
+    folder = run_dir.resolve()
+    out = out or folder.parent / f"{folder.name}.view.html"
+    if out.resolve().parent == folder or folder in out.resolve().parents:
+        raise UsageError(f"--out {out} is inside the run folder: nothing but the run's own files may be written there",
+                         hint="name a page outside it (the default is RUN_DIR.view.html beside the folder)")
     page = view_html(run_dir, tasks)
-    out = out or run_dir.parent / f"{run_dir.name}.view.html"
     write_atomic(out, page.encode("utf-8"))
     click.echo(clean(f"econeval: view written to {out}"), err=True)
 
@@ -407,7 +424,7 @@ def compare_cmd(baseline, candidate, max_drop, metrics, n_boot, seed, allow_miss
               help="A finished candidate run folder instead of --model: its items in the gate's order until the gate "
                    "decides (what a gate would have used).")
 @click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), help="Also write JUnit XML (one test case per task and metric).")
-@click.option("--n-ctx", type=click.IntRange(min=256, max=2**20), help="Context length in tokens (default: the model's entry).")
+@click.option("--n-ctx", type=click.IntRange(*N_CTX_RANGE), help="Context length in tokens (default: the model's entry).")
 @click.option("--chat", type=click.Choice(["auto", "on", "off"]), help="Chat template (as for `run`).")
 @_model_options
 @click.option("--out", "-o", type=click.Path(file_okay=False, path_type=Path),

@@ -91,6 +91,7 @@ class Registry:
 
 
 # keys every entry may have; any other key is one of its backend's options
+N_CTX_RANGE = (256, 2**20)  # context lengths econeval accepts (the engine aborts below a few tokens, wraps above 2^32)
 _SHARED: dict[str, dict[str, type]] = {"models": {"kind": str, "n_ctx": int, "chat": str, "description": str, "options": dict},
            "embedders": {"kind": str, "description": str, "options": dict}}
 
@@ -107,8 +108,9 @@ def _entry(section: str, name: str, entry: dict, where: Path) -> ModelSpec:
             raise UsageError(f"{where}: {what} '{name}': {key} must be {words}, not {value!r}")
     if shared.get("chat", "auto") not in CHAT_MODES:
         raise UsageError(f"{where}: {what} '{name}': chat must be one of {', '.join(CHAT_MODES)}")
-    if shared.get("n_ctx", 1) < 1:
-        raise UsageError(f"{where}: {what} '{name}': n_ctx must be a positive number of tokens")
+    if not N_CTX_RANGE[0] <= shared.get("n_ctx", N_CTX_RANGE[0]) <= N_CTX_RANGE[1]:
+        raise UsageError(f"{where}: {what} '{name}': n_ctx must be {N_CTX_RANGE[0]:,} to {N_CTX_RANGE[1]:,} tokens, "
+                         f"not {shared['n_ctx']:,}")
     options = {k: v for k, v in entry.items() if k not in _SHARED[section]}
     for key, value in shared.pop("options", {}).items():
         if key in options:

@@ -14,7 +14,9 @@
     max_drop = 0.02             # and metrics, bootstrap, seed, allow_missing, junit, format
 
 What the command line gives wins over the file (the CLI's `--config` option sets click's
-default_map from `defaults()`). The file's path, sha256 and settings are recorded in run.json.
+default_map from `defaults()`; the tables of NAME=VALUE options are merged key by key, the
+command line's value winning for its keys). The file's path, sha256 and settings are recorded in
+run.json, and the options used in its tasks' and backend's entries.
 """
 
 from __future__ import annotations
@@ -36,6 +38,9 @@ KEYS: dict[str, dict[str, tuple[str, bool]]] = {
              "seed": ("seed", False), "allow_missing": ("allow_missing", False), "junit": ("junit", True),
              "format": ("fmt", False)},
 }
+
+
+PAIRS = ("task_option", "model_option", "role")  # repeatable NAME=VALUE options: merged key by key with the command line's
 
 
 def _toml(path: Path) -> dict:

@@ -149,6 +149,13 @@ def test_runs_lists_past_runs_and_view_writes_their_answers(cli, tmp_path, tiny_
     assert not re.search(r"(src|href)=\"?https?:", html)  # self-contained
     rc, _, err = cli("view", tmp_path / "nothing")
     assert rc == 2 and "Traceback" not in err
+    # `view .` from inside the run folder writes beside it, never into it; an --out inside it is refused
+    proc = subprocess.run([sys.executable, "-m", "econeval", "view", "."], cwd=folder, capture_output=True, text=True,
+                          env={**os.environ, **env})
+    assert proc.returncode == 0 and (folder.parent / f"{folder.name}.view.html").is_file(), proc.stderr
+    assert not (folder / ".view.html").exists()
+    rc, _, err = cli("view", folder, "--out", folder / "page.html", env=env)
+    assert rc == 2 and "inside the run folder" in err and not (folder / "page.html").exists()
 
 
 def test_a_run_configuration_file_drives_run_and_compare(cli, tmp_path, tiny_model):
@@ -165,6 +172,21 @@ def test_a_run_configuration_file_drives_run_and_compare(cli, tmp_path, tiny_mod
     cfg.write_text('[run]\nmodle = "x"\n')
     rc, _, err = cli("run", "--config", cfg)
     assert rc == 2 and "has no key 'modle'" in err and "did you mean 'model'?" in err
+
+
+def test_the_command_line_adds_to_a_configuration_files_option_tables_key_by_key(cli, tmp_path, tiny_model):
+    """-T, -M and --role on the command line go over the file's tables per key; the rest of each
+    table still applies (click's default_map replaced the whole table)."""
+    cfg = tmp_path / "eval.toml"
+    cfg.write_text(f'[run]\nmodel = "{tiny_model}"\ntasks = ["econnli-zero", "econnli-cot"]\nlimit = 2\nquiet = true\n'
+                   '[run.task_options]\nprompt = "paper"\ncot_parse = "released-llama"\n'
+                   '[run.model_options]\nparallel = 2\nthreads = 2\n')
+    out = tmp_path / "run"
+    rc, _, err = cli("run", "--config", cfg, "-T", "cot_parse=released-gpt", "-M", "threads=1", "--out", out)
+    assert rc == 0, err
+    meta = json.loads((out / "run.json").read_text())
+    assert meta["options"]["econnli-zero"]["prompt"] == "paper" and meta["options"]["econnli-cot"]["cot_parse"] == "released-gpt"
+    assert meta["backend"]["parallel"] == 2 and meta["backend"]["n_threads"] == 1
 
 
 def test_the_python_api_reports_progress(tmp_path, tiny_model):

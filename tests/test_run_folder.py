@@ -210,7 +210,11 @@ def test_the_same_task_twice_runs_once(cli, tmp_path, env):
     ('[models.m]\npath = "x.gguf"\nn_ctx = "big"\n', "n_ctx must be an integer"),
     ("[models.m]\npath = 42\n", "path must be a string"),
     ('[models.m]\npath = "x.gguf"\nn_gpu_layers = "all"\n', "n_gpu_layers must be an integer"),
-    ('[models.m]\npath = "x.gguf"\nn_ctx = -5\n', "n_ctx must be a positive number"),
+    ('[models.m]\npath = "x.gguf"\nn_ctx = -5\n', "n_ctx must be 256 to 1,048,576 tokens, not -5"),
+    # llama.cpp aborts (SIGABRT) at 1; 2**32 + 128 wraps to 128 and 2**40 to 0 in its 32-bit field
+    ('[models.m]\npath = "x.gguf"\nn_ctx = 1\n', "n_ctx must be 256 to 1,048,576 tokens, not 1"),
+    ('[models.m]\npath = "x.gguf"\nn_ctx = 4294967424\n', "not 4,294,967,424"),
+    ('[models.m]\npath = "x.gguf"\nn_ctx = 1099511627776\n', "not 1,099,511,627,776"),
     ('[models.m]\npackage = "this"\n', "package 'this' is not one econeval can assemble"),
     ('[embedders.e]\npooling = "cls"\n', "embedder 'e' needs a path"),
 ])
