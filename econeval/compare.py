@@ -19,9 +19,9 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from xml.sax.saxutils import escape
 
 from . import registry
+from .junit import Case, suite
 from .errors import UsageError
 from .folder import identity_differences
 from .intervals import percentile_interval
@@ -280,26 +280,19 @@ def render(comparison: Comparison, fmt: str) -> str:
 
 
 def junit(comparison: Comparison) -> str:
-    """JUnit XML: one test case per task x metric; a regression is a failure carrying the numbers
-    (and a task the candidate lacks, with --allow-missing, is a skipped case saying so)."""
-    rows, max_drop = comparison.rows, comparison.max_drop
-    fails = sum(r.verdict == "regression" for r in rows)
-    out = ['<?xml version="1.0" encoding="UTF-8"?>',
-           f'<testsuite name="econeval compare" tests="{len(rows) + len(comparison.dropped)}" failures="{fails}" '
-           f'skipped="{len(comparison.dropped) + sum(r.verdict == "inconclusive" for r in rows)}">']
-    for r in rows:
-        out.append(f'  <testcase classname="{escape(r.task)}" name="{escape(r.metric)}">')
+    """JUnit XML (junit.py): a regression is a failure carrying the numbers, an inconclusive
+    metric a skipped case, and a task the candidate lacks (with --allow-missing) a skipped case."""
+    max_drop = comparison.max_drop
+    cases = []
+    for r in comparison.rows:
+        skipped = failure = None
         if r.verdict == "inconclusive":
-            msg = (f"inconclusive: a drop beyond {max_drop} is not ruled out (diff {_fmt(r.diff)}, 95% interval "
-                   f"[{_fmt(r.low)}, {_fmt(r.high)}], detectable at 80% power {_fmt(r.detectable)}, n {r.n})")
-            out.append(f'    <skipped message="{escape(msg, {chr(34): "&quot;"})}"/>')
+            skipped = (f"inconclusive: a drop beyond {max_drop} is not ruled out (diff {_fmt(r.diff)}, 95% interval "
+                       f"[{_fmt(r.low)}, {_fmt(r.high)}], detectable at 80% power {_fmt(r.detectable)}, n {r.n})")
         if r.verdict == "regression":
-            msg = (f"{r.metric} dropped from {_fmt(r.baseline)} to {_fmt(r.candidate)} (diff {_fmt(r.diff)}, 95% "
-                   f"interval [{_fmt(r.low)}, {_fmt(r.high)}], margin {max_drop}, n {r.n})")
-            out.append(f'    <failure message="{escape(msg, {chr(34): "&quot;"})}">{escape(msg)}</failure>')
-        out.append("  </testcase>")
-    for t, d in comparison.dropped.items():
-        msg = f"{d['missing']} of {d['of']} baseline items have no candidate score (--allow-missing)"
-        out.append(f'  <testcase classname="{escape(t)}" name="dropped items"><skipped message="{escape(msg, {chr(34): "&quot;"})}"/></testcase>')
-    out.append("</testsuite>")
-    return "\n".join(out) + "\n"
+            failure = (f"{r.metric} dropped from {_fmt(r.baseline)} to {_fmt(r.candidate)} (diff {_fmt(r.diff)}, 95% "
+                       f"interval [{_fmt(r.low)}, {_fmt(r.high)}], margin {max_drop}, n {r.n})")
+        cases.append(Case(r.task, r.metric, failure, skipped))
+    cases += [Case(t, "dropped items", skipped=f"{d['missing']} of {d['of']} baseline items have no candidate score (--allow-missing)")
+              for t, d in comparison.dropped.items()]
+    return suite("econeval compare", cases)

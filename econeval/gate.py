@@ -29,11 +29,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from xml.sax.saxutils import quoteattr
 
 import numpy as np
 
 from . import registry
+from .junit import Case, suite
 from .errors import UsageError
 from .sequential import Interval, MarginPair
 from .types import Task
@@ -391,20 +391,14 @@ def render(rows: list[dict], extra: list, notes: list[str], line: str) -> str:
 
 
 def junit(rows: list[dict], max_drop: float) -> str:
-    fails = sum(r["verdict"] == "regression" for r in rows)
-    skipped = sum(r["verdict"] == "inconclusive" for r in rows)
-    out = ['<?xml version="1.0" encoding="UTF-8"?>',
-           f'<testsuite name="econeval gate" tests="{len(rows)}" failures="{fails}" skipped="{skipped}">']
+    """JUnit XML (junit.py): a regression a failure, an undecided metric a skipped case."""
+    cases = []
     for r in rows:
-        out.append(f"  <testcase classname={quoteattr(r['task'])} name={quoteattr(r['metric'])}>")
         what = (f"diff {r['diff']:+.4f}, anytime-valid interval [{r['low']:+.4f}, {r['high']:+.4f}], margin {max_drop}, "
                 f"{r['n']} of {r['of']} items, {r['failed']} without a valid value") if r["n"] else "no paired item"
-        if r["verdict"] == "regression":
-            out.append(f"    <failure message={quoteattr('regression: ' + what)}/>")
-        elif r["verdict"] == "inconclusive":
-            out.append(f"    <skipped message={quoteattr('inconclusive: ' + what)}/>")
-        out.append("  </testcase>")
-    return "\n".join(out + ["</testsuite>"]) + "\n"
+        cases.append(Case(r["task"], r["metric"], failure="regression: " + what if r["verdict"] == "regression" else None,
+                          skipped="inconclusive: " + what if r["verdict"] == "inconclusive" else None))
+    return suite("econeval gate", cases)
 
 
 def _not_gated(base: LoadedRun, cand: LoadedRun, g: Gate, max_drop: float) -> tuple[list, str | None]:
