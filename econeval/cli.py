@@ -275,6 +275,9 @@ def _check_outcome(doc: dict) -> None:
             problems.append(f"{name}: all {res['n']} items skipped ({', '.join(res.get('skip_reasons', {}))}); no metric computed")
     if problems:
         raise EconevalError("; ".join(problems), hint="see samples.jsonl; the results are written")
+    if not doc["tasks"] and doc.get("not_reached"):
+        raise EconevalError(f"nothing was evaluated: the budget was spent before the first chunk of "
+                            f"{', '.join(doc['not_reached'])}", hint="a larger --budget (the model's loading counts)")
 
 
 # ---- score -------------------------------------------------------------------------------

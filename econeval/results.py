@@ -42,25 +42,36 @@ def write_json(path: Path, obj: Any) -> None:
     write_atomic(path, dumps(obj) + b"\n")
 
 
-def read_regular(path: Path) -> bytes:
-    """A file's bytes, refusing (OSError) a symbolic link, a FIFO, a device or a folder: opened
-    without following links and without blocking, then checked to be a regular file."""
-    import stat
-
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+def read_regular(path: Path, limit: int | None = None, follow: bool = False) -> bytes:
+    """A file's bytes (at most `limit` of them: OSError beyond), refusing (OSError) a FIFO, a
+    device or a folder, and unless `follow` a symbolic link: opened without blocking, then checked
+    to be a regular file."""
+    fd = open_regular(path, follow)
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise OSError(22, "not a regular file", str(path))
-        chunks = []
+        chunks, size = [], 0
         while True:
             b = os.read(fd, 1 << 20)
             if not b:
                 break
+            size += len(b)
+            if limit is not None and size > limit:
+                raise OSError(27, f"larger than {limit:,} bytes", str(path))
             chunks.append(b)
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+def open_regular(path: Path, follow: bool = False) -> int:
+    """A file descriptor of a regular file, opened without blocking (a FIFO would wait for a
+    writer forever); OSError for anything else."""
+    import stat
+
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | (0 if follow else os.O_NOFOLLOW))
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(22, "not a regular file", str(path))
+    return fd
 
 
 def read_json(path: Path) -> Any:

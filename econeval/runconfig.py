@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import UsageError
+from .results import read_regular
 from .registry import did_you_mean
 
 # file key → (the command's parameter, whether a relative path may be one beside the file)
@@ -40,6 +41,8 @@ KEYS: dict[str, dict[str, tuple[str, bool]]] = {
 }
 
 
+TYPES: dict[str, type] = {"limit": int, "seed": int, "n_ctx": int, "bootstrap": int, "quiet": bool, "allow_missing": bool}
+MAX_BYTES = 1 << 20  # a run's settings fit in far less; a larger file (or /dev/zero) is refused
 PAIRS = ("task_option", "model_option", "role")  # repeatable NAME=VALUE options: merged key by key with the command line's
 
 
@@ -51,11 +54,13 @@ def _toml(path: Path) -> dict:
     else:  # Python 3.10
         import tomli as tomllib
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(read_regular(path, limit=MAX_BYTES, follow=True).decode("utf-8"))
     except OSError as exc:
         raise UsageError(f"--config {path}: {exc.strerror}") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise UsageError(f"--config {path} is not valid TOML ({exc})") from None
+    except RecursionError:
+        raise UsageError(f"--config {path} nests its tables or arrays too deeply") from None
 
 
 def _relative(value: Any, base: Path) -> Any:
@@ -69,8 +74,8 @@ def _relative(value: Any, base: Path) -> Any:
 def defaults(path: Path, section: str) -> tuple[dict[str, Any], dict]:
     """The command's parameter defaults from the file's [section], and what run.json records."""
     path = Path(path)
-    raw = path.read_bytes() if path.is_file() else b""
     doc = _toml(path)
+    raw = read_regular(path, limit=MAX_BYTES, follow=True)
     unknown = [k for k in doc if k not in KEYS]
     if unknown:
         raise UsageError(f"--config {path}: unknown section [{unknown[0]}]", hint=f"sections: {', '.join(KEYS)}")
@@ -83,6 +88,10 @@ def defaults(path: Path, section: str) -> tuple[dict[str, Any], dict]:
             raise UsageError(f"--config {path}: [{section}] has no key '{key}'",
                              hint=did_you_mean(key, KEYS[section]) or f"keys: {', '.join(KEYS[section])}")
         param, is_path = KEYS[section][key]
+        want = TYPES.get(key)
+        if want is not None and (not isinstance(value, want) or (want is not bool and isinstance(value, bool))):
+            raise UsageError(f"--config {path}: [{section}] {key} must be {'true or false' if want is bool else 'a whole number'}, "
+                             f"not {value!r}")
         if key in ("task_options", "model_options"):
             if not isinstance(value, dict):
                 raise UsageError(f"--config {path}: [{section}.{key}] must be a table of NAME = VALUE")

@@ -25,6 +25,9 @@ RANDOM_SCHEME = "random-order/v1"  # econeval gate's order: a simple random samp
 SCHEME = "stratified-webster/v1"  # recorded in every run's identity: a change of scheme is another run
 
 
+MAX_SAMPLE = 10**9  # items per task, as --limit's bound
+
+
 def parse(spec: str | float | int | None) -> float | int | None:
     """`--sample` as given: a whole number ≥ 1 (items per task) or a fraction in (0, 1)."""
     if spec is None:
@@ -33,11 +36,15 @@ def parse(spec: str | float | int | None) -> float | int | None:
         value = float(spec)
     except (TypeError, ValueError, OverflowError):
         raise ValueError(f"--sample {spec!r}: give a number of items (e.g. 200) or a fraction (e.g. 0.1)") from None
-    if math.isfinite(value) and value >= 1 and value == int(value):
+    written = str(spec).strip().lower()
+    whole = isinstance(spec, int) or written.lstrip("+").isdigit()  # 200, not 200.0, 2e2 or 1.0
+    if whole and 1 <= value <= MAX_SAMPLE:
         return int(value)
     if 0 < value < 1:
         return value
-    raise ValueError(f"--sample {spec}: a whole number of items of at least 1, or a fraction between 0 and 1")
+    if not whole and value == 1:
+        raise ValueError(f"--sample {spec}: a fraction below 1 (the whole set: leave --sample out; one item: --sample 1)")
+    raise ValueError(f"--sample {spec}: a whole number of items from 1 to {MAX_SAMPLE:,}, or a fraction between 0 and 1")
 
 
 def parse_duration(spec: str | float | int) -> float:
@@ -49,7 +56,7 @@ def parse_duration(spec: str | float | int) -> float:
     except ValueError:
         raise ValueError(f"--budget {spec!r}: give a duration such as 300, 90s, 10m or 1h") from None
     if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"--budget {spec}: a duration above 0")
+        raise ValueError(f"--budget {spec}: a finite duration above 0")
     return value
 
 

@@ -396,3 +396,46 @@ def test_ctrl_c_outside_a_run_says_nothing_about_run_json(tmp_path, package):
     for p in (proc, proc2):
         _, err = p.communicate(timeout=60)
         assert "run.json is marked interrupted" not in err and "Traceback" not in err, err
+
+
+# ---- the third audit (#33): unbounded and blocking reads of configuration and model files --------------
+def test_a_config_or_model_file_that_never_ends_is_refused_not_read_forever(tmp_path, tiny_model):
+    from conftest import run_cli
+
+    fifo = tmp_path / "eval.toml"
+    os.mkfifo(fifo)
+    t0 = time.monotonic()
+    one_line(*run_cli("run", "--config", fifo, timeout=60), 2, "--config", "not a regular file")
+    one_line(*run_cli("run", "--config", "/dev/zero", timeout=60), 2, "--config /dev/zero", "not a regular file")
+    big = tmp_path / "big.toml"
+    big.write_text("# " + "x" * (2 << 20) + "\n")
+    one_line(*run_cli("run", "--config", big, timeout=60), 2, "larger than 1,048,576 bytes")
+    deep = tmp_path / "deep.toml"
+    deep.write_text("[run]\nlimit = " + "[" * 100_000 + "]" * 100_000 + "\n")
+    one_line(*run_cli("run", "--config", deep, timeout=60), 2, "nests its tables or arrays too deeply")
+    model_fifo = tmp_path / "m.gguf"
+    os.mkfifo(model_fifo)
+    reg = tmp_path / "models.toml"
+    reg.write_text(f'[models.f]\npath = "{model_fifo}"\n')
+    env = {"ECONEVAL_MODELS": str(reg)}
+    one_line(*run_cli("models", "check", "f", env=env, timeout=60), 1, "not a regular file")
+    one_line(*run_cli("run", "--model", "f", "--task", "econnli-zero", "--limit", "1", "--out", tmp_path / "r", env=env,
+                      timeout=60), 1, "not a regular file")
+    assert time.monotonic() - t0 < 55
+
+
+def test_sample_budget_and_config_numbers_that_would_surprise_are_refused(cli, tmp_path):
+    base = ("run", "--model", "fake:m", "--task", "econnli-zero", "--quiet")
+    for value, needle in (("1.0", "a fraction below 1"), ("1e30", "from 1 to 1,000,000,000"), ("2e2", "a whole number of items"),
+                          ("inf", "a whole number"), ("-3", "a whole number")):
+        one_line(*cli(*base, "--sample", value, "--out", tmp_path / "s"), 2, f"--sample {value}", needle)
+    assert not (tmp_path / "s").exists()
+    one_line(*cli(*base, "--budget", "1e999", "--out", tmp_path / "b"), 2, "a finite duration above 0")
+    one_line(*cli(*base, "--budget", "1e-9", "--out", tmp_path / "b"), 1, "nothing was evaluated", "econnli-zero")
+    for line, needle in (("limit = 1.5", "limit must be a whole number, not 1.5"), ("limit = true", "limit must be a whole number"),
+                         ('quiet = "yes"', "quiet must be true or false")):
+        cfg = tmp_path / "eval.toml"
+        cfg.write_text(f'[run]\nmodel = "fake:m"\ntasks = ["econnli-zero"]\n{line}\n')
+        one_line(*cli("run", "--config", cfg, "--out", tmp_path / "c"), 2, needle)
+    rc, out, err = cli(*base, "--sample", "4", "--out", tmp_path / "ok")
+    assert rc == 0 and "(estimates: 4 of 1,026 items)" in out, err

@@ -24,6 +24,7 @@ import orjson
 from .. import registry
 from ..config import ModelSpec, cache_home
 from ..errors import ModelError, UsageError, warn
+from ..results import open_regular
 from ..types import BackendInfo, Completion, Generate, OptionLogprobs, OptionScores, Rates, chat_messages
 from .base import Backend, BackendOptions, Settings, option
 from .llamacpp_batch import Engine, JobSpec
@@ -37,8 +38,11 @@ _META_KEYS = ("general.architecture", "general.name", "general.basename", "gener
 def check_gguf(path: Path) -> None:
     """Fail early, with a clear message, on a file that cannot be a GGUF model."""
     try:
-        with open(path, "rb") as fh:
-            head = fh.read(24)
+        fd = open_regular(path, follow=True)  # a FIFO is refused, not waited on
+        try:
+            head = os.read(fd, 24)
+        finally:
+            os.close(fd)
     except OSError as exc:
         raise ModelError(f"cannot read model file {path}: {exc.strerror}") from None
     if head[:4] != b"GGUF":
@@ -75,8 +79,11 @@ def sha256_cached(path: Path) -> str:
 
 def _is_gguf(path: Path) -> bool:
     try:
-        with open(path, "rb") as fh:
-            return fh.read(4) == b"GGUF"
+        fd = open_regular(path, follow=True)
+        try:
+            return os.read(fd, 4) == b"GGUF"
+        finally:
+            os.close(fd)
     except OSError:
         return False
 
