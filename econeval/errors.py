@@ -15,8 +15,10 @@ class EconevalError(Exception):
         self.hint = hint
 
     def one_line(self) -> str:
-        msg = str(self)
-        return f"{msg} ({self.hint})" if self.hint else msg
+        """The message and its hint on one line: a line break inside a value the user gave (a
+        -T value, a path) is shown as \\n, so the error stays one line."""
+        msg = f"{self} ({self.hint})" if self.hint else str(self)
+        return msg.replace("\r", "\\r").replace("\n", "\\n")
 
 
 class UsageError(EconevalError):

@@ -117,20 +117,27 @@ def _head(t: dict) -> list[str]:
     return ["source", t.get("row_label", "model"), "setting", *t["columns"], "n"]
 
 
+def md_text(text: str) -> str:
+    """Text from run folders (model names, paths, notes) as plain text in Markdown: one line, no
+    table breaks, no raw HTML."""
+    return " ".join(str(text).split()).replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def render_md(doc: dict) -> str:
-    out = ["# econeval report", "", "Runs: " + "; ".join(f"{r['label']} ({r['folder']}, {', '.join(r['tasks'])})" for r in doc["runs"]),
+    runs = "; ".join(md_text(f"{r['label']} ({r['folder']}, {', '.join(r['tasks'])})") for r in doc["runs"])
+    out = ["# econeval report", "", "Runs: " + runs,
            "", "Cells of econeval's rows: the value [95% bootstrap interval over items]; n: the items a row rests on; – : not computed.", ""]
     for t in doc["tables"]:
         out += [f"## {t['title']}", "", "| " + " | ".join(_head(t)) + " |", "|" + "---|" * len(_head(t))]
         for row in t["rows"]:
             cells = [row["source"], row["label"], row.get("setting") or "", *_row_cells(t, row),
                      "" if row.get("n") is None else str(row["n"])]
-            out.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
-        out += [""] + [f"- {n}" for n in t["notes"]] + [""]
+            out.append("| " + " | ".join(md_text(c) for c in cells) + " |")
+        out += [""] + [f"- {md_text(n)}" for n in t["notes"]] + [""]
     for c in doc["compare"]:
-        out += [f"## Compare: {c['candidate']} against {c['baseline']}", ""]
+        out += [f"## Compare: {md_text(c['candidate'])} against {md_text(c['baseline'])}", ""]
         if "refused" in c:
-            out += [f"Not comparable: {c['refused']}", ""]
+            out += [f"Not comparable: {md_text(c['refused'])}", ""]
             continue
         from .compare import Comparison, Row, render
 

@@ -50,13 +50,19 @@ def parse(spec: str | None, count: int | None = None, environ=os.environ) -> tup
             raise UsageError("--shard auto needs SLURM_ARRAY_TASK_ID (a Slurm job array) or JOB_COMPLETION_INDEX "
                              "(a Kubernetes Indexed Job)", hint="or give --shard K/N")
     else:
+        if count is not None:
+            raise UsageError(f"--shard {spec} with --shard-count {count}: K/N names the count already",
+                             hint="--shard-count goes with --shard auto")
         try:
             k_text, n_text = spec.split("/")
             k, n = int(k_text), int(n_text)
         except ValueError:
             raise UsageError(f"--shard {spec}: expected K/N (e.g. 2/8) or auto") from None
     if not (n >= 1 and 1 <= k <= n):
-        raise UsageError(f"--shard: shard {k} of {n} does not exist (1 ≤ K ≤ N)")
+        step = "SLURM_ARRAY_TASK_STEP" in environ and environ.get("SLURM_ARRAY_TASK_STEP") not in ("", "1")
+        raise UsageError(f"--shard: shard {k} of {n} does not exist (1 ≤ K ≤ N)",
+                         hint="a Slurm array with a step (--array=0-8:2) numbers its tasks with gaps: use --array=0-N-1"
+                         if spec == "auto" and step else None)
     return k, n
 
 

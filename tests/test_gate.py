@@ -206,7 +206,8 @@ def test_a_budget_run_stops_on_time_reports_estimates_for_every_task_and_continu
     base = ("run", "--model", tiny_model, "-t", "steer-me", "-t", "econnli-cot", "-T", f"questions={q}", "-P", "2",
             "--quiet", "--out", folder)
     rc, out, err = cli(*base, "--budget", "0.01s")  # spent before the model has loaded: nothing runs, nothing is made up
-    assert rc == 0 and out.count("not reached") == 2 and not (folder / "results.json").exists(), (out, err)
+    assert rc == 1 and out.count("not reached") == 2 and not (folder / "results.json").exists(), (out, err)
+    assert "nothing was evaluated" in err
     assert json.loads((folder / "results-partial.json").read_text())["not_reached"] == ["steer-me", "econnli-cot"]
     rc, out, err = cli(*base, "--budget", "12s")
     assert rc == 0, err

@@ -439,3 +439,22 @@ def test_sample_budget_and_config_numbers_that_would_surprise_are_refused(cli, t
         one_line(*cli("run", "--config", cfg, "--out", tmp_path / "c"), 2, needle)
     rc, out, err = cli(*base, "--sample", "4", "--out", tmp_path / "ok")
     assert rc == 0 and "(estimates: 4 of 1,026 items)" in out, err
+
+
+def test_a_model_name_with_a_newline_and_html_stays_plain_text_in_the_markdown_report(cli, tmp_path):
+    run = tmp_path / "run"
+    rc, _, err = cli("run", "--model", "fake:m", "--task", "econlogicqa-1shot", "--limit", "4", "--quiet", "--out", run)
+    assert rc == 0, err
+    meta = json.loads((run / "run.json").read_text())
+    meta["backend"]["model"]["name"] = "evil\n# heading <img src=x onerror=alert(1)> | cell"
+    (run / "run.json").write_text(json.dumps(meta))
+    rc, md, err = cli("report", run)
+    assert rc == 0, err
+    assert "<img" not in md and not any(line.startswith("# heading") for line in md.splitlines())
+    assert "evil # heading &lt;img src=x onerror=alert(1)&gt; \\| cell" in md
+
+
+def test_a_value_with_a_line_break_keeps_the_error_on_one_line(cli, tmp_path):
+    line = one_line(*cli("run", "--model", "fake:m", "--task", "econnli-cot", "-T", "cot_parse=x\ny", "--out", tmp_path / "r"), 2,
+                    "cot_parse")
+    assert "x\\ny" in line

@@ -65,7 +65,7 @@ def test_three_shards_merge_into_the_single_process_run(cli, sharded):
     assert (merged / "results.json").read_bytes() == (one / "results.json").read_bytes()
     m1, mm = json.loads((one / "run.json").read_text()), json.loads((merged / "run.json").read_text())
     assert mm["identity"] == m1["identity"] and "shard" not in mm and len(mm["merged_from"]) == 3
-    for key in set(m1) - {"started", "finished", "timing", "command", "peak_rss_mb", "merged_from", "backend"}:
+    for key in set(m1) - {"started", "finished", "timing", "projection", "command", "peak_rss_mb", "merged_from", "backend"}:
         assert mm.get(key) == m1.get(key), key
     # the merged folder is an ordinary run folder: the same command resumes it with nothing to do
     rc, _, err = cli(*ARGS, "--out", merged, env=env)
@@ -119,6 +119,11 @@ def test_shard_auto_reads_slurm_and_kubernetes(cli, sharded, tmp_path):
         assert rc == 2 and "Traceback" not in err, err
     rc, _, err = cli(*ARGS, "--shard", "1/2", env=env)
     assert rc == 2 and "--shard needs --out" in err
+    rc, _, err = cli(*ARGS, "--shard", "1/2", "--shard-count", "5", "--out", tmp_path / "z", env=env)  # was ignored
+    assert rc == 2 and "K/N names the count already" in err
+    stepped = {"SLURM_ARRAY_TASK_ID": "4", "SLURM_ARRAY_TASK_MIN": "0", "SLURM_ARRAY_TASK_COUNT": "3", "SLURM_ARRAY_TASK_STEP": "2"}
+    rc, _, err = cli(*ARGS, "--shard", "auto", "--out", tmp_path / "w", env={**env, **stepped})  # --array=0-4:2
+    assert rc == 2 and "shard 5 of 3 does not exist" in err and "with a step" in err, err
 
 
 def test_the_kubernetes_manifest_runs_every_index(tmp_path):
