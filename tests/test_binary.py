@@ -12,8 +12,7 @@ import pytest
 
 from conftest import REPO
 
-pytestmark = [pytest.mark.slow,  # the shipped product: wheel, binary or a real server
-              pytest.mark.xdist_group("wheel")]  # both build econeval's wheel in the source tree: one worker, in turn
+pytestmark = pytest.mark.slow  # the shipped product: wheel, binary or a real server
 
 
 def sh(*args, cwd=None, env=None, check=True, timeout=900):

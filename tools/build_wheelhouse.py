@@ -14,6 +14,7 @@ import argparse
 import os
 import shutil
 import subprocess
+import tempfile
 import sys
 from pathlib import Path
 
@@ -45,7 +46,13 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     for old in out.glob("econeval-*.whl"):
         old.unlink()
-    pip("wheel", "--no-deps", "-w", str(out), str(REPO))
+    with tempfile.TemporaryDirectory(prefix="econeval-src-") as tmp:
+        # built from a copy of the source: setuptools builds in the tree it is given (build/,
+        # *.egg-info), so two builds at once (the wheel and binary tests) would share those folders
+        src = Path(tmp) / "src"
+        shutil.copytree(REPO, src, ignore=shutil.ignore_patterns(".git", ".venv", "build", "dist", "*.egg-info", "__pycache__",
+                                                                   "*.jsonl", "docs", "tests"))
+        pip("wheel", "--no-deps", "-w", str(out), str(src))
     ours = next(out.glob("econeval-*.whl"))
     shutil.copy2(llama_wheel(), out)
     # the dependencies of this wheel (a local file: PyPI's unrelated "econeval" is never consulted)
