@@ -48,6 +48,10 @@ def test_released_post_processing():
     assert extract(few_prompt, "丁\n", few=True) == "丁"
     # an input that itself contains '回答：' shifts the split, as in the released code
     assert extract("新闻：问：…回答：是\n回答：", "丁", few=False) == "是"
+    # split('回答：', k)[-1]: a later '回答：' on the answer's line stays in it (it cut the answer there)
+    assert extract(zero_prompt, "A公司回答：B公司\n其他", few=False) == "A公司回答：B公司"
+    assert extract(few_prompt, "丁回答：戊\n", few=True) == "丁回答：戊"
+    assert extract("没有标记", "甲\n乙", few=False) == "没有标记甲"  # no mark at all: the whole text's first line, as released
 
 
 def test_prompts_follow_the_released_construction():

@@ -93,8 +93,9 @@ def test_elements_listing(cli):
     assert cs["covered"] and cs["domains"] == 10 and cs["perspectives"] == 5
 
 
-def _package(root):
-    """A small STEER-ME data package in the authors' staged layout (their steer_bench/data.py)."""
+def _package(root, words=False):
+    """A small STEER-ME data package in the authors' staged layout (their steer_bench/data.py);
+    `words`: one more question, answered by a word."""
     pa = pytest.importorskip("pyarrow")
     import pyarrow.parquet as pq
 
@@ -106,6 +107,8 @@ def _package(root):
     rows += [dict(rows[0], base_id="m", part=k, question_text=f"part {k}", correct_index=k) for k in (1, 0)]  # a multi-part group
     rows += [dict(rows[0], base_id="c", part=k, question_text=f"brand {k}", options=["X", "Y"], correct_index=None,
                   grading="consistency", consistency_rule="same_brand:00,11") for k in (0, 1)]  # consistency-graded
+    if words:
+        rows.append(dict(rows[0], base_id="w", question_text="Which is a normal good?", options=["bread", "salt", "rent", "tea"]))
     where = root / "data" / "foundations" / "systems_of_equations" / "linear_system_eq"
     where.mkdir(parents=True)
     pq.write_table(pa.Table.from_pylist(rows), where / "test.parquet")
@@ -149,6 +152,25 @@ def test_the_authors_staged_data_package_runs(cli, tmp_path, tiny_model):
     rc, _, err = cli("run", "--model", tiny_model, "--task", "steer-me", "-T", f"questions={tmp_path}", "--quiet",
                      "--out", tmp_path / "run2")
     assert rc == 2 and "not a STEER-ME data package (no elements.csv)" in err
+
+
+def test_free_text_runs_the_package_questions_answered_by_a_number_and_counts_the_rest(cli, tmp_path, tiny_model):
+    pkg = _package(tmp_path / "pkg", words=True)
+    out = tmp_path / "run"
+    rc, _, err = cli("score", "--task", "steer-me", "-T", f"questions={pkg}", "-T", "adaptation=free-text", "--predictions",
+                     _free_text_predictions(tmp_path / "p.jsonl"), "--out", out)
+    assert rc == 0, err  # it was "internal error: TypeError: unsupported operand type(s) for -: 'float' and 'NoneType'"
+    res = json.loads((out / "results.json").read_text())["tasks"]["steer-me"]
+    overall = res["paper"]["overall"]
+    assert res["n"] == 3 and overall["accuracy"] == 0.5 and overall["no_answer_rate"] == pytest.approx(1 / 3)  # 2 = 2, 7 ≠ 2, none
+    source = json.loads((out / "run.json").read_text())["tasks"]["steer-me"]["settings"]["source"]
+    assert source["not_run_free_text"]["questions"] == 1 and source["not_run"]["groups"] == 2
+
+
+def _free_text_predictions(path):
+    rows = [{"id": f"steer-me/linear_system_eq/{i}/0", "response": f"ANSWER: {a}"} for i, a in ((0, 2), (1, 7), (2, "none"))]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
 
 
 def test_the_answer_turn_follows_the_models_reasoning_in_the_chat(cli, tmp_path, tiny_chat_model):

@@ -69,11 +69,9 @@ def build_prompt(item: dict, fewshot: str | None) -> tuple[str, str]:
 
 
 def extract(prompt: str, response: str, few: bool) -> str:
-    """Released post-processing on the whole decoded text: the part after the 1st (zero-shot) or
-    4th (few-shot) `回答：`, first line only, stripped."""
-    parts = (prompt + response).split(ANSWER_MARK)
-    k = 4 if few else 1
-    return parts[k].split("\n")[0].strip() if len(parts) > k else ""
+    """Released post-processing on the whole decoded text (`split('回答：', k)[-1]`): all that follows
+    the 1st (zero-shot) or 4th (few-shot) `回答：`, later ones kept, then its first line, stripped."""
+    return (prompt + response).split(ANSWER_MARK, 4 if few else 1)[-1].split("\n", 1)[0].strip()
 
 
 def _items(s: str) -> set[str]:

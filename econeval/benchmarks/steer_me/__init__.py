@@ -113,6 +113,19 @@ def number_from_evaluator(text: str) -> float | None:
     return _to_float(m.group(0)) if m else None
 
 
+def free_text_gold(item: dict) -> float | None:
+    """A question's answer as a number (its solution's value, else its correct option read as one);
+    None where it is not one (a package question answered by a word)."""
+    value = item["solution"].get("value") if isinstance(item.get("solution"), dict) else None
+    if value is None and item.get("correct_index") is not None:
+        value = _to_float(str(item["options"][item["correct_index"]]))
+    try:
+        number = float(value) if value is not None and not isinstance(value, bool) else None
+    except (TypeError, ValueError):
+        return None
+    return number if number is not None and math.isfinite(number) else None
+
+
 def free_text_correct(value: float | None, gold: float, others: list[float]) -> bool:
     """Within 98% of the gold value (relative error ≤ 2%) and closer to it than to any other option."""
     if value is None or not math.isfinite(value):
@@ -291,6 +304,14 @@ class SteerMe(Task):
                                             "the open2025 prompts and a multiple-choice adaptation"}}
             if not items:
                 raise UsageError(f"{qfile}: no single question to run with these options", hint=source["not_run"]["why"])
+        if adaptation == "free-text":  # graded by the number: as the authors' package, only numeric answers run
+            numeric = [it for it in items if free_text_gold(it) is not None]
+            if len(numeric) < len(items):
+                source = {**source, "not_run_free_text": {"questions": len(items) - len(numeric),
+                                                          "why": "free text is graded by the number; these answers are not numbers"}}
+                items = numeric
+            if not items:
+                raise UsageError(f"{qfile or 'the bundled set'}: no question with a numeric answer to run as free text")
         per_part = 1 if P.FORMATS[adaptation] == "mc" else 2
         most_parts = max((len(P.parts_of(it)) for it in items), default=1)
         car = bool(opts["car"])  # applied to the items that run (finalize_items), so --limit keeps its 1/K balance
@@ -433,7 +454,8 @@ class SteerMe(Task):
         if item.get("car_replaced") is not None:
             rec["nota_is_correct"] = item["nota_is_correct"]
         if prep.state["adaptation"] == "free-text":
-            gold = item["solution"]["value"] if "solution" in item else _to_float(item["options"][item["correct_index"]])
+            gold = free_text_gold(item)
+            assert gold is not None  # prepare ran only questions with a numeric answer
             others = [v for i, o in enumerate(item["options"]) if i != item["correct_index"] and (v := _to_float(o)) is not None]
             by_regex = number_from_text(outputs.get("response", ""))
             value = number_from_evaluator(outputs.get("extracted") or "") if prep.state.get("extractor") == "judge" else by_regex
