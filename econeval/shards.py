@@ -153,9 +153,25 @@ def merge(folders: list[Path], out: Path) -> dict:
             "merged_from": [{"folder": str(f), "shard": m["shard"], "started": m.get("started"), "finished": m.get("finished")}
                             for f, m in sorted(metas, key=lambda fm: fm[1]["shard"]["index"])]}
     meta.pop("shard", None)
-    written = RunFolder.open(out)
+    _write_whole(out, records, doc, meta)
+    return doc
+
+
+def _write_whole(out: Path, records: list[dict], doc: dict, meta: dict) -> None:
+    """The merged folder appears whole or not at all: written into a staging folder beside it,
+    then renamed into place. A merge that fails part way (a full disk, a signal) removes its
+    staging folder; one killed outright leaves it, and the next merge into `out` replaces it."""
+    import shutil
+
+    staging = out.parent / f".{out.name}.merging"
+    if staging.exists():
+        shutil.rmtree(staging)  # left by a merge that was killed: never a finished folder
+    written = RunFolder.open(staging)
     try:
         written.write_complete(records, doc, meta)
-    finally:
+    except BaseException:
         written.close()
-    return doc
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    written.close()
+    os.replace(staging, out)  # onto a missing or empty folder

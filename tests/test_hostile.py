@@ -458,3 +458,29 @@ def test_a_value_with_a_line_break_keeps_the_error_on_one_line(cli, tmp_path):
     line = one_line(*cli("run", "--model", "fake:m", "--task", "econnli-cot", "-T", "cot_parse=x\ny", "--out", tmp_path / "r"), 2,
                     "cot_parse")
     assert "x\\ny" in line
+
+
+def test_a_merge_that_fails_part_way_leaves_nothing_and_the_same_merge_then_succeeds(cli, tmp_path, monkeypatch):
+    base = tmp_path / "sharded"
+    for k in (1, 2, 3):
+        rc, _, err = cli("run", "--model", "fake:m", "--task", "econnli-zero", "--limit", "40", "--shard", f"{k}/3", "--quiet",
+                         "--out", base)
+        assert rc == 0, err
+    shards = [base / f"shard-{k}-of-3" for k in (1, 2, 3)]
+    out = tmp_path / "merged"
+    from econeval.folder import RunFolder
+
+    def full_disk(self, name, doc):
+        raise OSError(28, "No space left on device")
+
+    with monkeypatch.context() as m:
+        m.setattr(RunFolder, "write_results", full_disk)
+        rc, _, err = cli("merge", *shards, "--out", out)
+    assert rc == 1 and "No space left" in err, err
+    assert not out.exists() and not list(tmp_path.glob(".merged*"))  # no half-written folder to block the retry
+    (tmp_path / ".merged.merging").mkdir()  # what a merge killed with -9 leaves
+    (tmp_path / ".merged.merging" / "samples.jsonl").write_text("{}\n")
+    rc, _, err = cli("merge", *shards, "--out", out)
+    assert rc == 0, err
+    assert {p.name for p in out.iterdir()} >= {"run.json", "samples.jsonl", "results.json"}
+    assert len(read_lines(out / "samples.jsonl")) == 40 and not (tmp_path / ".merged.merging").exists()
