@@ -107,3 +107,41 @@ def test_a_registry_entry_may_list_servers(cli, tmp_path):
     finally:
         a.shutdown()
         b.shutdown()
+
+
+class Switching(Server):
+    """Answers name the model asked for, then (after `switch_after` requests) another model; its
+    system_fingerprint changes at the same point."""
+
+    switch_after = 10
+
+    def _send(self, code, doc, headers=None):
+        cls = type(self)
+        switched = cls.count > cls.switch_after
+        if "choices" in doc:
+            doc = {**doc, "model": "other-model" if switched and cls.root == "switching" else "m",
+                   "system_fingerprint": "fp_b" if switched else "fp_a"}
+        super()._send(code, doc, headers)
+
+
+def test_answers_from_another_model_are_never_kept_and_a_fingerprint_change_is_said(cli, tmp_path):
+    servers = []
+    for root in ("econ-7b", "switching"):
+        cls = type("W", (Switching,), {"root": root, "count": 0, "lock": threading.Lock()})
+        servers.append((cls,) + serve(cls))
+    # both report the same root to /v1/models: one model behind two servers, until one changes
+    for cls, *_ in servers:
+        cls.do_GET = lambda self: self._send(200, {"object": "list", "data": [{"id": "m", "owned_by": "me", "root": "econ-7b"}]})
+    try:
+        out = tmp_path / "run"
+        rc, _, err = cli(*ARGS, *sum((["--base-url", url] for _, _, url in servers), []), "--out", out)
+        assert rc == 0, err
+        assert "another model ('other-model', not 'm')" in err and "taken out" in err
+        assert "system_fingerprint fp_b after fp_a" in err
+        samples = read_lines(out / "samples.jsonl")
+        assert len(samples) == 48 and all(not s.get("error") for s in samples)
+        served = json.loads((out / "run.json").read_text())["backend"]
+        assert served["system_fingerprints"] == ["fp_a", "fp_b"]
+    finally:
+        for _, srv, _ in servers:
+            srv.shutdown()

@@ -118,6 +118,13 @@ class Redactor:
         return text
 
 
+def same_model(answered: str, asked: str) -> bool:
+    """An answer's `model` names the model asked for: the same name, or a dated or tagged version
+    of it (OpenAI answers gpt-4o-2024-08-06 for gpt-4o, Ollama llama3:latest for llama3)."""
+    a, b = answered.strip(), asked.strip()
+    return a == b or a.startswith((b + "-", b + ":", b + "@")) or b.startswith(a + ":")
+
+
 class ServedClient:
     """Requests to one server for one backend. `headers`: sent with every request; `answer`
     turns a 200 body into a completion ({"choices": [...], "usage": ...}) or None (not one)."""
@@ -299,11 +306,14 @@ class ServedClient:
                     except ValueError:
                         doc = None
                     doc = self.answer(doc)
-                    if doc is not None:
-                        if doc.get("system_fingerprint"):
-                            self.fingerprints.add(str(doc["system_fingerprint"]))
+                    named = doc.get("model") if doc is not None else None
+                    if doc is None:
+                        last = "HTTP 200 with an answer that is not a completion (no choices)"
+                    elif self.api_model and isinstance(named, str) and named and not same_model(named, self.api_model):
+                        last = f"an answer from another model ('{named}', not '{self.api_model}')"  # malformed: never kept
+                    else:
+                        self._fingerprint(base, doc.get("system_fingerprint"))
                         return doc
-                    last = "HTTP 200 with an answer that is not a completion (no choices)"
                 elif code == 400 and context_overflow(resp):
                     return CONTEXT
                 elif code in RETRY_STATUS:
@@ -321,6 +331,21 @@ class ServedClient:
                 raise ModelError(f"{base}: stopped while retrying")
         raise _Exhausted(f"{base} failed {self.max_retries + 1} times in a row; last: {last}",
                          hint="finished items are kept: rerun the same command to resume (--max-retries, --timeout)")
+
+    def _fingerprint(self, base: str, fingerprint: Any) -> None:
+        """Record the answer's system_fingerprint; a new one after the first is said (the serving
+        configuration changed during the run: answers may differ from the earlier ones)."""
+        if not fingerprint:
+            return
+        fp = str(fingerprint)
+        with self.lock:
+            if fp in self.fingerprints:
+                return
+            earlier = sorted(self.fingerprints)
+            self.fingerprints.add(fp)
+        if earlier:
+            self.warn(f"{base}: system_fingerprint {fp} after {', '.join(earlier)}: the server's configuration changed "
+                      "during the run (run.json records every fingerprint)")
 
     def map(self, one: Callable, requests: Sequence, on_done=None) -> list:
         """All requests, `concurrency` in flight at a time; results in request order. The workers
