@@ -66,10 +66,16 @@ def describe(folder: Path) -> dict[str, Any] | None:
         results = {}
     given = meta.get("backend")
     backend: dict = given if isinstance(given, dict) else {}
-    model = (backend.get("model") or {}).get("name") or (backend.get("model") or {}).get("predictions") or "?"
-    return {"folder": str(folder), "status": status, "model": model, "tasks": list(meta.get("tasks") or {}),
-            "items_saved": saved, "started": meta.get("started"), "limit": meta.get("limit"),
-            "headline": _headline(results)}
+    named = backend.get("model")
+    named = named if isinstance(named, dict) else {}  # a damaged run.json is listed with what it holds
+    model = named.get("name") or named.get("predictions") or "?"
+    tasks = meta.get("tasks")
+    started, limit = meta.get("started"), meta.get("limit")
+    return {"folder": str(folder), "status": str(status), "model": str(model),
+            "tasks": [str(t) for t in tasks] if isinstance(tasks, (dict, list)) else [],
+            "items_saved": saved, "started": started if isinstance(started, str) else None,
+            "limit": limit if isinstance(limit, int) and not isinstance(limit, bool) else None,
+            "headline": _headline(results if isinstance(tasks, dict) else {})}
 
 
 def list_runs(paths: list[Path]) -> list[dict]:
@@ -83,7 +89,7 @@ def list_runs(paths: list[Path]) -> list[dict]:
             cands = [p]
         elif p.is_dir():
             cands = sorted(q for q in p.iterdir() if q.is_dir() and not q.is_symlink())
-            cands += [s for q in list(cands) for s in sorted(q.glob("shard-*-of-*")) if s.is_dir()]
+            cands += [s for q in list(cands) for s in sorted(q.glob("shard-*-of-*")) if s.is_dir() and not s.is_symlink()]
         elif len(paths) == 1 and p == config.data_home() / "runs":
             cands = []
         else:

@@ -80,6 +80,20 @@ def _load(folder: Path) -> dict:
     if meta.get("status") != "complete":
         raise UsageError(f"{folder} is {meta.get('status', 'not finished')}, not complete",
                          hint="rerun that shard's command to finish it, then merge")
+    shard, schedule = meta["shard"], meta.get("schedule")
+
+    def whole(value, low: int) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool) and value >= low
+
+    bad = ("shard.count is not a whole number of at least 1" if not whole(shard.get("count"), 1) else
+           "shard.index is not a whole number of at least 1" if not whole(shard.get("index"), 1) else
+           "it has no schedule" if not isinstance(schedule, dict) else
+           "schedule.chunk_items is not a whole number of at least 1" if not whole(schedule.get("chunk_items"), 1) else
+           "bootstrap is not a whole number" if not whole(meta.get("bootstrap", 1000), 0) else
+           "seed is not a whole number" if not whole(meta.get("seed"), 0) else
+           "its tasks are not a table" if not isinstance(meta.get("tasks"), dict) else None)
+    if bad:
+        raise UsageError(f"{folder}/run.json is not a shard's run.json: {bad}", hint="merge the folders run --shard K/N wrote")
     return meta
 
 

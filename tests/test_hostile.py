@@ -484,3 +484,32 @@ def test_a_merge_that_fails_part_way_leaves_nothing_and_the_same_merge_then_succ
     assert rc == 0, err
     assert {p.name for p in out.iterdir()} >= {"run.json", "samples.jsonl", "results.json"}
     assert len(read_lines(out / "samples.jsonl")) == 40 and not (tmp_path / ".merged.merging").exists()
+
+
+def test_damaged_run_files_are_listed_or_refused_in_one_line_not_crashed_on(cli, tmp_path):
+    runs = tmp_path / "runs"
+    rc, _, err = cli("run", "--model", "fake:m", "--task", "econnli-zero", "--limit", "4", "--quiet", "--out", runs / "good")
+    assert rc == 0, err
+    good = json.loads((runs / "good" / "run.json").read_text())
+    for name, change in (("num", {"started": 5}), ("list", {"started": [1]}), ("model", {"backend": {"model": "x"}}),
+                         ("tasks", {"tasks": "econnli-zero"})):
+        (runs / name).mkdir()
+        (runs / name / "run.json").write_text(json.dumps({**good, **change}))
+    os.symlink(".", runs / "good" / "shard-1-of-2")  # a loop: the run is listed once
+    rc, out, err = cli("runs", runs, "--json")
+    assert rc == 0, err
+    listed = json.loads(out)
+    assert sorted(Path(r["folder"]).name for r in listed) == ["good", "list", "model", "num", "tasks"]
+    # merge: a shard run.json with the wrong types is one line, exit 2, nothing written
+    base = tmp_path / "sharded"
+    for k in (1, 2):
+        assert cli("run", "--model", "fake:m", "--task", "econnli-zero", "--limit", "32", "--shard", f"{k}/2", "--quiet",
+                   "--out", base)[0] == 0
+    shard1 = base / "shard-1-of-2" / "run.json"
+    meta = json.loads(shard1.read_text())
+    for change, needle in (({"shard": {**meta["shard"], "count": "2"}}, "shard.count"), ({"shard": {**meta["shard"], "count": 0}}, "shard.count"),
+                           ({"shard": {**meta["shard"], "count": None}}, "shard.count"), ({"schedule": None}, "no schedule"),
+                           ({"schedule": {**meta["schedule"], "chunk_items": 0}}, "chunk_items"), ({"bootstrap": "x"}, "bootstrap")):
+        shard1.write_text(json.dumps({**meta, **change}))
+        one_line(*cli("merge", base / "shard-1-of-2", base / "shard-2-of-2", "--out", tmp_path / "m"), 2, needle)
+        assert not (tmp_path / "m").exists()
