@@ -26,7 +26,7 @@ def project(lines: list[TaskLine], prompts: dict[str, list[str]], backend: Any) 
         return None
     tasks: dict[str, dict] = {}
     for line in lines:
-        sample = prompts.get(line.name, [])[:SAMPLE]
+        sample = prompts.get(line.name, [])  # up to SAMPLE of its first-stage prompts
         counts = backend.count_tokens(sample) if sample else None
         per_token = sum(map(len, sample)) / sum(counts) if counts and sum(counts) else 4.0
         prompt_tokens = sum(line.chars) / per_token

@@ -13,6 +13,7 @@ import math
 import resource
 import signal
 import time
+from itertools import islice
 from pathlib import Path
 from typing import Any, Callable
 
@@ -259,7 +260,8 @@ def _run_locked(tasks, backend, folder: RunFolder, ctx: RunContext, selection: S
 
     with Guard(ack) as sig:
         if total > saved:  # what the rest will cost, at the rates this device has now
-            prompts = {t: [str(r.prompt) for reqs in b.values() for r in reqs.values()][:SAMPLE] for t, b in built.items()}
+            prompts = {t: list(islice((str(r.prompt) for reqs in b.values() for r in reqs.values()), SAMPLE))
+                       for t, b in built.items()}
             if (projection := project(lines, prompts, backend)) is not None:
                 meta["projection"] = projection
                 for text in projection_lines(projection, meta["backend"].get("device") or "this machine"):

@@ -32,6 +32,8 @@ def parse(spec: str | float | int | None) -> float | int | None:
     """`--sample` as given: a whole number ≥ 1 (items per task) or a fraction in (0, 1)."""
     if spec is None:
         return None
+    if isinstance(spec, bool):  # a config file's `sample = true`
+        raise ValueError(f"--sample {spec!r}: give a number of items (e.g. 200) or a fraction (e.g. 0.1)")
     try:
         value = float(spec)
     except (TypeError, ValueError, OverflowError):

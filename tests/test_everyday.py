@@ -189,6 +189,27 @@ def test_the_command_line_adds_to_a_configuration_files_option_tables_key_by_key
     assert meta["backend"]["parallel"] == 2 and meta["backend"]["n_threads"] == 1
 
 
+def test_a_config_files_roles_fill_roles_and_run_tables_prints_the_paper_tables(cli, tmp_path):
+    cfg = tmp_path / "eval.toml"
+    cfg.write_text('[run]\nmodel = "fake:writer"\ntasks = ["econnli-gen"]\nlimit = 2\nquiet = true\n'
+                   '[run.roles]\njudge = "fake:critic"\n')
+    out = tmp_path / "run"
+    rc, text, err = cli("run", "--config", cfg, "--out", out, "--tables")
+    assert rc == 0, err
+    judge = json.loads((out / "run.json").read_text())["roles"]["judge"]
+    assert judge["name"] == "critic" and judge["named"] is True
+    assert "# econeval report" in text and "## EconNLI Table 6" in text  # --tables: the folder's paper tables
+    rc, text, err = cli("run", "--config", cfg, "--out", out)
+    assert rc == 0 and "# econeval report" not in text
+
+
+def test_backends_list_the_roles_they_can_fill(cli):
+    rc, out, err = cli("models", "options", "--json")
+    assert rc == 0, err
+    serves = {r["kind"]: r["serves"] for r in json.loads(out)}
+    assert serves["llamacpp"] == ["model", "judge"] and serves["onnx"] == ["embedder"]
+
+
 def test_the_python_api_reports_progress(tmp_path, tiny_model):
     import econeval
     from econeval.config import ModelSpec

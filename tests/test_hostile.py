@@ -513,3 +513,11 @@ def test_damaged_run_files_are_listed_or_refused_in_one_line_not_crashed_on(cli,
         shard1.write_text(json.dumps({**meta, **change}))
         one_line(*cli("merge", base / "shard-1-of-2", base / "shard-2-of-2", "--out", tmp_path / "m"), 2, needle)
         assert not (tmp_path / "m").exists()
+
+
+def test_a_served_answer_names_the_model_asked_for_or_a_dated_or_tagged_version_of_it():
+    from econeval.backends.http_client import same_model
+
+    assert same_model("gpt-4o-2024-08-06", "gpt-4o") and same_model("llama3:latest", "llama3") and same_model("m", "m")
+    assert same_model("llama3", "llama3:latest")
+    assert not same_model("other-model", "m") and not same_model("gpt-4", "gpt-4o") and not same_model("m2", "m")

@@ -37,7 +37,7 @@ def test_samples_are_seeded_nested_stratified_and_in_order():
     assert rec["strata_sampled_once"] == 1
     assert [items.index(it) for it in small] == sorted(items.index(it) for it in small)  # the dataset's order
     assert len(big) == 50
-    for bad in ("0", "-3", "1.5", "x", "2.0001"):
+    for bad in ("0", "-3", "1.5", "x", "2.0001", True):  # True: the Python API's sample=True is no item count
         with pytest.raises(ValueError):
             sampling.parse(bad)
     assert sampling.parse("200") == 200 and sampling.parse("0.1") == 0.1
