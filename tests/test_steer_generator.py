@@ -327,3 +327,23 @@ def test_the_bundled_questions_have_no_unintroduced_person_no_earned_from_purcha
         if any(o != right and o.lstrip("-−") == right.lstrip("-−") for o in q["options"]):
             negated.append(q["id"])
     assert unintroduced == [] and earned == [] and negated == []
+
+
+def test_the_bundled_questions_agree_in_number_keep_days_to_24_hours_and_the_manifest_names_the_generator():
+    """Issue #32 item 3: "What do one pack cost?" (40 of 100 mult_div questions), "80 hours a day"
+    (45 of 100 deriving_labor_supply questions), and a manifest naming generator version 2."""
+    import re
+
+    from econeval import data
+    from econeval.benchmarks.steer_me.generator import GENERATOR_VERSION
+
+    qs = data.load("steer-me", "questions.jsonl")
+    assert len(qs) == 6400
+    disagree = [q["id"] for q in qs if re.search(r"\b(do|have|are|were) (one|a|an|each) [a-z]+ [a-z]+\?", q["question"])]
+    long_days = [q["id"] for q in qs for h in re.findall(r"\b(\d+(?:\.\d+)?) hours a day\b", q["question"]) if float(h) > 24]
+    assert disagree == [] and long_days == []
+    assert {q["generator_version"] for q in qs} == {GENERATOR_VERSION}
+    assert f"generator version {GENERATOR_VERSION})" in data.manifest("steer-me")["source"]["questions"]
+    days = [q for q in qs if q["element"] == "deriving_labor_supply"]
+    assert any("hours a week" in q["question"] and "a week in non-labour income" in q["question"] for q in days)
+    assert any("hours a day" in q["question"] and "a day in non-labour income" in q["question"] for q in days)

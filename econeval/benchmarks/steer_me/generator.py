@@ -15,8 +15,9 @@ from pathlib import Path
 
 from .solvers import ELEMENTS, Draw
 
-GENERATOR_VERSION = "3"  # 2: six elements rewritten to ask what they name, type variants, grammar; 3: a named
-# person is introduced before any pronoun, no option is the correct answer's negation, consumption smoothing wording
+GENERATOR_VERSION = "4"  # 2: six elements rewritten to ask what they name, type variants, grammar; 3: a named
+# person is introduced before any pronoun, no option is the correct answer's negation, consumption smoothing wording;
+# 4: "What does one pack cost?", a labour endowment above 24 hours is a week's
 HERE = Path(__file__).resolve().parent
 NEAR_MISSES = (1.1, 0.9, 1.25, 0.8, 1.5, 0.5, 2.0)
 LETTERS = "ABCD"

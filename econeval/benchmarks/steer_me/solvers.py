@@ -487,7 +487,8 @@ def deriving_labor_supply(rng, typ):
         v = 0
         ans = alpha * t
     return Draw({"alpha": alpha, "T": t, "w": w, "V": v},
-                {"u": f"U(c, l) = c^{alpha:g} l^{r2(1 - alpha):g}", "T": num(t), "w": money(w), "V": money(v)}, ans,
+                {"u": f"U(c, l) = c^{alpha:g} l^{r2(1 - alpha):g}", "T": num(t), "w": money(w), "V": money(v),
+                 "period": "day" if t <= 24 else "week"}, ans,  # no day has more than 24 hours
                 f"h* = αT - (1-α)V/w = {alpha:g}·{t} - {r2(1 - alpha):g}·{v}/{w} = {ans:.2f}",
                 {"ignored non-labour income": alpha * t if v else (1 - alpha) * t, "leisure instead of work": t - ans,
                  "wrong sign on V": alpha * t + (1 - alpha) * v / w if v else alpha * t / 2})
