@@ -99,3 +99,38 @@ def test_always_bdac_sanity_floor(cli, tmp_path):
     p.write_text("".join(json.dumps({"id": f"econlogicqa/test/{i}", "response": " B, D, A, C"}) + "\n" for i in range(130)))
     res = json.loads(cli("score", "--task", "econlogicqa-1shot", "--predictions", p)[1])["tasks"]["econlogicqa-1shot"]
     assert round(res["paper"]["accuracy"], 3) == 0.123
+
+
+def test_the_harness_prs_reader_is_an_option_and_reads_flame_as_described():
+    """Issue #32 item 13: on FLaME's 130 responses, after the task's stops, both readers give
+    19/130; they differ on one parse, test/53."""
+    from econeval.backends.llamacpp_batch import stop_at
+    from econeval.benchmarks.econlogicqa import STOP, order_as_pr_reads
+
+    gold = {r["id"]: r["answer"] for r in data.load("econlogicqa", "test.jsonl")}
+    preds = data.load("econlogicqa", "flame_llama31_8b_predictions.jsonl")
+    cut = [stop_at(p["response"], STOP, after_text=False) or p["response"] for p in preds]
+    mine, pr = [read_order(t)[0] for t in cut], [order_as_pr_reads(t) for t in cut]
+    assert sum(o == gold[p["id"]] for o, p in zip(mine, preds)) == sum(o == gold[p["id"]] for o, p in zip(pr, preds)) == 19
+    assert [(p["id"], a, b) for a, b, p in zip(mine, pr, preds) if a != b] == [("econlogicqa/test/53", None, "A, B, D, C")]
+    assert order_as_pr_reads("first D, next A, then C, B") == "D, A, C, B" and order_as_pr_reads("DACB") == "D, A, C, B"
+    assert order_as_pr_reads("A. Firms enter\nB. Prices fall") is None
+    task = FiveShot()
+    ctx = RunContext(task_options={"reader": "extract_order"})
+    prep = task.prepare(ctx)
+    item = next(it for it in prep.items if it["id"] == "econlogicqa/test/53")
+    response = next(p["response"] for p in preds if p["id"] == item["id"])
+    assert task.score(item, {"response": response}, prep)["parsed"] == "A, B, D, C"
+    assert prep.settings["reader"].startswith("the harness PR #4120's extract_order")
+
+
+def test_the_harness_stops_are_an_option():
+    """Issue #32 item 13: the harness cuts at the first blank line anywhere, so an answer that
+    starts with one scores 0 there; econeval applies the stops once text appears."""
+    from econeval.backends.llamacpp_batch import stop_at
+
+    for mode, after in (("after-text", True), ("harness", False)):
+        prep = FiveShot().prepare(RunContext(task_options={"stops": mode}))
+        g = FiveShot().requests(prep.items[0], prep, {})["response"]
+        assert g.stop_after_text is after and g.stop == ("\n\n", "Question:")
+        assert stop_at("\n\nB, D, A, C\n\nQuestion:", g.stop, g.stop_after_text) == ("\n\nB, D, A, C" if after else "")

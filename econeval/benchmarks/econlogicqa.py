@@ -109,6 +109,38 @@ def read_order(text: str) -> tuple[str | None, str]:
     return ", ".join(chosen), "ok"
 
 
+# The reader of the harness task's PR (#4120, `extract_order`), as it behaves: the text after the
+# last answer marker first, then the whole text; in each, the first run of four option letters
+# with separators (`D, A, C, B`, `D -> A`, `D then A`, any case) that is a permutation, else the
+# first unseparated capital run (`DACB`), else the first window of four standalone capitals.
+_PR_GAP = r"\s*(?:,|;|-->|->|→|>|\||\band\b|\bthen\b)?\s*"
+_PR_LONE = r"(?<![A-Za-z])[ABCD](?![A-Za-z])"
+_PR_SPACED = re.compile(rf"(?<![A-Za-z])[ABCD](?:{_PR_GAP}{_PR_LONE}){{3}}", re.IGNORECASE)
+_PR_TIGHT = re.compile(r"(?<![A-Za-z])[ABCD]{4}(?![A-Za-z])")
+_PR_MARKER = re.compile(r"(?i)\b(?:answer|order|sequence|ordering)\b\s*(?:is)?\s*[:\-–]?\s*")
+READERS = {
+    "econeval": "econeval answer reader v1 (last answer marker wins; permutations of A-D only)",
+    "extract_order": "the harness PR #4120's extract_order (after the last answer marker, else anywhere: the first "
+                     "separated run, else a tight capital run, else four standalone capitals, that is a permutation)",
+}
+
+
+def order_as_pr_reads(text: str) -> str | None:
+    """The ordering `extract_order` of the harness PR finds, as `B, D, A, C`, or None."""
+    marks = list(_PR_MARKER.finditer(text or ""))
+    for segment in ([text[marks[-1].end():]] if marks else []) + [text or ""]:
+        for pattern in (_PR_SPACED, _PR_TIGHT):
+            for m in pattern.finditer(segment):
+                letters = re.findall("[ABCD]", m.group(0).upper())
+                if sorted(letters) == list(LETTERS):
+                    return ", ".join(letters)
+        lone = re.findall(r"(?<![A-Za-z])([ABCD])(?![A-Za-z])", segment)
+        for i in range(len(lone) - 3):
+            if sorted(lone[i:i + 4]) == list(LETTERS):
+                return ", ".join(lone[i:i + 4])
+    return None
+
+
 def pairwise_accuracy(pred: str, gold: str) -> float:
     p, g = pred.replace(", ", ""), gold.replace(", ", "")
     pairs = list(combinations(g, 2))  # gold order: x before y
@@ -131,16 +163,24 @@ class _FewShot(Task):
     item_metrics = metrics  # both are means over all items (an unparsed answer scores 0)
     options = (TaskOption("shots", "per-item", "per-item: each item's demonstrations drawn from train, seeded by the seed and "
                           "the item's id (as the harness task samples them per document); fixed: one seeded set for every item "
-                          "(econeval before prompt version 3)", choices=("per-item", "fixed")),)
+                          "(econeval before prompt version 3)", choices=("per-item", "fixed")),
+               TaskOption("stops", "after-text", "after-text: the stop strings apply once non-blank text was generated | "
+                          "harness: at their first occurrence anywhere, as the harness's `until` (an answer that starts with "
+                          "a blank line is then empty)", choices=("after-text", "harness")),
+               TaskOption("reader", "econeval", "econeval: econeval's answer reader | extract_order: the harness PR "
+                          "#4120's reader", choices=tuple(READERS)))
     k = 1
 
     def prepare(self, ctx) -> Prepared:
         train = data.load(BENCHMARK, "train.jsonl")
-        mode = ctx.options_for(self)["shots"]
+        opts = ctx.options_for(self)
+        mode = opts["shots"]
         settings = {"shots": mode, "shot_source": "train (partial reconstruction: 189 of 390 rows)",
-                    "max_tokens": MAX_TOKENS, "stop": list(STOP), "decoding": "greedy",
-                    "reader": "econeval answer reader v1 (last answer marker wins; permutations of A-D only)"}
-        state = {"train": train, "seed": ctx.seed, "mode": mode}
+                    "max_tokens": MAX_TOKENS, "stop": list(STOP), "decoding": "greedy", "reader": READERS[opts["reader"]]}
+        if opts["stops"] == "harness":
+            settings["stops"] = "at their first occurrence anywhere (the harness's until)"
+        state = {"train": train, "seed": ctx.seed, "mode": mode, "after_text": opts["stops"] == "after-text",
+                 "reader": opts["reader"]}
         if mode == "fixed":
             shots = random.Random(ctx.seed).sample(train, self.k)
             settings["shot_ids"] = [s["id"] for s in shots]
@@ -158,12 +198,17 @@ class _FewShot(Task):
         if prep.state["mode"] == "fixed":
             prefix = prep.state["prefix"]
             return {"response": Generate(prompt=prefix + format_question(item), prefix=prefix, max_tokens=MAX_TOKENS,
-                                         stop=STOP)}
+                                         stop=STOP, stop_after_text=prep.state["after_text"])}
         demos = _demos(self.shots_for(item, prep))
-        return {"response": Generate(prompt=demos + format_question(item), max_tokens=MAX_TOKENS, stop=STOP)}
+        return {"response": Generate(prompt=demos + format_question(item), max_tokens=MAX_TOKENS, stop=STOP,
+                                     stop_after_text=prep.state["after_text"])}
 
     def score(self, item, outputs, prep):
-        order, why = read_order(outputs["response"])
+        if prep.state["reader"] == "extract_order":
+            order = order_as_pr_reads(outputs["response"])
+            why = "ok" if order else "no permutation of A-D found (extract_order)"
+        else:
+            order, why = read_order(outputs["response"])
         rec = {"parsed": order, "gold": item["answer"], "correct": order == item["answer"]}
         if order is None:
             rec["unparsed_reason"] = why
