@@ -31,6 +31,29 @@ def test_released_cot_rules():
     assert cot_votes("Maybe", "released-finma") == [] and cot_votes("maybe\n", "released-gpt") == []
 
 
+def test_the_raw_reply_option_reads_the_gpt_cells_reply_as_they_did():
+    """Issue #32 item 12: the released GPT cells read the raw reply's last line, uncut and
+    unstripped, with no token cap; the default reads the stop-cut, stripped 200-token answer."""
+    from econeval.benchmarks.econnli import CoTTask
+    from econeval.context import RunContext
+
+    assert cot_votes("Rates rise.\nYes.\n", "released-gpt") == [1]
+    assert cot_votes("Rates rise.\nYes.\n", "released-gpt", raw=True) == []  # the last line is empty
+    assert cot_votes("Yes.\n### Question: is it known?", "released-gpt", raw=True) == [0]  # 'no' in "known", uncut
+    assert cot_votes("Yes.\n### Question: is it known?", "released-gpt") == [1]
+    assert cot_votes("Yes.\n### Question: No.", "released-finma", raw=True) == [1]  # the open-model rules cut as released
+    task = CoTTask()
+    for reply, tokens, stop in (("cut", 200, ("### Question:", "### Answer:")), ("raw", 4096, ())):
+        ctx = RunContext(task_options={"cot_reply": reply})
+        prep = task.prepare(ctx)
+        prep.options = ctx.options_for(task)  # as the runner sets them
+        req = task.requests(prep.items[0], prep, {})["response"]
+        assert (req.max_tokens, req.stop) == (tokens, stop)
+        assert prep.settings["max_tokens"] == tokens and prep.settings["stop"] == list(stop)
+        record = task.score(prep.items[0], {"response": "Rates rise.\nYes.\n"}, prep)
+        assert record["votes"]["released-gpt"] == ([] if reply == "raw" else [1])
+
+
 def test_released_icl_parse_reads_the_demonstration():
     """The released open-model ICL code splits prompt + output at the first 'answer:'."""
     from econeval.benchmarks.econnli import ICL

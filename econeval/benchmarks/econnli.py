@@ -9,6 +9,7 @@ y_true and y_pred; a strict variant (unparsed = wrong) and a log-probability var
 from __future__ import annotations
 
 import csv
+import dataclasses
 import random
 from pathlib import Path
 
@@ -115,7 +116,7 @@ def released_icl_parse(prompt: str, response: str) -> int | None:
     return parse_answer(parts[1]) if len(parts) > 1 else None
 
 
-def cot_votes(text: str, rule: str) -> list[int]:
+def cot_votes(text: str, rule: str, raw: bool = False) -> list[int]:
     """The predictions the released CoT code records for one answer (the text after the prompt's
     last "### Answer:", up to the next "### Question:"):
     - released-llama (the LLAMA2 13B and Alpaca rows; the notebook's commented-out rule): 'Yes.' in
@@ -124,7 +125,12 @@ def cot_votes(text: str, rule: str) -> list[int]:
       independently, 'No' in it → 0 (case-sensitive substrings: "Now", "Not" count as No; an
       answer with both is counted twice: LLAMA2 7B's published support is 1,028 of 1,026 items);
     - released-gpt (ChatGPT / GPT-4 rows): the last line, lower-cased: 'yes' in it → 1, elif 'no' → 0.
-    An answer the rule cannot read gives no prediction (it is dropped, as released)."""
+    An answer the rule cannot read gives no prediction (it is dropped, as released). `raw`: the
+    reply as the API returned it (-T cot_reply=raw); released-gpt then reads its last line as the
+    GPT cells did, uncut and unstripped (a reply ending in a newline has an empty last line)."""
+    if raw and rule == "released-gpt":
+        last = text.split("\n")[-1].lower()
+        return [1] if "yes" in last else [0] if "no" in last else []
     pred = text.split("### Question:")[0].strip()
     if rule == "released-llama":
         return [1] if "Yes." in pred else [0] if "No." in pred else []
@@ -135,6 +141,7 @@ def cot_votes(text: str, rule: str) -> list[int]:
 
 
 COT_RULES = ("released-llama", "released-finma", "released-gpt")
+RAW_REPLY_TOKENS = 4096  # -T cot_reply=raw: the GPT cells set no cap; a served model ends its answer itself
 
 
 def table_row(y_true: list[int], y_pred: list[int]) -> dict:
@@ -326,7 +333,11 @@ class CoTTask(_EconNLITask):
                           "'Yes.' then 'No.'), released-finma (the LLAMA2 7B / FINMA rows: independent 'Yes'/'No' "
                           "substrings, an answer with both counted twice), released-gpt (the ChatGPT/GPT-4 rows: the "
                           "last line); the other two are reported beside it",
-                          COT_RULES, "choice"),)
+                          COT_RULES, "choice"),
+               TaskOption("cot_reply", "cut", "cut: 200 new tokens, stopped at the next '### Question:' or '### Answer:' "
+                          "(the released open-model code's budget and split) | raw: the reply as the model gives it, no "
+                          f"stop, up to {RAW_REPLY_TOKENS} tokens, released-gpt reading its last line as the GPT cells did "
+                          "(they set no cap): for served chat models", ("cut", "raw"), "choice"))
 
     @property
     def parse_rule(self):
@@ -334,14 +345,28 @@ class CoTTask(_EconNLITask):
 
     def prepare(self, ctx):
         prep = super().prepare(ctx)
-        prep.settings["parse_rule"] = ctx.options_for(self)["cot_parse"]
+        opts = ctx.options_for(self)
+        prep.settings["parse_rule"] = opts["cot_parse"]
+        prep.state["raw"] = opts["cot_reply"] == "raw"
+        if prep.state["raw"]:
+            prep.settings.update(cot_reply="raw: no stop, the reply unstripped, released-gpt on its last line",
+                                 max_tokens=RAW_REPLY_TOKENS, stop=[])
         return prep
+
+    def budget(self, prep):
+        return RAW_REPLY_TOKENS if prep.state.get("raw") else self.max_tokens
+
+    def requests(self, item, prep, outputs):
+        reqs = super().requests(item, prep, outputs)
+        if prep.state.get("raw"):
+            reqs["response"] = dataclasses.replace(reqs["response"], stop=())
+        return reqs
 
     def prompt(self, item, prep):
         return COT_DEMOS, COT_DEMOS + COT_QUESTION.format(premise=item["premise"], hypothesis=item["hypothesis"])
 
     def score(self, item, outputs, prep):
-        votes = {rule: cot_votes(outputs["response"], rule) for rule in COT_RULES}
+        votes = {rule: cot_votes(outputs["response"], rule, prep.state.get("raw", False)) for rule in COT_RULES}
         mine = votes[prep.options["cot_parse"]]
         parsed = mine[0] if len(mine) == 1 else None
         return {"parsed": parsed, "gold": item["label"], "correct": None if parsed is None else parsed == item["label"],
