@@ -20,7 +20,7 @@ from typing import Any, Callable, Sequence
 
 from . import __version__, config, data, registry, runner, shards
 from . import roles as role_specs
-from .context import RunContext, check_task_options
+from .context import DEFAULT_SEED, RunContext, check_task_options
 from .scoring import aggregate, score_records, select_items
 from .selection import Selection, from_flags
 from .backends.base import Settings
@@ -68,7 +68,7 @@ def _role_factories(ctx: RunContext, specs: dict[str, config.ModelSpec], seed: i
 
 
 def evaluate(model: str | config.ModelSpec | None = None, tasks: Sequence[str] = (), suite: str | None = None,
-             limit: int | None = None, out: str | Path | None = None, seed: int = 1234,
+             limit: int | None = None, out: str | Path | None = None, seed: int | None = None,
              task_options: dict[str, Any] | None = None, model_options: dict[str, Any] | None = None,
              judge: str | None = None, embedder: str | None = None, roles: dict[str, str] | None = None,
              n_ctx: int | None = None, chat: str | None = None,
@@ -104,6 +104,7 @@ def evaluate(model: str | config.ModelSpec | None = None, tasks: Sequence[str] =
     values (over `task_options`).
 
     Returns the results document with one key added: `run_folder`, the folder written."""
+    seed_given, seed = seed is not None, DEFAULT_SEED if seed is None else seed
     selected = registry.select(suite, list(tasks))
     spec = model if isinstance(model, config.ModelSpec) else role_specs.resolve(model, MODEL)
     args = role_args(roles, judge, embedder)
@@ -120,7 +121,8 @@ def evaluate(model: str | config.ModelSpec | None = None, tasks: Sequence[str] =
         selection = from_flags(limit=limit, sample=sample, budget=budget, shard=shard)
     elif any(v is not None for v in (limit, sample, budget, shard)):
         raise UsageError("a selection with --limit, --sample, --budget or --shard: the selection names the items")
-    ctx = RunContext(seed=seed, task_options=dict(task_options or {}), bootstrap=bootstrap, per_task=dict(per_task_options or {}))
+    ctx = RunContext(seed=seed, seed_given=seed_given, task_options=dict(task_options or {}), bootstrap=bootstrap,
+                     per_task=dict(per_task_options or {}))
     _role_factories(ctx, named, seed)
     callback = progress if callable(progress) else None
     show = sys.stderr.isatty() if progress is None else progress is True
@@ -165,6 +167,9 @@ def default_folder(spec: config.ModelSpec, tasks: list, preps: dict, ctx: RunCon
             # the judge and the embedder keep the keys folders were named by before roles were open
             "judge": [judge.name, judge.options] if judge else None, "embedder": args.get(EMBEDDER),
             "shard_count": (shard or (0, 0))[1], **({"roles": others} if others else {})}
+    own = {t.name: ctx.seed_for(t) for t in tasks if ctx.seed_for(t) != ctx.seed}  # a protocol's seed (no --seed given)
+    if own:
+        what["seeds"] = own
     names = sorted(t.name for t in tasks)
     label = next((s for s, members in registry.suites().items() if sorted(members) == names), None) or "+".join(names)
     folder = config.named_folder("runs", f"{spec.name}-{label}", what)
@@ -196,7 +201,7 @@ def program() -> list[str]:
     return [arg0]
 
 
-def score_predictions(task: str, predictions: str | Path, seed: int = 1234, task_options: dict[str, Any] | None = None,
+def score_predictions(task: str, predictions: str | Path, seed: int | None = None, task_options: dict[str, Any] | None = None,
                       judge: str | None = None, embedder: str | None = None, out: str | Path | None = None,
                       bootstrap: int = 1000, argv: list[str] | None = None, roles: dict[str, str] | None = None) -> ResultsDoc:
     """Score answers produced elsewhere (a predictions file, or a run's samples.jsonl) with the
@@ -204,7 +209,8 @@ def score_predictions(task: str, predictions: str | Path, seed: int = 1234, task
     embedder) still run. With `out`, also write a run folder (for `compare` and `report`)."""
     t = registry.get_task(task)
     predictions = Path(predictions)
-    ctx = RunContext(seed=seed, task_options=dict(task_options or {}))
+    seed_given, seed = seed is not None, DEFAULT_SEED if seed is None else seed
+    ctx = RunContext(seed=seed, seed_given=seed_given, task_options=dict(task_options or {}))
     named = {name: role_specs.resolve(arg, name) for name, arg in role_args(roles, judge, embedder).items()}
     _role_factories(ctx, named, seed, model_fills=False)
     try:
@@ -238,26 +244,26 @@ def score_predictions(task: str, predictions: str | Path, seed: int = 1234, task
         if out:
             used = runner.task_roles(t, prep)
             infos = {role: role_entry(ctx.role(role).info(), role in ctx.given) for role in used if role != MODEL and ctx.made(role)}
-            _write_scored_folder(Path(out), t, prep, seed, predictions, records, doc, infos, argv)
+            _write_scored_folder(Path(out), t, prep, (seed, seed_given), predictions, records, doc, infos, argv)
     finally:
         ctx.close()
     return doc
 
 
-def _write_scored_folder(out: Path, task, prep, seed: int, predictions: Path, records: list[dict], doc: Any,
+def _write_scored_folder(out: Path, task, prep, seed: tuple[int, bool], predictions: Path, records: list[dict], doc: Any,
                          infos: dict, argv: list[str] | None) -> None:
     folder = RunFolder.open(out)
     try:
         if folder.meta is not None or (out / "samples.jsonl").exists():
             raise UsageError(f"{out} already holds a run", hint="choose a new --out folder")
-        meta = scored_meta(task, prep, seed=seed, predictions=str(predictions), predictions_sha256=data.sha256_file(predictions),
-                           argv=argv, roles=infos)
+        meta = scored_meta(task, prep, seed=seed[0], seed_given=seed[1], predictions=str(predictions),
+                           predictions_sha256=data.sha256_file(predictions), argv=argv, roles=infos)
         folder.write_complete(records, doc, meta)
     finally:
         folder.close()
 
 
-def export_prompts(task: str, seed: int = 1234, limit: int | None = None,
+def export_prompts(task: str, seed: int | None = None, limit: int | None = None,
                    task_options: dict[str, Any] | None = None) -> list[dict]:
     """Each item's requests as econeval sends them (few-shot demonstrations included; a model's
     chat template is applied by the backend on top): id, prompts, request settings, and for a
@@ -266,7 +272,7 @@ def export_prompts(task: str, seed: int = 1234, limit: int | None = None,
     from .types import Generate
 
     t = registry.get_task(task)
-    ctx = RunContext(seed=seed, task_options=dict(task_options or {}))
+    ctx = RunContext(seed=DEFAULT_SEED if seed is None else seed, seed_given=seed is not None, task_options=dict(task_options or {}))
     check_task_options([t], ctx.task_options)
     prep = t.prepare(ctx)
     rows = []

@@ -202,8 +202,9 @@ def _prefix_help() -> str:
               "the model's loading counts): the items run in a seeded order that grows a stratified sample of every task, "
               "the tasks taking turns, and the numbers are estimates of the full set's, with intervals. The same command "
               "without --budget continues the folder to the full set.")
-@click.option("--seed", type=click.IntRange(min=0, max=2**63 - 1), default=1234, show_default=True,
-              help="Seed for few-shot draws and --sample (recorded in run.json).")
+@click.option("--seed", type=click.IntRange(min=0, max=2**63 - 1),
+              help="Seed for few-shot draws and --sample (recorded in run.json; default 1234, and for a benchmark whose "
+                   "authors' protocol names a seed, its draws use that one: the task's settings in run.json say which).")
 @click.option("--n-ctx", type=click.IntRange(*N_CTX_RANGE), help="Context length in tokens (default: the model's entry).")
 @click.option("--chat", type=click.Choice(["auto", "on", "off"]),
               help="Chat template: auto (each task's default, as its paper's code did, when the model has a template), "
@@ -286,7 +287,8 @@ def _check_outcome(doc: dict) -> None:
 @click.option("--predictions", "-p", required=True, type=click.Path(dir_okay=False, path_type=Path),
               help='JSON Lines: {"id": "...", "response": "raw model text"} per item, optionally "option_logprobs"; '
                    "or a run's samples.jsonl (its lines of this task).")
-@click.option("--seed", type=int, default=1234, show_default=True, help="Seed the predictions were made with (few-shot draws).")
+@click.option("--seed", type=click.IntRange(min=0, max=2**63 - 1),
+              help="Seed the predictions were made with (few-shot draws; default as for run).")
 @click.option("--embedder", "-e", help="Sentence embedder for tasks scored by similarity (default: the registry's default).")
 @click.option("--judge", help="Judge model for the tasks that use one (a model file, a models.toml name or PREFIX:NAME).")
 @_role_option
@@ -657,7 +659,8 @@ def data_verify():
 @click.option("--file", "file_name", help="Which file of the benchmark (default: its evaluation items).")
 @click.option("--prompts", is_flag=True, help="NAME is a task: write each item's prompt(s) as econeval sends them "
               "(seeded few-shot demonstrations included; a model's chat template is applied by the backend on top).")
-@click.option("--seed", type=int, default=1234, show_default=True, help="With --prompts: the seed of the few-shot draws.")
+@click.option("--seed", type=click.IntRange(min=0, max=2**63 - 1),
+              help="With --prompts: the seed of the few-shot draws (default as for run).")
 @click.option("--limit", "-n", type=click.IntRange(min=1, max=10**9), help="With --prompts: the items `run --limit N` would run.")
 @_task_options
 def data_export(name, out, file_name, prompts, seed, limit, task_option, **kw):

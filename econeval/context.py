@@ -12,13 +12,17 @@ from .errors import UsageError
 from .types import Task
 
 
+DEFAULT_SEED = 1234
+
+
 @dataclass
 class RunContext:
     """Run-level settings shared by the tasks: the seed, task options and the roles' factories
     (made on first use). Which items run is the run's Selection (selection.py), not the tasks'
     business."""
 
-    seed: int = 1234
+    seed: int = DEFAULT_SEED
+    seed_given: bool = True  # False: no --seed was given, so a task whose authors' protocol names a seed uses it
     bootstrap: int = 1000  # resamples for the headline numbers' intervals (0: none)
     task_options: dict[str, Any] = field(default_factory=dict)  # option name → value, for every task declaring it
     per_task: dict[str, dict[str, Any]] = field(default_factory=dict)  # task → its own option values (a gate's baseline)
@@ -39,6 +43,13 @@ class RunContext:
             else:
                 out[opt.name] = opt.default
         return out
+
+    def seed_for(self, task: Task) -> int:
+        """The seed of the task's own draws: the one given, else its authors' (`Task.protocol_seed`),
+        else the run's."""
+        if not self.seed_given and task.protocol_seed is not None:
+            return task.protocol_seed
+        return self.seed
 
     def role(self, name: str):
         if name not in self._made:

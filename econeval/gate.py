@@ -334,7 +334,8 @@ def gate(baseline: str | Path, model: str | None = None, max_drop: float = 0.02,
         check_comparable(base.meta, {"seed": base.meta.get("seed"), "tasks": task_identity(tasks, base.preps)}, list(g.tasks))
         options = {t: base.meta["tasks"][t].get("options") or {} for t in g.tasks}
         selection = Ordered("random", deadline=deadline, watcher=g.watch, only={t: set(tg.order) for t, tg in g.tasks.items()})
-        doc = api.evaluate(model=model, tasks=list(g.tasks), seed=base.meta.get("seed", 1234), per_task_options=options,
+        seed = base.meta.get("seed", 1234) if base.meta.get("seed_given", True) else None  # None: the tasks' protocol seeds again
+        doc = api.evaluate(model=model, tasks=list(g.tasks), seed=seed, per_task_options=options,
                            selection=selection, out=out, **run)
         folder = Path(str(doc.get("run_folder")))
         cand = load_run(folder)

@@ -63,7 +63,7 @@ def partial_identity(seed: int, tasks: list[Task], preps: dict[str, Prepared], m
 
 def run_meta(tasks: list[Task], preps: dict[str, Prepared], info: BackendInfo, roles: dict[str, dict], *,
              seed: int, limit: int | None, bootstrap: int, argv: list[str] | None,
-             shard: tuple[int, int] | None = None) -> dict:
+             shard: tuple[int, int] | None = None, seed_given: bool = True) -> dict:
     """run.json of a run as it starts (status running), its identity included."""
     tids = task_identity(tasks, preps)
     from .sampling import SCHEME
@@ -85,6 +85,7 @@ def run_meta(tasks: list[Task], preps: dict[str, Prepared], info: BackendInfo, r
         "started": now(),
         "status": "running",
         "seed": seed,
+        "seed_given": seed_given,  # False: a task whose authors' protocol names a seed drew with it (its settings say)
         "limit": limit,
         "bootstrap": bootstrap,
         "options": {t.name: preps[t.name].options for t in tasks if preps[t.name].options},
@@ -101,12 +102,13 @@ def run_meta(tasks: list[Task], preps: dict[str, Prepared], info: BackendInfo, r
 
 
 def scored_meta(task: Task, prep: Prepared, *, seed: int, predictions: str, predictions_sha256: str,
-                argv: list[str] | None, roles: dict[str, dict]) -> dict:
+                argv: list[str] | None, roles: dict[str, dict], seed_given: bool = True) -> dict:
     """run.json of a folder written by `econeval score --out`: the model is the predictions file."""
     tids = task_identity([task], {task.name: prep})
     stamp = now()
     return {"run_format": RUN_FORMAT, "econeval_version": __version__, "command": argv or sys.argv,
-            "started": stamp, "finished": stamp, "status": "complete", "seed": seed, "limit": None,
+            "started": stamp, "finished": stamp, "status": "complete", "seed": seed,
+            "seed_given": seed_given, "limit": None,
             "options": {task.name: prep.options},
             "tasks": {task.name: {**tids[task.name], "description": task.description}},
             "backend": {"kind": "predictions", "model": {"name": None, "predictions": predictions, "sha256": predictions_sha256}},

@@ -156,7 +156,7 @@ def run(tasks: list[Task], backend, out_dir: Path, ctx: RunContext, preps: dict[
     ctx.role_made(MODEL, backend)
     info = backend.info()
     meta = run_meta(tasks, preps, info, role_infos(tasks, preps, ctx), seed=ctx.seed, limit=selection.limit,
-                    bootstrap=ctx.bootstrap, argv=argv, shard=selection.shard())
+                    bootstrap=ctx.bootstrap, argv=argv, shard=selection.shard(), seed_given=ctx.seed_given)
     if config:
         meta["config"] = config
     own = folder is None

@@ -83,6 +83,9 @@ class OptionLogprobs:
     chat: bool = False
     role: str = MODEL
     turns: tuple[str, ...] = ()  # as Generate.turns
+    # a backend without log-probabilities generates the answer as text (the option is read from it):
+    # at most this many tokens, None for the server's own limit
+    text_tokens: int | None = 8
 
 
 @dataclass(frozen=True)
@@ -320,6 +323,7 @@ class Task:
     prompt_version: str = ""
     description: str = ""
     stages: int = 1
+    protocol_seed: int | None = None  # the seed its authors' released protocol uses: its draws' seed when no --seed is given
     roles: tuple[str, ...] = (MODEL,)  # the roles its requests use (model, judge, embedder, or one of `new_roles`)
     new_roles: tuple[Role, ...] = ()  # roles of its own beyond the shared ones (types.SHARED_ROLES)
     options: tuple[TaskOption, ...] = ()

@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 
 from . import registry
-from .context import RunContext
+from .context import DEFAULT_SEED, RunContext
 from .errors import UsageError
 from .folder import named_roles, read_samples
 from .results import read_json
@@ -54,7 +54,8 @@ def task_options(meta: dict, task: str) -> dict[str, Any]:
 
 def prepared_from(meta: dict, task: Task) -> Prepared:
     """The task's data and options prepared as the recorded run prepared them."""
-    ctx = RunContext(seed=meta.get("seed", 1234), per_task={task.name: task_options(meta, task.name)},
+    ctx = RunContext(seed=meta.get("seed", DEFAULT_SEED), seed_given=meta.get("seed_given", True),
+                     per_task={task.name: task_options(meta, task.name)},
                      given=named_roles(meta), bootstrap=meta.get("bootstrap", 1000))
     prep = task.prepare(ctx)
     prep.options = ctx.options_for(task)

@@ -135,6 +135,18 @@ def test_steer_me_falls_back_to_text_without_logprobs(cli, tmp_path, registry):
     assert all(s["parsed"] == 1 for s in samples)  # " B" read from the text
 
 
+def test_a_text_only_answer_turn_gets_8_tokens_or_the_servers_limit(cli, tmp_path, registry):
+    """Issue #32 item 7: the authors' package leaves the answer turn uncapped (-T text_answer_tokens=none)."""
+    for value, expected in (("8", 8), ("none", None)):
+        FakeOpenAI.requests_seen.clear()
+        rc, _, err = cli("run", "--model", "textonly", "--task", "steer-me", "--limit", "1", "-T", f"text_answer_tokens={value}",
+                         "--quiet", "--out", tmp_path / value, env=registry)
+        assert rc == 0, err
+        answers = [b for path, b, _ in FakeOpenAI.requests_seen if path == "/v1/completions" and "SINGLE LETTER" in b["prompt"]
+                   and "logprobs" not in b]  # a server that ignores logprobs is asked for text (once it is known)
+        assert len(answers) == 64 and {b.get("max_tokens") for b in answers} == {expected}
+
+
 def test_a_server_returning_nan_gives_item_errors_not_scores(cli, tmp_path, registry):
     out = tmp_path / "run"
     rc, _, err = cli("run", "--model", "nan", "--task", "econnli-zero", "--limit", "3", "--quiet", "--out", out, env=registry)

@@ -199,3 +199,33 @@ def test_exported_prompts_show_the_open2025_turns(cli, tmp_path):
     assert row["turns"]["option_logprobs"] == [first, "<reply to reasoning>", "\nAnswer by writing the option letter corresponding "
                                                "to the correct option. RESPOND WITH ONLY A SINGLE LETTER.\nA:"]
     assert row["requests"]["reasoning"]["stage"] == 1 and row["requests"]["option_logprobs"]["stage"] == 2
+
+
+def test_car_drops_consistency_graded_groups_as_the_packages_none_format(cli, tmp_path):
+    """Issue #32 item 9: `if format in ("none", "free") and grading != "answer": continue`."""
+    pkg = _package(tmp_path / "pkg")
+    out = tmp_path / "run"
+    rc, _, err = cli("run", "--model", "fake:car", "--task", "steer-me", "-T", f"questions={pkg}", "--car", "--quiet", "--out", out)
+    assert rc == 0, err
+    samples = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+    assert "steer-me/linear_system_eq/c" not in {s["id"] for s in samples} and len(samples) == 4
+    source = json.loads((out / "run.json").read_text())["tasks"]["steer-me"]["settings"]["source"]
+    assert source["not_run_car"]["groups"] == 1
+
+
+def test_the_release_layout_and_a_parent_folder_read_as_the_staging_layout(tmp_path):
+    """Issue #32 item 11: the authors' data.py also reads data/<element>/test.parquet (setting and
+    module from the columns, else elements.csv) and a parent folder holding steer-me/."""
+    import shutil
+
+    from econeval.benchmarks.steer_me.package import load
+
+    staged = _package(tmp_path / "staged")
+    release = tmp_path / "parent" / "STEER-ME"
+    (release / "data" / "linear_system_eq").mkdir(parents=True)
+    shutil.copy(staged / "elements.csv", release / "elements.csv")
+    shutil.copy(next(staged.glob("data/*/*/*/test.parquet")), release / "data" / "linear_system_eq" / "test.parquet")
+    a, b = load(staged)[0], load(tmp_path / "parent")[0]
+    assert len(a) == len(b) == 5
+    assert [{**x, "setting": None, "module": None} for x in a] == [{**x, "setting": None, "module": None} for x in b]
+    assert {x["setting"] for x in b} == {"Foundations"} and {x["module"] for x in b} == {"Systems of Equations"}

@@ -17,10 +17,10 @@ from ..errors import ModelError
 from ..types import BackendInfo, Completion, Generate, OptionLogprobs, OptionScores, chat_messages
 from .base import Backend, Settings
 from .http_client import ServedClient, ServedOptions, split_stops
-from .openai_http import TEXT_ANSWER_TOKENS
 
 API_VERSION = "2023-06-01"
 DEFAULT_URL = "https://api.anthropic.com"
+UNCAPPED_TOKENS = 4096  # the Messages API needs a max_tokens: an "uncapped" text answer gets this many
 
 
 @registry.backend("anthropic")
@@ -62,7 +62,7 @@ class AnthropicBackend(Backend[ServedOptions]):
     def _one(self, r):
         if isinstance(r, OptionLogprobs):  # no log-probabilities: the letter is read from the text
             self.client.count("text_only_answers")
-            choice = self._message(r, max_tokens=TEXT_ANSWER_TOKENS)["choices"][0]
+            choice = self._message(r, max_tokens=r.text_tokens or UNCAPPED_TOKENS)["choices"][0]
             return OptionScores(text=choice.get("text") or "")
         return self._generate(r)
 

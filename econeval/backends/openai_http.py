@@ -42,7 +42,6 @@ from .base import Backend, Settings, option
 from .http_client import CONTEXT, HTTPError, ServedClient, ServedOptions, choice_text, split_stops
 
 TOP_LOGPROBS = (20, 5)  # asked in this order: OpenAI's legacy completions allow at most 5
-TEXT_ANSWER_TOKENS = 8
 PENALTY_PARAMS = ("repeat_penalty", "repetition_penalty", "none")
 # what /v1/models' owned_by says about the server's name for the repetition penalty
 OWNERS = {"vllm": "repetition_penalty", "sglang": "repetition_penalty", "llamacpp": "repeat_penalty",
@@ -178,8 +177,8 @@ class OpenAIHTTPBackend(Backend[ServedOptions]):
         while True:
             k = self.top_logprobs
             # without log-probabilities the letter is read from the text: room for "(B)" or "B."
-            path, body = self._body(r, max_tokens=1 if k else TEXT_ANSWER_TOKENS, **({"logprobs": k} if k else {}),
-                                    **self._penalty(1.0))
+            cap = {"max_tokens": 1} if k else {"max_tokens": r.text_tokens} if r.text_tokens else {}
+            path, body = self._body(r, **cap, **({"logprobs": k} if k else {}), **self._penalty(1.0))
             try:
                 resp = self.client.post(path, {**self._fixed(), **body})
                 break
@@ -196,6 +195,10 @@ class OpenAIHTTPBackend(Backend[ServedOptions]):
             return OptionScores(fits=False)
         choice = resp["choices"][0]
         top = _top_logprobs(choice)
+        if not top and k:  # a server that ignores the request for log-probabilities: answers in text from now on
+            with self.client.lock:
+                self.top_logprobs = 0
+            return self._option_scores(r)
         if not top:  # no log-probabilities: hand back the text instead
             self.client.count("text_only_answers")
             with self.client.lock:

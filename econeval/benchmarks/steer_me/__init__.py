@@ -58,22 +58,26 @@ registry.benchmark(BENCHMARK, build, tables=_tables, commands="econeval.benchmar
 
 
 # ---- reading answers ----------------------------------------------------------------------
-def _leading_letter(letters: str) -> re.Pattern:
-    """A reply that starts with one of `letters` (a regex class): `B`, ` B.`, `(B)`, `B: ...`."""
-    return re.compile(rf"^\s*\(?([{letters}])\)?(?:[.:)\s]|$)")
+# The forms the authors' package reads (`parse_letter`): a reply that starts with a letter, bold or
+# bracketed or not (`B`, ` B.`, `(B)`, `**B**`, `B, because`), else the last "answer is B",
+# "Answer: option C", "The answer is **C**." — capital letters only, and only a valid letter counts.
+_OPENING = re.compile(r"\s*(?:\*\*)?\(?\s*([A-Z])\s*(?:[).:,\s]|\*\*|$)")
+_ANSWER_AT = re.compile(r"(?:answer|Answer|ANSWER)\s*(?:is|:)?\s*(?:option\s*)?\(?\*{0,2}([A-Z])\b")
 
 
-_LEAD = _leading_letter("A-J")
-_ANSWER_IS = re.compile(r"(?:answer is|ANSWER:)\s*\(?([A-J])\b", re.IGNORECASE)
+def letter_of(text: str, letters: tuple[str, ...] | str) -> str | None:
+    """The valid letter the reply commits to: its opening letter, else its last answer marker's."""
+    m = _OPENING.match(text or "")
+    if m and m.group(1) in letters:
+        return m.group(1)
+    marked = [x for x in _ANSWER_AT.findall(text or "") if x in letters]
+    return marked[-1] if marked else None
 
 
 def letter_from_text(text: str, k: int) -> int | None:
-    """A leading letter (`B`, ` B.`, `(B)`, `B: ...`), else the last `answer is B` / `ANSWER: B`."""
-    m = _LEAD.match(text)
-    hits = [m.group(1)] if m else [h.upper() for h in _ANSWER_IS.findall(text)][-1:]
-    if hits and LETTERS.index(hits[0]) < k:
-        return LETTERS.index(hits[0])
-    return None
+    """The index of the letter `letter_of` reads among the first K."""
+    letter = letter_of(text, LETTERS[:k])
+    return None if letter is None else LETTERS.index(letter)
 
 
 _NUMBER = r"-?\$?\d[\d,]*(?:\.\d+)?"
@@ -135,6 +139,45 @@ def free_text_correct(value: float | None, gold: float, others: list[float]) -> 
     return all(abs(value - gold) < abs(value - o) for o in others)
 
 
+FREE_TEXT_GRADINGS = {
+    "paper": "the number read counts if within 2% of the answer and closer to it than to any other option; a wrong "
+             "answer costs 1/(K-1) in normalised accuracy",
+    "package": "the number read counts if it equals the answer at 3 significant figures; a wrong answer costs 0 "
+               "(the authors' scorer: guessing a number has no chance to remove)",
+}
+_PLAIN_NUMBER = re.compile(r"[-+−]?\$?\s?(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.\d+)?(?:[eE][-+]?\d+)?")
+
+
+def _numbers_in(text: str) -> list[float]:
+    """The numbers in a text as the authors' scorer reads them: thousands separators, `$`, a
+    unicode minus, a sign and an exponent allowed."""
+    out = []
+    for m in _PLAIN_NUMBER.finditer(text):
+        if any(c.isdigit() for c in m.group(0)):
+            v = _to_float(m.group(0).replace("−", "-").replace(" ", ""))
+            if v is not None:
+                out.append(v)
+    return out
+
+
+def number_as_package_reads(text: str) -> float | None:
+    """The final number as the authors' scorer finds it: the first in the last \\boxed{}, else the
+    first after the last `ANSWER:` or `Answer:`, else the last number."""
+    text = text or ""
+    boxed = re.findall(r"\\boxed\{((?:[^{}]|\{[^{}]*\})*)\}", text)
+    after = max(text.rfind("ANSWER:"), text.rfind("Answer:"))
+    for source in ([boxed[-1]] if boxed else []) + ([text[after + 7:]] if after >= 0 else []):
+        nums = _numbers_in(source)
+        if nums:
+            return nums[0]
+    nums = _numbers_in(text)
+    return nums[-1] if nums else None
+
+
+def same_at_3_figures(value: float | None, gold: float) -> bool:
+    return value is not None and math.isfinite(value) and float(f"{value:.3g}") == float(f"{gold:.3g}")
+
+
 def distribution(lp: dict[str, float], k: int) -> tuple[list[float], float]:
     """Probabilities of the K valid letters (max over duplicates is done by the backend) and
     alpha, the total mass on them."""
@@ -160,18 +203,33 @@ def part_name(name: str, part: int) -> str:
     return name if part == 0 else f"{name}@{part + 1}"
 
 
-def chosen_letter(scores, letters: tuple[str, ...], call: dict) -> str | None:
-    """The letter the model chose at an answer turn: the valid letter of highest log-probability
-    (the text, when the backend gave no log-probabilities); a string stands in for a reply."""
+ANSWER_RULES = {
+    "restricted": "the valid letter of highest probability (the paper's distribution restricted to the options): an "
+                  "item with any probability on a letter is answered",
+    "generated": "the letter the model generated, i.e. its most likely token when that is a valid letter; another top "
+                 "token is no answer, left out of accuracy and calibration (the authors' package)",
+}
+
+
+def top_is_letter(scores: dict, letters: tuple[str, ...], call: dict) -> bool | None:
+    """Whether the model's most likely token at the answer position is a valid letter (None: not known)."""
+    top = call.get("top_logprob")
+    if top is None or not scores:
+        return None
+    valid = [scores[L] for L in letters if L in scores]
+    return bool(valid) and max(valid) >= top - 1e-9
+
+
+def chosen_letter(scores, letters: tuple[str, ...], call: dict, rule: str = "restricted") -> str | None:
+    """The letter the model chose at an answer turn, by the answer rule (ANSWER_RULES); the text
+    when the backend gave no log-probabilities; a string stands in for a reply."""
     if isinstance(scores, str):
         return scores
     if scores and any(L in scores for L in letters):
+        if rule == "generated" and top_is_letter(scores, letters, call) is False:
+            return None
         return max(letters, key=lambda L: (scores.get(L, -math.inf), -letters.index(L)))
-    m = _LEAD_ANY.match(call.get("text") or "")
-    return m.group(1) if m and m.group(1) in letters else None
-
-
-_LEAD_ANY = _leading_letter("A-Z")  # a later part's letters continue past J
+    return letter_of(call.get("text") or "", letters)
 
 
 def parse_rule(rule: str) -> set[tuple[int, ...]]:
@@ -192,8 +250,9 @@ def consistency_penalty(allowed: set[tuple[int, ...]], sizes: list[int]) -> floa
 def apply_car(items: list[dict], seed: int) -> list[dict]:
     """In each (element, K) bucket exactly round(N/K) questions, chosen by a seeded hash of
     their ids, get the correct option replaced; the others get one wrong option replaced (each
-    part of a multi-part question; K is its first part's; consistency-graded groups have no
-    correct option and are left as they are, as in the authors' package)."""
+    part of a multi-part question; K is its first part's). Consistency-graded groups have no
+    correct option: they are left as they are here, and `prepare` does not run them with --car, as
+    the authors' package's `none` format drops them."""
     buckets: dict[tuple, list[dict]] = {}
     for it in items:
         if it.get("grading", "answer") == "answer":
@@ -246,6 +305,7 @@ class SteerMe(Task):
     prompt_version = "steer-me/2"  # /2: the authors' open2025 prompt set and turns by default (-T prompts=econeval1: /1)
     description = "STEER-ME re-implementation: generated microeconomics multiple choice (options: adaptation, car, questions)"
     stages = 2
+    protocol_seed = 42  # the authors' package's seed (NOTA placement, few-shot draws); --seed wins
     group_field = "element"
     stands_in_for_choices = True  # a later part quotes the letter chosen before it
     metrics = (Metric("acc", paired_exact=True), Metric("norm acc"), Metric("ECE", lower_is_better=True),
@@ -264,9 +324,20 @@ class SteerMe(Task):
                    "package does (bundled set: from a separately generated pool; a package: its few_shot split)"),
         TaskOption("reasoning_tokens", None, "the reasoning budget of cot-shown, cot-hidden and free-text (default: the "
                    "prompt set's: open2025 4096, econeval1 256)"),
+        TaskOption("answer_rule", "restricted", "which letter a multiple-choice answer is: restricted (the paper's: the "
+                   "valid letter of highest probability) | generated (the authors' package: the letter the model generated, "
+                   "another top token is no answer)", tuple(ANSWER_RULES), "choice"),
+        TaskOption("reasoning", "econeval", "the reasoning turn: econeval (stops at a new 'Q: ' line, the reasoning "
+                   "stripped before the answer turn) | package (the authors' solver: no stop, the reasoning unchanged)",
+                   ("econeval", "package"), "choice"),
+        TaskOption("free_text_grading", "paper", "free text: paper (within 2% and closest, a wrong answer costs "
+                   "1/(K-1)) | package (the authors' scorer: 3 significant figures, a wrong answer costs 0)",
+                   tuple(FREE_TEXT_GRADINGS), "choice"),
+        TaskOption("text_answer_tokens", "8", "tokens a model without log-probabilities writes for its letter, read "
+                   "from the text (none: the server's limit, as the authors' package leaves it)"),
         TaskOption("questions", None, "a question set from `econeval steer generate` (a .jsonl file), or the authors' "
-                   "released STEER-ME data package (a folder: elements.csv + data/<setting>/<module>/<element>/test.parquet; "
-                   "needs pyarrow), instead of the bundled one", kind="path", flag="--questions"),
+                   "released STEER-ME data package (a folder: elements.csv + data/<element>/test.parquet, or the staging layout "
+                   "data/<setting>/<module>/<element>/test.parquet; needs pyarrow), instead of the bundled one", kind="path", flag="--questions"),
     )
 
     def prepare(self, ctx) -> Prepared:
@@ -312,8 +383,19 @@ class SteerMe(Task):
                 items = numeric
             if not items:
                 raise UsageError(f"{qfile or 'the bundled set'}: no question with a numeric answer to run as free text")
+        if opts["car"]:  # the package's `none` format: consistency-graded groups have no correct option to replace
+            ruled = [it for it in items if it.get("grading", "answer") != "answer"]
+            if ruled:
+                items = [it for it in items if it.get("grading", "answer") == "answer"]
+                source = {**source, "not_run_car": {"groups": len(ruled), "why": "consistency-graded groups have no "
+                                                    "correct option for --car to replace (the authors' package drops them)"}}
+                if not items:
+                    raise UsageError(f"{qfile}: no answer-graded question to run with --car")
+        text_tokens = None if str(opts["text_answer_tokens"]).strip().lower() == "none" else \
+            _int_option(opts["text_answer_tokens"], "text_answer_tokens", 1, 65536)
         per_part = 1 if P.FORMATS[adaptation] == "mc" else 2
         most_parts = max((len(P.parts_of(it)) for it in items), default=1)
+        seed = ctx.seed_for(self)  # NOTA placement and few-shot draws
         car = bool(opts["car"])  # applied to the items that run (finalize_items), so --limit keeps its 1/K balance
         label = adaptation + ("+car" if car else "")
         prep = Prepared(items=items, settings={
@@ -325,12 +407,19 @@ class SteerMe(Task):
                        "correct within 2% and closest to gold",
             "reasoning_tokens": budget, "car": car,
             "prompts": {"set": pset, "sha256": P.strings_hash(pset)}, "shots": shots,
-        }, state={"adaptation": adaptation, "label": label, "car": car, "seed": ctx.seed, "prompts": pset,
-                  "strings": P.PROMPT_SETS[pset], "budget": budget, "shots": shots,
+            "answer_rule": {"name": opts["answer_rule"], "rule": ANSWER_RULES[opts["answer_rule"]]},
+            "reasoning": opts["reasoning"], "text_answer_tokens": text_tokens,
+            "seed": {"value": seed, "from": "--seed" if ctx.seed_given else "the authors' package (no --seed given)"},
+        }, state={"adaptation": adaptation, "label": label, "car": car, "seed": seed, "prompts": pset,
+                  "strings": P.PROMPT_SETS[pset], "budget": budget, "shots": shots, "rule": opts["answer_rule"],
+                  "stop": ("\nQ: ",) if opts["reasoning"] == "econeval" else (), "strip": opts["reasoning"] == "econeval",
+                  "text_tokens": text_tokens, "grading": opts["free_text_grading"],
                   "pool": self._shot_pool(qfile) if shots else []})
         if most_parts > 1:
             prep.stages = per_part * most_parts  # each part in turn, in one conversation
         if adaptation == "free-text":
+            prep.settings["free_text_grading"] = {"name": opts["free_text_grading"],
+                                                  "rule": FREE_TEXT_GRADINGS[opts["free_text_grading"]]}
             extractor = "judge" if JUDGE in ctx.given else "regex"
             prep.settings["free_text_extractor"] = (
                 "an evaluator model (--judge) reports the final answer or None, as in the paper; the regex is an extra"
@@ -347,8 +436,9 @@ class SteerMe(Task):
         questions file), questions generated apart from it (another seed), never the evaluated ones."""
         if qfile and Path(qfile).is_dir():
             from .package import load as load_package
+            from .package import package_dir, split_files
 
-            return load_package(Path(qfile), "few_shot")[0] if list(Path(qfile).glob("data/*/*/*/few_shot.parquet")) else []
+            return load_package(Path(qfile), "few_shot")[0] if split_files(package_dir(Path(qfile)), "few_shot") else []
         tax = {r["element"]: r for r in data.load(BENCHMARK, "taxonomy.jsonl")}
         pool = generate([e for e in tax if e in covered()], SHOT_POOL_PER_ELEMENT, SHOT_POOL_SEED, tax)
         return [{**q, "id": q["id"].replace("steer-me/", "steer-me-shots/", 1)} for q in pool]
@@ -388,7 +478,7 @@ class SteerMe(Task):
         if fmt == "free":
             t = P.turns(fmt, item["question"], item["options"], st["strings"])
             if "response" not in outputs:
-                return {"response": Generate(prompt=prefix + t[0], prefix=prefix, max_tokens=st["budget"], stop=("\nQ: ",),
+                return {"response": Generate(prompt=prefix + t[0], prefix=prefix, max_tokens=st["budget"], stop=st["stop"],
                                              chat=True)}
             return self._evaluator(item, prep, outputs)
         conversation: list[str] = []
@@ -404,11 +494,13 @@ class SteerMe(Task):
                     turns = tuple(conversation) if len(conversation) > 1 else ()
                     prompt = "\n".join(conversation)
                     if answer:
-                        return {name: OptionLogprobs(prompt=prompt, prefix=prefix, options=letters, chat=True, turns=turns)}
-                    return {name: Generate(prompt=prompt, prefix=prefix, max_tokens=st["budget"], stop=("\nQ: ",), chat=True,
+                        return {name: OptionLogprobs(prompt=prompt, prefix=prefix, options=letters, chat=True, turns=turns,
+                                                     text_tokens=st["text_tokens"])}
+                    return {name: Generate(prompt=prompt, prefix=prefix, max_tokens=st["budget"], stop=st["stop"], chat=True,
                                            turns=turns)}
-                reply = outputs[name] if not answer else chosen_letter(outputs[name], letters, call_info(outputs, name))
-                conversation.append(reply.strip() if isinstance(reply, str) else reply or "")
+                reply = outputs[name] if not answer else chosen_letter(outputs[name], letters, call_info(outputs, name), st["rule"])
+                reply = reply or ""
+                conversation.append(reply.strip() if st["strip"] else reply)
         return {}
 
     @staticmethod
@@ -432,7 +524,8 @@ class SteerMe(Task):
         letters = tuple(LETTERS[:k])
         final = f"\nTherefore, {letters_phrase(k)}, the answer is"
         if a == "direct":
-            return {} if outputs else {"option_logprobs": OptionLogprobs(prompt=q + options_block(item) + "\nAnswer:", options=letters, chat=True)}
+            return {} if outputs else {"option_logprobs": OptionLogprobs(prompt=q + options_block(item) + "\nAnswer:", options=letters, chat=True,
+                                                                         text_tokens=prep.state["text_tokens"])}
         if a == "free-text":
             if "response" not in outputs:
                 prompt = q + "Give the final answer as a number after 'ANSWER:'.\nAnswer: Let's think step by step."
@@ -445,7 +538,7 @@ class SteerMe(Task):
         if "option_logprobs" in outputs:
             return {}
         second = first + outputs["reasoning"] + ("" if shown else "\n" + options_block(item)) + final
-        return {"option_logprobs": OptionLogprobs(prompt=second, options=letters, chat=True)}
+        return {"option_logprobs": OptionLogprobs(prompt=second, options=letters, chat=True, text_tokens=prep.state["text_tokens"])}
 
     def score(self, item, outputs, prep):
         k = len(item["options"])
@@ -457,13 +550,21 @@ class SteerMe(Task):
             gold = free_text_gold(item)
             assert gold is not None  # prepare ran only questions with a numeric answer
             others = [v for i, o in enumerate(item["options"]) if i != item["correct_index"] and (v := _to_float(o)) is not None]
-            by_regex = number_from_text(outputs.get("response", ""))
+            package = prep.state["grading"] == "package"
+            by_regex = (number_as_package_reads if package else number_from_text)(outputs.get("response", ""))
             value = number_from_evaluator(outputs.get("extracted") or "") if prep.state.get("extractor") == "judge" else by_regex
+            if package:  # the authors' scorer: the correct option read as a number, 3 significant figures, no penalty
+                gold = _to_float(str(item["options"][item["correct_index"]])) if item.get("correct_index") is not None else None
+                gold = gold if gold is not None else free_text_gold(item)
+                assert gold is not None
+                rec.update(answered=value is not None, parsed=value, correct=same_at_3_figures(value, gold), penalty=0.0,
+                           regex_parsed=by_regex, regex_correct=same_at_3_figures(by_regex, gold))
+                return rec
             rec.update(answered=value is not None, parsed=value, correct=free_text_correct(value, gold, others),
                        regex_parsed=by_regex, regex_correct=free_text_correct(by_regex, gold, others))
             return rec
         if item.get("parts") or item.get("grading", "answer") != "answer":
-            rec = self._score_group(item, outputs, rec)
+            rec = self._score_group(item, outputs, rec, prep.state["rule"])
             if rec["answered"] and item.get("car_replaced") is not None:
                 rec["chose_nota"] = rec["parsed"][0] == item["car_replaced"]  # the first part's choice, as its probabilities
             return rec
@@ -472,14 +573,18 @@ class SteerMe(Task):
             raw, alpha = distribution(lp, k)
             p_ren, p_mix = rpm(raw, alpha, "renormalized"), rpm(raw, alpha, "mixed")
             top = argmax(p_ren)
-            best_valid = max(lp[L] for L in LETTERS[:k] if L in lp)
-            top_lp = call_info(outputs, "option_logprobs").get("top_logprob")
+            is_letter = top_is_letter(lp, tuple(LETTERS[:k]), call_info(outputs, "option_logprobs"))
             rec.update(answered=True, parsed=top, correct=top == item["correct_index"], alpha=alpha,
-                       p_renormalized=p_ren, p_mixed=p_mix,
-                       top_token_invalid=(top_lp > best_valid + 1e-9) if top_lp is not None else None)
+                       p_renormalized=p_ren, p_mixed=p_mix, top_token_invalid=None if is_letter is None else not is_letter,
+                       generated_answer=is_letter)
+            if prep.state["rule"] == "generated" and is_letter is False:  # no letter generated: no answer
+                for key in ("alpha", "p_renormalized", "p_mixed"):
+                    del rec[key]
+                rec.update(answered=False, parsed=None, correct=False)
         else:  # no log-probabilities: read the letter from the text
             letter = letter_from_text(outputs.get("response") or call_info(outputs, "option_logprobs").get("text") or "", k)
-            rec.update(answered=letter is not None, parsed=letter, correct=letter == item["correct_index"])
+            rec.update(answered=letter is not None, parsed=letter, correct=letter == item["correct_index"],
+                       generated_answer=letter is not None)
         if rec["answered"] and item.get("car_replaced") is not None:
             rec["chose_nota"] = rec["parsed"] == item["car_replaced"]
         return rec
@@ -490,20 +595,22 @@ class SteerMe(Task):
                 "Brier": brier(probs, record["gold"]) if probs else None}
 
     @staticmethod
-    def _score_group(item, outputs, rec):
+    def _score_group(item, outputs, rec, rule="restricted"):
         """A question group, as the authors' scorer: answered when every part has a choice;
         correct when every part is right (answer-graded) or the choices satisfy the rule
         (consistency-graded); a wrong answer costs the largest 1/(K-1) of its parts, or
         p/(1-p) for a rule that random choices satisfy with probability p; option
         probabilities (calibration) from the first part of an answer-graded group."""
         parts = P.parts_of(item)
-        chosen = []
+        chosen, generated = [], []
         for i, (_part, _offset, letters) in enumerate(P.lettered_parts(item)):
             name = part_name("option_logprobs", i)
-            letter = chosen_letter(outputs.get(name) or {}, letters, call_info(outputs, name))
+            letter = chosen_letter(outputs.get(name) or {}, letters, call_info(outputs, name), rule)
             chosen.append(None if letter is None else letters.index(letter))
+            generated.append(chosen_letter(outputs.get(name) or {}, letters, call_info(outputs, name), "generated") is not None)
         answered = all(c is not None for c in chosen)
-        rec.update(parts=len(parts), grading=item.get("grading", "answer"), answered=answered, parsed=chosen)
+        rec.update(parts=len(parts), grading=item.get("grading", "answer"), answered=answered, parsed=chosen,
+                   generated_answer=all(generated))
         sizes = [len(p["options"]) for p in parts]
         if rec["grading"] == "consistency":
             allowed = parse_rule(item["consistency_rule"])
@@ -598,6 +705,9 @@ def metrics(recs: list[dict]) -> dict:
                                                    [r.get("penalty") for r in answered]),
         "no_answer_rate": 1 - len(answered) / len(recs) if recs else None,
     }
+    known = [r["generated_answer"] for r in recs if r.get("generated_answer") is not None]
+    # the authors' package's rule (ANSWER_RULES["generated"]), whichever rule the run uses
+    out["package_no_answer_rate"] = 1 - sum(known) / len(known) if known and len(known) == len(recs) else None
     probs = [r for r in answered if "p_renormalized" in r]
     graded = [r for r in answered if r.get("grading") != "consistency"]  # a rule has no gold option: no probabilities
     if probs and len(probs) == len(graded):

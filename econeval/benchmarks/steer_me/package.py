@@ -1,8 +1,10 @@
-"""The authors' staged STEER-ME data package, read as econeval items (`-T questions=DIR`).
+"""The authors' STEER-ME data package, read as econeval items (`-T questions=DIR`).
 
-Layout, as the authors' evaluation package (`steer_bench/data.py`) reads it: `DIR/elements.csv`
-(one row per element: its setting and module names) and
-`DIR/data/<setting>/<module>/<element>/test.parquet`, one row per question part with
+Layouts, as the authors' evaluation package (`steer_bench/data.py`) reads them: `DIR/elements.csv`
+(one row per element: its setting and module names) and either the release layout,
+`DIR/data/<element>/test.parquet` (setting and module as columns, else from elements.csv), or the
+staging layout, `DIR/data/<setting>/<module>/<element>/test.parquet`; DIR may also be a folder
+holding the package as `steer-me/` or `steer_me/` (any case). One row per question part with
 `element`, `base_id`, `part`, `question_text`, `options`, `correct_index` (null for
 consistency-graded parts), `grading`, `type`, `domain`, `perspective`, `template_id`.
 
@@ -40,25 +42,42 @@ def _names(pkg: Path) -> dict[str, dict[str, str]]:
         raise UsageError(f"{pkg}/elements.csv cannot be read as the STEER-ME package's element table ({exc})") from None
 
 
+LAYOUTS = "DIR/elements.csv and DIR/data/<element>/test.parquet (or data/<setting>/<module>/<element>/test.parquet)"
+
+
+def package_dir(pkg: Path) -> Path:
+    """The package: DIR itself, or its subfolder named steer-me / steer_me (case, - and _ aside)."""
+    if (pkg / "elements.csv").is_file():
+        return pkg
+    for child in sorted(pkg.iterdir()) if pkg.is_dir() else []:
+        if child.is_dir() and child.name.lower().replace("-", "_") == "steer_me" and (child / "elements.csv").is_file():
+            return child
+    raise UsageError(f"{pkg} is not a STEER-ME data package (no elements.csv)", hint=f"the layout is {LAYOUTS}")
+
+
+def split_files(pkg: Path, split: str) -> list[Path]:
+    """The split's parquet files, in both layouts (the release layout's first)."""
+    return sorted(pkg.glob(f"data/*/{split}.parquet")) + sorted(pkg.glob(f"data/*/*/*/{split}.parquet"))
+
+
 def load(pkg: Path, split: str = "test") -> tuple[list[dict], dict]:
     """(items, what run.json records: the package, its files' digest, what was left out)."""
-    pkg = Path(pkg)
-    if not (pkg / "elements.csv").is_file():
-        raise UsageError(f"{pkg} is not a STEER-ME data package (no elements.csv)",
-                         hint="the layout is DIR/elements.csv and DIR/data/<setting>/<module>/<element>/test.parquet")
+    pkg = package_dir(Path(pkg))
     try:
         import pyarrow.parquet as pq
     except ImportError:
         raise UsageError("reading the STEER-ME data package needs pyarrow", hint='pip install "econeval[steer-data]"') from None
     names = _names(pkg)
-    files = sorted(pkg.glob(f"data/*/*/*/{split}.parquet"))
+    files = split_files(pkg, split)
     if not files:
-        raise UsageError(f"{pkg} holds no data/<setting>/<module>/<element>/{split}.parquet files")
+        raise UsageError(f"{pkg} holds no {split}.parquet files", hint=f"the layout is {LAYOUTS}")
     digest = hashlib.sha256()
     groups: dict[tuple[str, str], list[dict]] = {}
     for path in files:
         digest.update(path.relative_to(pkg).as_posix().encode() + b"\0" + path.read_bytes())
-        element, module, setting = path.parent.name, path.parent.parent.name, path.parent.parent.parent.name
+        staged = path.parent.parent.name != "data"
+        element = path.parent.name
+        module, setting = (path.parent.parent.name, path.parent.parent.parent.name) if staged else (None, None)
         meta = names.get(element, {})
         try:
             rows = pq.read_table(path).to_pylist()
@@ -69,8 +88,8 @@ def load(pkg: Path, split: str = "test") -> tuple[list[dict], dict]:
             if "question_text" not in r or "options" not in r:
                 raise UsageError(f"{path}: row {n} lacks question_text or options")
             r.setdefault("element", element)
-            r["_setting"] = r.get("setting") or meta.get("setting") or setting
-            r["_module"] = r.get("module") or meta.get("module") or module
+            r["_setting"] = r.get("setting") or meta.get("setting") or setting or "?"
+            r["_module"] = r.get("module") or meta.get("module") or module or "?"
             groups.setdefault((str(r["element"]), str(r.get("base_id", n))), []).append(r)
     items = []
     for (element, base), parts in groups.items():

@@ -1,0 +1,122 @@
+"""STEER-ME against the authors' package (issue #32 items 4-10): each difference is the package's
+behaviour by default or a named option, and these tests hold the package's behaviour quoted in
+the issue against each."""
+
+import json
+import math
+
+import pytest
+
+from econeval import api
+from econeval.benchmarks.steer_me import SteerMe, letter_from_text, number_as_package_reads
+from econeval.context import RunContext
+
+
+def _prep(**options):
+    task = SteerMe()
+    ctx = RunContext(seed_given=False, task_options=options)
+    return task, task.prepare(ctx)
+
+
+@pytest.mark.parametrize("reasoning,stop,kept", [("econeval", ("\nQ: ",), "I reason.\nSo C."),
+                                                 ("package", (), "  I reason.\nSo C.\n")])
+def test_the_reasoning_turn_stops_and_goes_back_into_the_conversation_by_the_reasoning_option(reasoning, stop, kept):
+    """Item 4-5: the package's solver sets no stop and appends the completion unchanged."""
+    task, prep = _prep(adaptation="cot-shown", reasoning=reasoning)
+    item = prep.items[0]
+    first = task.requests(item, prep, {})["reasoning"]
+    assert first.stop == stop and first.max_tokens == 4096
+    answer = task.requests(item, prep, {"reasoning": "  I reason.\nSo C.\n"})["option_logprobs"]
+    assert answer.turns[1] == kept  # the model's reasoning as the next message
+    assert prep.settings["reasoning"] == reasoning
+
+
+def _predictions(path, n=64, not_letter=32):
+    """n predictions of the bundled set; for the first `not_letter` the top token is no letter (its
+    log-probability above every letter's), the rest put their top token on a letter."""
+    from econeval import data
+
+    rows = []
+    for k, q in enumerate(data.load("steer-me", "questions.jsonl")[:n]):
+        lp = {"A": math.log(0.2), "B": math.log(0.1), "C": math.log(0.05), "D": math.log(0.05)}
+        lp["<top>"] = math.log(0.6) if k < not_letter else math.log(0.2)
+        rows.append({"id": q["id"], "response": "", "option_logprobs": lp})
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_the_packages_no_answer_rate_is_reported_and_its_rule_is_an_option(tmp_path):
+    """Item 6: 64 predictions whose top token is no letter for 32: the package gives a no-answer
+    rate of 0.5; econeval's restricted rule answers all 64."""
+    preds = _predictions(tmp_path / "p.jsonl")
+    paper = api.score_predictions("steer-me", preds, bootstrap=0)["tasks"]["steer-me"]["paper"]["overall"]
+    assert paper["no_answer_rate"] == 0.0 and paper["package_no_answer_rate"] == 0.5 and paper["invalid_top_rate"] == 0.5
+    package = api.score_predictions("steer-me", preds, bootstrap=0, task_options={"answer_rule": "generated"})
+    o = package["tasks"]["steer-me"]["paper"]["overall"]
+    assert o["no_answer_rate"] == 0.5 and o["package_no_answer_rate"] == 0.5 and o["renormalized"]["brier"] is not None
+
+
+@pytest.mark.parametrize("text,k,expected", [
+    ("**B**", 4, 1), ("B, because the price falls", 4, 1), ("The answer is **C**.", 4, 2), ("Answer: option C", 4, 2),
+    ("( D ) is right", 4, 3), ("the answer is c", 4, None), ("E", 4, None), ("Answer: E, or rather the answer is B", 4, 1),
+])
+def test_the_text_reader_reads_the_forms_the_packages_parse_letter_reads(text, k, expected):
+    """Item 7: `**B**`, `B, because`, `The answer is **C**.`, `Answer: option C`."""
+    assert letter_from_text(text, k) == expected
+
+
+def test_a_text_only_answer_turn_is_capped_or_not_by_the_option():
+    """Item 7: text-only APIs got 8 tokens for the answer turn; the package leaves it uncapped."""
+    for value, tokens in (("8", 8), ("none", None), ("64", 64)):
+        task, prep = _prep(text_answer_tokens=value)
+        assert task.requests(prep.items[0], prep, {})["option_logprobs"].text_tokens == tokens
+        assert prep.settings["text_answer_tokens"] == tokens
+
+
+def test_the_authors_seed_is_steer_mes_default_and_a_given_seed_wins(tmp_path):
+    """Item 8: the package's seed is 42; NOTA placement follows it unless --seed is given."""
+    from econeval.benchmarks.steer_me import apply_car
+
+    task = SteerMe()
+    plain = task.prepare(RunContext(seed_given=False, task_options={"car": True}))
+    given = task.prepare(RunContext(seed=1234, seed_given=True, task_options={"car": True}))
+    assert plain.settings["seed"] == {"value": 42, "from": "the authors' package (no --seed given)"}
+    assert given.settings["seed"] == {"value": 1234, "from": "--seed"}
+    items = plain.items[:400]
+    placed = [it["car_replaced"] for it in task.finalize_items(items, plain)]
+    assert placed == [it["car_replaced"] for it in apply_car(items, 42)]
+    assert placed != [it["car_replaced"] for it in task.finalize_items(items, given)]
+    assert RunContext(seed=7, seed_given=False).seed_for(task) == 42 and RunContext(seed=7).seed_for(task) == 7
+
+
+def test_a_run_without_seed_records_it_and_verifies(cli, tmp_path):
+    out = tmp_path / "run"
+    rc, _, err = cli("run", "--model", "fake:car", "--task", "steer-me", "--car", "--limit", "2", "--quiet", "--out", out)
+    assert rc == 0, err
+    meta = json.loads((out / "run.json").read_text())
+    assert meta["seed"] == 1234 and meta["seed_given"] is False
+    assert meta["tasks"]["steer-me"]["settings"]["seed"]["value"] == 42
+    rc, _, err = cli("run", "--model", "fake:car", "--task", "steer-me", "--car", "--limit", "3", "--quiet", "--out", out)
+    assert rc == 0, err  # resumed and extended: the folder's draws are the protocol seed's again
+    assert json.loads((out / "results.json").read_text())["tasks"]["steer-me"]["n"] == 192
+    rc, _, err = cli("run", "--model", "fake:car", "--task", "steer-me", "--car", "--limit", "3", "--seed", "1234", "--quiet",
+                     "--out", out)
+    assert rc == 2 and "seed" in err  # other draws: not mixed into this folder
+
+
+def test_free_text_grading_the_packages_way_is_an_option(tmp_path):
+    """Item 10: at 32/64 right, econeval's normalised accuracy is 0.333 and the package's 0.5
+    (a wrong number costs 0 there); the package compares at 3 significant figures."""
+    from econeval import data
+
+    qs = [q for q in data.load("steer-me", "questions.jsonl") if q["element"] == "add_sub"][:64]
+    rows = [{"id": q["id"], "response": f"ANSWER: {q['solution']['value'] if k < 32 else -1e9}"} for k, q in enumerate(qs)]
+    preds = tmp_path / "p.jsonl"
+    preds.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    opts = {"adaptation": "free-text"}
+    paper = api.score_predictions("steer-me", preds, bootstrap=0, task_options=opts)["tasks"]["steer-me"]["paper"]["overall"]
+    assert paper["accuracy"] == 0.5 and paper["normalized_accuracy"] == pytest.approx(1 / 3)
+    doc = api.score_predictions("steer-me", preds, bootstrap=0, task_options={**opts, "free_text_grading": "package"})
+    package = doc["tasks"]["steer-me"]["paper"]["overall"]
+    assert package["accuracy"] == 0.5 and package["normalized_accuracy"] == 0.5
+    assert number_as_package_reads("so Answer: −1,234.5 units") == -1234.5 and number_as_package_reads("\\boxed{2.5e3}") == 2500.0
