@@ -54,6 +54,7 @@ def test_the_packages_no_answer_rate_is_reported_and_its_rule_is_an_option(tmp_p
     package = api.score_predictions("steer-me", preds, bootstrap=0, task_options={"answer_rule": "generated"})
     o = package["tasks"]["steer-me"]["paper"]["overall"]
     assert o["no_answer_rate"] == 0.5 and o["package_no_answer_rate"] == 0.5 and o["renormalized"]["brier"] is not None
+    assert package["tasks"]["steer-me"]["answer_rule"]["name"] == "generated"
 
 
 @pytest.mark.parametrize("text,k,expected", [

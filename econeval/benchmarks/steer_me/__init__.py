@@ -635,6 +635,9 @@ class SteerMe(Task):
         out = {
             "table": "STEER-ME (econeval re-implementation)",
             "adaptation": prep.state["label"],
+            # which letter counted as the answer (no_answer_rate, accuracy, calibration);
+            # package_no_answer_rate is always the authors' package's rule
+            "answer_rule": {"name": prep.state["rule"], "rule": ANSWER_RULES[prep.state["rule"]]},
             "n_scored": sum(r["answered"] for r in records), "n_unparsed": sum(not r["answered"] for r in records),
             "paper": {name: {k: metrics(v) for k, v in g.items()} for name, g in groups.items()},
         }
