@@ -134,17 +134,37 @@ def _outcome(rec: dict) -> str:
     return "scored"
 
 
+SHOWN_CHARS = 20_000  # of each prompt or response on the page: a page of a large run stays one a browser opens
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+
+
 def _item(rec: dict) -> dict:
+    """What the page shows of a sample line, whatever its fields hold (a hand-edited or damaged
+    line is shown as it is, not refused)."""
     task = registry.tasks().get(str(rec.get("task")))
     group_field = getattr(task, "group_field", None)
-    prompts = rec.get("prompts") or {}
+    prompts = rec.get("prompts")
+    prompts = {str(k): v for k, v in prompts.items()} if isinstance(prompts, dict) else \
+        {"(as saved)": prompts} if prompts else {}
     responses = {name: rec.get(name) for name in prompts if name in rec}
     scores = {k: v for k, v in rec.items() if k not in _META and k not in responses and k != group_field
               and isinstance(v, (int, float, bool, str)) and len(str(v)) < 200}
-    return {"id": rec.get("id"), "task": rec.get("task"), "group": rec.get(group_field) if group_field else None,
+    group = rec.get(group_field) if group_field else None
+    return {"id": _text(rec.get("id")), "task": _text(rec.get("task")), "group": None if group is None else _text(group),
             "outcome": _outcome(rec), "prompts": prompts, "responses": responses,
             "gold": rec.get("gold", rec.get("reference")), "parsed": rec.get("parsed"),
             "why": rec.get("error") or rec.get("skipped") or rec.get("unparsed_reason"), "scores": scores}
+
+
+def _capped(text: str, limit: int = SHOWN_CHARS) -> str:
+    """The text as the page shows it: at most `limit` characters, then a note of what is left out."""
+    if len(text) <= limit:
+        return html.escape(text)
+    return (html.escape(text[:limit]) + f"\n… {len(text) - limit:,} more characters not shown "
+            "(samples.jsonl holds the whole text)")
 
 
 VIEW_CSS = """
@@ -170,43 +190,65 @@ apply();
 """
 
 
-def view_html(folder: Path, tasks: tuple[str, ...] = ()) -> str:
-    """The page of a run's samples (self-contained: its script and styles are inline)."""
+def _item_html(it: dict) -> str:
+    e = html.escape
+
+    def block(title, mapping):
+        return "".join(f"<p class=k>{e(title)} {e(str(k))}</p><pre>{_capped(_text(v))}</pre>" for k, v in mapping.items())
+
+    scores = "".join(f"<tr><td class=k>{e(k)}</td><td>{e(str(v))}</td></tr>" for k, v in it["scores"].items())
+    summary = (f"{_capped(it['id'], 200)} · {_capped(it['task'], 200)}" + (f" · {_capped(it['group'], 200)}" if it["group"] else "")
+               + f" · <b>{e(it['outcome'])}</b>" + (f" · gold {e(_text(it['gold'])[:80])}" if it["gold"] is not None else "")
+               + (f" · parsed {e(_text(it['parsed'])[:40])}" if it["parsed"] is not None else ""))
+    return (f'<details class="item {e(it["outcome"])}" data-task="{e(it["task"][:200])}" data-outcome="{e(it["outcome"])}" '
+            f'data-group="{e((it["group"] or "")[:200])}"><summary>{summary}</summary>'
+            + (f"<p class=k>why: {_capped(_text(it['why']), 2000)}</p>" if it["why"] else "")
+            + block("prompt", it["prompts"]) + block("response", it["responses"])
+            + f"<table class=s>{scores}</table></details>")
+
+
+def write_view(folder: Path, out: Path, tasks: tuple[str, ...] = ()) -> int:
+    """Write the page of a run's samples to `out` (self-contained: its script and styles are
+    inline), reading samples.jsonl twice as a stream (the filters first, then the items), so a
+    large run is never all in memory; each prompt and response shows at most SHOWN_CHARS
+    characters. Returns the number of items on the page."""
+    from .folder import iter_samples
+    from .results import atomic_writer
+
     folder = Path(folder)
     path = folder / "samples.jsonl"
     if not path.is_file():
         raise UsageError(f"{folder} has no samples.jsonl (not a run folder, or nothing saved yet)")
-    recs = [r for r in read_samples(path)[0].values() if not tasks or r.get("task") in tasks]
-    if not recs:
+    chosen = [r for r in (_item_light(rec) for rec in iter_samples(path)) if not tasks or r[0] in tasks]
+    if not chosen:
         raise UsageError(f"{folder} holds no samples" + (f" of {', '.join(tasks)}" if tasks else ""))
-    items = [clean_tree(_item(r)) for r in recs]
     meta = describe(folder) or {"model": "?", "status": "?"}
     e = html.escape
 
     def options(values, label):
-        return f'<option value="">{label}</option>' + "".join(f'<option value="{e(str(v))}">{e(str(v))}</option>' for v in values)
+        return f'<option value="">{label}</option>' + "".join(f'<option value="{e(v)}">{e(v)}</option>' for v in values)
 
-    def block(title, mapping):
-        return "".join(f"<p class=k>{e(title)} {e(str(k))}</p><pre>{e(v if isinstance(v, str) else json.dumps(v, ensure_ascii=False))}</pre>"
-                       for k, v in mapping.items())
-
-    body = []
-    for it in items:
-        scores = "".join(f"<tr><td class=k>{e(k)}</td><td>{e(str(v))}</td></tr>" for k, v in it["scores"].items())
-        summary = (f"{e(str(it['id']))} · {e(str(it['task']))}" + (f" · {e(str(it['group']))}" if it["group"] else "")
-                   + f" · <b>{e(it['outcome'])}</b>" + (f" · gold {e(str(it['gold']))[:80]}" if it["gold"] is not None else "")
-                   + (f" · parsed {e(str(it['parsed']))[:40]}" if it["parsed"] is not None else ""))
-        body.append(f'<details class="item {e(it["outcome"])}" data-task="{e(str(it["task"]))}" data-outcome="{e(it["outcome"])}" '
-                    f'data-group="{e(str(it["group"] or ""))}"><summary>{summary}</summary>'
-                    + (f"<p class=k>why: {e(str(it['why']))}</p>" if it["why"] else "")
-                    + block("prompt", it["prompts"]) + block("response", it["responses"])
-                    + f"<table class=s>{scores}</table></details>")
-    groups = sorted({str(it["group"]) for it in items if it["group"]})
+    groups = sorted({g for _, g in chosen if g})
     head = (f"<h1>econeval view: {e(folder.name)}</h1><p>model {e(str(meta['model']))} · status {e(str(meta['status']))} · "
-            f"{len(items):,} items · {e(str(folder))}</p>"
-            f'<div id="filters"><select id="f-task">{options(sorted({it["task"] for it in items}), "every task")}</select>'
+            f"{len(chosen):,} items · {e(str(folder))}</p>"
+            f'<div id="filters"><select id="f-task">{options(sorted({t for t, _ in chosen}), "every task")}</select>'
             f'<select id="f-outcome">{options(["correct", "wrong", "unparsed", "scored", "skipped", "error"], "every outcome")}</select>'
             f'<select id="f-group">{options(groups, "every group")}</select>'
             f'<input id="f-text" type="search" placeholder="text in prompt or response"><span id="count"></span></div>')
-    return ("<!doctype html><html><head><meta charset=utf-8><title>econeval view</title>"
-            f"<style>{VIEW_CSS}</style></head><body>{head}{''.join(body)}<script>{VIEW_JS}</script></body></html>")
+    with atomic_writer(out) as fh:
+        fh.write(("<!doctype html><html><head><meta charset=utf-8><title>econeval view</title>"
+                  f"<style>{VIEW_CSS}</style></head><body>{head}").encode("utf-8"))
+        for rec in iter_samples(path):
+            it = _item(rec)
+            if not tasks or it["task"][:200] in tasks:
+                fh.write(clean_tree(_item_html(it)).encode("utf-8", "replace"))
+        fh.write(f"<script>{VIEW_JS}</script></body></html>".encode("utf-8"))
+    return len(chosen)
+
+
+def _item_light(rec: dict) -> tuple[str, str | None]:
+    """(task, group) of a sample line, as the page's filters list them."""
+    task = _text(rec.get("task"))
+    group_field = getattr(registry.tasks().get(task), "group_field", None)
+    group = rec.get(group_field) if group_field else None
+    return task[:200], None if group is None else _text(group)[:200] or None

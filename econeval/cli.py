@@ -365,15 +365,14 @@ def view_cmd(run_dir, tasks, out):
     """Write one self-contained HTML page of a run's answers: filter by task, outcome (correct,
     wrong, unparsed, ...) and group (sub-task, element); each item's prompt, response, gold,
     parse and scores."""
-    from .browse import view_html
+    from .browse import write_view
 
     folder = run_dir.resolve()
     out = out or folder.parent / f"{folder.name}.view.html"
     if out.resolve().parent == folder or folder in out.resolve().parents:
         raise UsageError(f"--out {out} is inside the run folder: nothing but the run's own files may be written there",
                          hint="name a page outside it (the default is RUN_DIR.view.html beside the folder)")
-    page = view_html(run_dir, tasks)
-    write_atomic(out, page.encode("utf-8"))
+    write_view(run_dir, out, tasks)
     click.echo(clean(f"econeval: view written to {out}"), err=True)
 
 

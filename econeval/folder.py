@@ -17,12 +17,12 @@ import os
 import socket
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import orjson
 
 from .errors import UsageError
-from .results import read_json, read_regular, write_json
+from .results import open_regular, read_json, write_json
 
 LOCK = ".lock"
 MEMBERS = (LOCK, "run.json", "samples.jsonl", "results.json", "results-partial.json")
@@ -284,35 +284,56 @@ def folder_results(path: Path) -> dict[str, dict]:
     return results
 
 
-def read_samples(path: Path) -> tuple[dict[tuple[str, str], dict], int]:
-    """The records of a samples.jsonl by (task, id), and the byte length of its complete part: a
-    torn last line left by a crash is not part of it; any other line that does not parse, or
-    lacks its task or id, or repeats an item, is refused."""
-    done: dict[tuple[str, str], dict] = {}
+def _scan(path: Path) -> Iterator[tuple[tuple[str, str] | None, dict | None, int]]:
+    """The lines of a samples.jsonl read as a stream: ((task, id), record, the byte length of the
+    complete part so far), a blank line as (None, None, length). A torn last line left by a crash
+    is not part of it; any other line that does not parse, lacks its task or id (strings), or
+    repeats an item, is refused."""
+    seen: set[tuple[str, str]] = set()
     try:
-        raw = read_regular(path)
+        fh = os.fdopen(open_regular(path), "rb")
     except OSError as exc:
         raise UsageError(f"{path} cannot be read ({exc.strerror})", hint="choose a new --out folder") from None
-    lines = raw.split(b"\n")
+    with fh:
+        good_end = 0
+        for n, line in enumerate(fh, 1):
+            last = not line.endswith(b"\n")
+            if not line.strip():
+                good_end += len(line)
+                yield None, None, good_end
+                continue
+            try:
+                rec = orjson.loads(line)
+                key = (rec["task"], rec["id"])
+                if not (isinstance(key[0], str) and isinstance(key[1], str)):
+                    raise TypeError("task and id are strings")
+            except (orjson.JSONDecodeError, KeyError, TypeError):
+                if last:  # torn by a crash mid-write
+                    return
+                raise UsageError(f"{path}:{n} is not a sample line written by econeval; the folder is left as it is",
+                                 hint="choose a new --out folder") from None
+            if key in seen:  # econeval writes each item once: a second line is an edit, and neither may silently win
+                raise UsageError(f"{path}:{n}: item {key[1]} of {key[0]} appears a second time; the folder is left as it is",
+                                 hint="the samples were edited or concatenated; choose a new --out folder")
+            seen.add(key)
+            good_end += len(line)
+            yield key, rec, good_end
+
+
+def iter_samples(path: Path) -> Iterator[dict]:
+    """The records of a samples.jsonl one at a time (a page of a large run is never all in memory)."""
+    for _key, rec, _end in _scan(path):
+        if rec is not None:
+            yield rec
+
+
+def read_samples(path: Path) -> tuple[dict[tuple[str, str], dict], int]:
+    """The records of a samples.jsonl by (task, id), and the byte length of its complete part."""
+    done: dict[tuple[str, str], dict] = {}
     good_end = 0
-    for n, line in enumerate(lines, 1):
-        last = n == len(lines)
-        if not line.strip():
-            good_end += len(line) + (0 if last else 1)
-            continue
-        try:
-            rec = orjson.loads(line)
-            key = (rec["task"], rec["id"])
-        except (orjson.JSONDecodeError, KeyError, TypeError):
-            if last:  # torn by a crash mid-write
-                break
-            raise UsageError(f"{path}:{n} is not a sample line written by econeval; the folder is left as it is",
-                             hint="choose a new --out folder") from None
-        if key in done:  # econeval writes each item once: a second line is an edit, and neither may silently win
-            raise UsageError(f"{path}:{n}: item {key[1]} of {key[0]} appears a second time; the folder is left as it is",
-                             hint="the samples were edited or concatenated; choose a new --out folder")
-        done[key] = rec
-        good_end += len(line) + (0 if last else 1)
+    for key, rec, good_end in _scan(path):
+        if key is not None and rec is not None:
+            done[key] = rec
     return done, good_end
 
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import os
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, Iterator
 
 import orjson
 
@@ -22,20 +23,28 @@ def dumps(obj: Any, pretty: bool = True) -> bytes:
     return orjson.dumps(obj, option=_OPTS if pretty else orjson.OPT_SERIALIZE_NUMPY)
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write to a temporary file beside `path`, fsync, then rename over it."""
+@contextmanager
+def atomic_writer(path: Path) -> Iterator[BinaryIO]:
+    """A file to write `path` through: a temporary file beside it, fsynced and renamed over it
+    when the block ends without an error, removed otherwise (no half-written file is left)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         os.chmod(tmp, 0o644)
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            yield fh
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write to a temporary file beside `path`, fsync, then rename over it."""
+    with atomic_writer(path) as fh:
+        fh.write(data)
 
 
 def write_json(path: Path, obj: Any) -> None:

@@ -521,3 +521,27 @@ def test_a_served_answer_names_the_model_asked_for_or_a_dated_or_tagged_version_
     assert same_model("gpt-4o-2024-08-06", "gpt-4o") and same_model("llama3:latest", "llama3") and same_model("m", "m")
     assert same_model("llama3", "llama3:latest")
     assert not same_model("other-model", "m") and not same_model("gpt-4", "gpt-4o") and not same_model("m2", "m")
+
+
+def test_view_caps_what_a_page_shows_of_each_item_and_shows_damaged_lines_as_they_are(cli, tmp_path):
+    """Issue #33 items 7-8: 48 MiB of samples made a 144 MiB page (no per-item cap); samples with
+    `prompts` a list or a string, `task` a list or `id` an object were internal errors."""
+    run = tmp_path / "run"
+    rc, _, err = cli("run", "--model", "fake:m", "--task", "econlogicqa-1shot", "--limit", "3", "--quiet", "--out", run)
+    assert rc == 0, err
+    recs = read_lines(run / "samples.jsonl")
+    recs[0]["response"] = "B, D, A, C. " * 10_000  # 120,000 characters
+    recs[1]["prompts"] = ["a list", "of prompts"]
+    recs[2]["prompts"] = "a string prompt"
+    (run / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    page = tmp_path / "page.html"
+    rc, _, err = cli("view", run, "--out", page)
+    assert rc == 0, err
+    text = page.read_text()
+    assert "100,000 more characters not shown" in text and len(text) < 60_000
+    assert "a string prompt" in text and "of prompts" in text
+    for field, value in (("task", ["econlogicqa-1shot"]), ("id", {"x": 1})):
+        bad = [dict(recs[0], **{field: value})] + recs[1:]
+        (run / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in bad))
+        one_line(*cli("view", run, "--out", tmp_path / "p2.html"), 2, "samples.jsonl:1 is not a sample line")
+        assert not (tmp_path / "p2.html").exists()
