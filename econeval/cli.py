@@ -17,7 +17,7 @@ import click
 
 from . import __version__, data, registry, roles, runconfig, signals
 from .config import N_CTX_RANGE
-from .errors import EconevalError, Interrupted, UsageError, clean
+from .errors import EconevalError, Interrupted, UsageError, clean, hide_credentials
 from .types import TaskOption
 from .results import dumps, write_atomic
 
@@ -700,7 +700,7 @@ def main(argv: list[str] | None = None) -> None:
     except click.ClickException as exc:
         if debug:
             raise
-        msg = " ".join(exc.format_message().split())
+        msg = hide_credentials(" ".join(exc.format_message().split()))
         if isinstance(exc, click.UsageError) and exc.ctx is not None:
             msg += f" (see: {exc.ctx.command_path} --help)"
         click.echo(f"econeval: error: {msg}", err=True)
@@ -732,7 +732,8 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as exc:  # noqa: BLE001 - the last line of defence for a clean CLI
         if debug:
             raise
-        click.echo(f"econeval: internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)", err=True)
+        click.echo(hide_credentials(f"econeval: internal error: {type(exc).__name__}: {exc} (rerun with --debug for the "
+                                    "traceback)"), err=True)
         sys.exit(1)
 
 

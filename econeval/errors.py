@@ -18,7 +18,7 @@ class EconevalError(Exception):
         """The message and its hint on one line: a line break inside a value the user gave (a
         -T value, a path) is shown as \\n, so the error stays one line."""
         msg = f"{self} ({self.hint})" if self.hint else str(self)
-        return msg.replace("\r", "\\r").replace("\n", "\\n")
+        return hide_credentials(msg.replace("\r", "\\r").replace("\n", "\\n"))
 
 
 class UsageError(EconevalError):
@@ -52,7 +52,7 @@ def warn(message: str) -> None:
     """The one way econeval prints a warning (stderr, one line)."""
     import sys
 
-    print(f"econeval: warning: {message}", file=sys.stderr, flush=True)
+    print(f"econeval: warning: {hide_credentials(message)}", file=sys.stderr, flush=True)
 
 
 _UNSAFE = re.compile("\x1b\\][^\x07\x1b]*(?:\x07|\x1b\\\\)?|\x1b\\[[0-?]*[ -/]*[@-~]|"
@@ -64,6 +64,14 @@ def clean(text: str) -> str:
     OSC escape sequences included) and bidirectional overrides are replaced by '?'. Newlines and
     tabs are kept."""
     return _UNSAFE.sub("?", text)
+
+
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^/\s@]*@")
+
+
+def hide_credentials(text: str) -> str:
+    """A URL's user name and password (`http://user:pw@host`) replaced by `[redacted]`, as keys are."""
+    return _USERINFO.sub(r"\1[redacted]@", text)
 
 
 def clean_tree(obj):

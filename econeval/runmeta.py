@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from . import __version__, data
+from .errors import hide_credentials
 from .types import BackendInfo, Prepared, Task
 
 RUN_FORMAT = 3  # run.json / samples.jsonl layout; folders of another format are refused, never mixed
@@ -81,7 +82,7 @@ def run_meta(tasks: list[Task], preps: dict[str, Prepared], info: BackendInfo, r
         **({"shard": {"index": shard[0], "count": shard[1]}} if shard else {}),
         "run_format": RUN_FORMAT,
         "econeval_version": __version__,
-        "command": argv or sys.argv,
+        "command": [hide_credentials(a) for a in argv or sys.argv],
         "started": now(),
         "status": "running",
         "seed": seed,
@@ -106,7 +107,7 @@ def scored_meta(task: Task, prep: Prepared, *, seed: int, predictions: str, pred
     """run.json of a folder written by `econeval score --out`: the model is the predictions file."""
     tids = task_identity([task], {task.name: prep})
     stamp = now()
-    return {"run_format": RUN_FORMAT, "econeval_version": __version__, "command": argv or sys.argv,
+    return {"run_format": RUN_FORMAT, "econeval_version": __version__, "command": [hide_credentials(a) for a in argv or sys.argv],
             "started": stamp, "finished": stamp, "status": "complete", "seed": seed,
             "seed_given": seed_given, "limit": None,
             "options": {task.name: prep.options},

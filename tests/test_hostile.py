@@ -545,3 +545,50 @@ def test_view_caps_what_a_page_shows_of_each_item_and_shows_damaged_lines_as_the
         (run / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in bad))
         one_line(*cli("view", run, "--out", tmp_path / "p2.html"), 2, "samples.jsonl:1 is not a sample line")
         assert not (tmp_path / "p2.html").exists()
+
+
+class _BasicAuthServer(JSONHandler):
+    """Answers every completion 'Yes' when the request carries basic auth alice:s3cret."""
+
+    seen: list = []
+
+    def do_GET(self):
+        self._send(404, {})
+
+    def do_POST(self):
+        self.read_json()
+        _BasicAuthServer.seen.append(self.headers.get("Authorization"))
+        if self.headers.get("Authorization") != "Basic YWxpY2U6czNjcmV0":  # alice:s3cret
+            return self._send(401, {"error": "no"})
+        self._send(200, {"choices": [{"text": " Yes", "finish_reason": "stop"}]})
+
+
+def test_a_password_in_a_url_is_sent_as_basic_auth_and_never_stored_or_shown(cli, tmp_path):
+    """Issue #33 item 10: user:password@ in a URL was stored four times in run.json and printed in errors."""
+    srv, url = serve(_BasicAuthServer)
+    try:
+        secret = url.replace("http://", "http://alice:s3cret@")
+        out = tmp_path / "run"
+        rc, _, err = cli("run", "--model", "openai:m", "--base-url", secret, "--task", "econnli-zero", "--limit", "2",
+                         "--quiet", "--out", out)
+        assert rc == 0, err
+        assert set(_BasicAuthServer.seen) == {"Basic YWxpY2U6czNjcmV0"}
+        assert not any("s3cret" in p.read_text() for p in out.iterdir() if p.is_file()) and "s3cret" not in err
+        meta = json.loads((out / "run.json").read_text())
+        assert "http://[redacted]@" in " ".join(meta["command"])
+    finally:
+        srv.shutdown()
+    line = one_line(*cli("run", "--model", "openai:m", "--base-url", "http://bob:hunter2@127.0.0.1:9/v1", "--task",
+                         "econnli-zero", "--limit", "1", "--out", tmp_path / "r2"), 1, "cannot reach")
+    assert "hunter2" not in line
+
+
+@pytest.mark.parametrize("url,needle", [("http://127.0.0.1:8000/v1\r\nX-Evil: 1", "control character"),
+                                        ("http://127.0.0.1:8000/v1 http://evil.invalid", "a space"),
+                                        ("http://127.0.0.1:99999/v1", "out of range"), ("ftp://127.0.0.1/v1", "http://"),
+                                        ("http://:8000/v1", "host")])
+def test_a_base_url_is_checked_whole_not_by_its_start(cli, tmp_path, url, needle):
+    """Issue #33 items 8 and 10: CR/LF gave an internal InvalidURL; a second URL after a space was accepted."""
+    one_line(*cli("run", "--model", "openai:m", "--base-url", url, "--task", "econnli-zero", "--limit", "1",
+                  "--out", tmp_path / "r"), 2, "base_url must be one http:// or https:// URL", needle)
+    assert not (tmp_path / "r").exists()

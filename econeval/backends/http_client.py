@@ -75,8 +75,10 @@ class ServedOptions(BackendOptions):
         if not self.api_model:
             raise UsageError(f"{where} needs api_model (the model's name on the server)")
         for url in self.urls():
-            if not re.match(r"(?i)^https?://[^/\s]+", url.strip()):
-                raise UsageError(f"{where}: base_url must be an http:// or https:// URL, not {url!r}")
+            problem = url_problem(url)
+            if problem:
+                raise UsageError(f"{where}: base_url must be one http:// or https:// URL ({problem}), not {url!r}",
+                                 hint="several servers: one --base-url each")
         if self.concurrency is not None and not 1 <= self.concurrency <= 1024:
             raise UsageError(f"{where}: concurrency {self.concurrency} is out of range (1 to 1024)")
         if self.timeout is not None and not self.timeout >= 0.1:
@@ -95,10 +97,41 @@ class ServedOptions(BackendOptions):
             raise ModelError(f"model '{name}' needs an API key in the environment variable {self.api_key_env}")
 
 
+def url_problem(url: str) -> str | None:
+    """Why `url` is not one usable http(s) URL (None: it is): the whole of it is checked, not its start."""
+    from urllib.parse import urlsplit
+
+    if not isinstance(url, str) or any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in url.strip()):
+        return "a space or a control character in it"
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError as exc:
+        return str(exc)
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        return "no http:// or https:// and host"
+    if port == 0:
+        return "port 0"
+    return None
+
+
 def normalise_base_url(url: str) -> str:
     """`http://host:8000`, `http://host:8000/` and `http://host:8000/v1` name the same API."""
     base = url.strip().rstrip("/")
     return base[:-3] if base.endswith("/v1") else base
+
+
+def split_credentials(url: str) -> tuple[str, tuple[str, str] | None]:
+    """A URL without its `user:password@` (sent as HTTP basic authentication instead, so that it
+    is never stored, shown or logged with the URL), and the pair."""
+    from urllib.parse import unquote, urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, None
+    userinfo, _, host = parts.netloc.rpartition("@")
+    user, _, password = userinfo.partition(":")
+    return urlunsplit(parts._replace(netloc=host)), (unquote(user), unquote(password))
 
 
 class Redactor:
@@ -133,7 +166,9 @@ class ServedClient:
                  warn: Callable[[str], None] | None = None):
         import httpx
 
-        self.bases = list(dict.fromkeys(normalise_base_url(u) for u in options.urls()))
+        split = [split_credentials(normalise_base_url(u)) for u in options.urls()]
+        self.auth = {base: pair for base, pair in split if pair}  # user:password@ of a URL, sent as basic auth
+        self.bases = list(dict.fromkeys(base for base, _ in split))
         self.base = self.bases[0]  # named in messages about the model as a whole
         self.outstanding = [0] * len(self.bases)  # requests in flight per server
         self.answered = [0] * len(self.bases)
@@ -181,7 +216,7 @@ class ServedClient:
         has no model list."""
         url = base + "/v1/models"
         try:
-            resp = self.client.get(url, timeout=min(15.0, self.timeout))
+            resp = self.client.get(url, timeout=min(15.0, self.timeout), auth=self.auth.get(base) or self._httpx.USE_CLIENT_DEFAULT)
         except self._httpx.HTTPError as exc:
             raise ModelError(f"cannot reach {base}: {type(exc).__name__}{': ' + self.redact(str(exc)) if str(exc) else ''}",
                              hint="check the base URL and that the server is running") from None
@@ -220,13 +255,14 @@ class ServedClient:
             self._warned = now
         self.warn(msg)
 
-    def _send(self, url: str, body: dict) -> Answer:
+    def _send(self, url: str, body: dict, auth: tuple[str, str] | None = None) -> Answer:
         """One attempt: the whole answer within `timeout` seconds (a server that drips bytes is cut
         off at the deadline, not only between reads) and at most MAX_BODY bytes decompressed."""
         import zlib
 
         deadline = time.monotonic() + self.timeout
-        with self.client.stream("POST", url, json=body, headers={"accept-encoding": "gzip, deflate"}) as resp:
+        with self.client.stream("POST", url, json=body, headers={"accept-encoding": "gzip, deflate"},
+                                auth=auth or self._httpx.USE_CLIENT_DEFAULT) as resp:
             encoding = resp.headers.get("content-encoding", "").lower().strip()
             if encoding not in ("", "identity", "gzip", "deflate"):
                 raise ModelError(f"{url} answered in an encoding econeval does not read ({encoding!r})")
@@ -290,7 +326,7 @@ class ServedClient:
         for attempt in range(self.max_retries + 1):
             wait = self._rng.uniform(0, min(BACKOFF_CAP, BACKOFF_BASE * 2 ** attempt))  # full jitter
             try:
-                resp = self._send(url, body)
+                resp = self._send(url, body, self.auth.get(base))
             except (self._httpx.TimeoutException, _Deadline):
                 last = f"no answer within {self.timeout:g} s"
             except self._httpx.TransportError as exc:
