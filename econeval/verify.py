@@ -104,6 +104,26 @@ def check_records(task: Task, prep: Prepared, records: dict[str, dict], where: P
             raise UsageError(f"{where}: {task.name} item {item_id}: its scored fields ({', '.join(bad)}) are not what the "
                              "task's scorer makes of its stored response: the folder contradicts itself",
                              hint="the samples were edited or written by another tool; rerun or rescore the items")
+        _check_values(task, item_id, rec, where)
+
+
+def _check_values(task: Task, item_id: str, rec: dict, where: Path) -> None:
+    """The record's item metric values (what compare and gate resample) are numbers within each
+    metric's bounds: a stored value the scorer does not re-derive (an embedder's similarity) may
+    still be impossible."""
+    try:
+        values = task.item_values(rec)
+    except Exception:  # noqa: BLE001 - a record the task cannot read is a contradiction
+        values = None
+    for m in task.item_metrics:
+        v = (values or {}).get(m.name) if values is not None else "?"
+        lo, hi = m.bounds if m.bounds else (-math.inf, math.inf)
+        if v is None:
+            continue
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not lo <= v <= hi:
+            raise UsageError(f"{where}: {task.name} item {item_id}: its {m.name} {v!r} is not a number within "
+                             f"{list(m.bounds) if m.bounds else 'the finite numbers'}: the folder contradicts itself",
+                             hint="the samples were edited or written by another tool; rerun or rescore the items")
 
 
 def load_run(folder: Path, verify: bool = True) -> LoadedRun:

@@ -217,3 +217,17 @@ def test_missing_reference_and_empty_answers_are_embedded_as_nan():
     assert agg["extras"]["nan_substituted"]["n"] == 1
     assert not FewShot().requests(item, Prepared(items=[], state={"fewshot": {"risk": "x"}, "labels": {}, "mode": "released"}),
                                   {"response": ""})["similarity"].a == ""
+
+
+def test_compare_refuses_a_stored_value_outside_its_metrics_bounds(cli, tmp_path, registry):
+    """Issue #33 item 8: a baseline similarity of 1e300 (a value the scorer cannot re-derive from
+    the response: the embedder's) was an internal OverflowError in compare."""
+    for name in ("a", "b"):
+        rc, _, err = cli("run", "--model", f"fake:{name}", "--task", "cfbenchmark-zero", "--limit", "1", "--embedder",
+                         "tiny-bert", "--quiet", "--out", tmp_path / name, env=registry)
+        assert rc == 0, err
+    rows = [json.loads(line) for line in (tmp_path / "a" / "samples.jsonl").read_text().splitlines()]
+    next(r for r in rows if "similarity" in r)["similarity"] = 1e300
+    (tmp_path / "a" / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    rc, _, err = cli("compare", tmp_path / "a", tmp_path / "b", env=registry)
+    assert rc == 2 and "item score 1e+300 is not a number within [-1.0, 1.0]" in err and "Traceback" not in err, err

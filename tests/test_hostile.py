@@ -592,3 +592,4 @@ def test_a_base_url_is_checked_whole_not_by_its_start(cli, tmp_path, url, needle
     one_line(*cli("run", "--model", "openai:m", "--base-url", url, "--task", "econnli-zero", "--limit", "1",
                   "--out", tmp_path / "r"), 2, "base_url must be one http:// or https:// URL", needle)
     assert not (tmp_path / "r").exists()
+
