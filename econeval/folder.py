@@ -147,14 +147,14 @@ class RunFolder:
     def samples(self) -> "SampleLog":
         return SampleLog(self.path / "samples.jsonl")
 
-    def write_complete(self, records: list[dict], doc: dict, meta: dict) -> None:
-        """A finished run written at once (score --out, merge): samples, results.json, run.json."""
+    def write_complete(self, records: list[dict], doc: dict, meta: dict, results_name: str = "results.json") -> None:
+        """A finished run written at once (score --out, merge): samples, the results, run.json."""
         log = self.samples()
         try:
             log.append(records)
         finally:
             log.close()
-        self.write_results("results.json", doc)
+        self.write_results(results_name, doc)
         self.write_meta(meta)
 
     def close(self) -> None:

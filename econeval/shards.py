@@ -19,7 +19,7 @@ from .folder import RunFolder, read_samples
 from .results import read_json
 from .runmeta import now, task_identity
 from .scoring import aggregate
-from .selection import Full, Limit, Shard
+from .selection import Full, Limit, Sample, Selection, Shard
 from .verify import check_records, prepared_from
 
 
@@ -116,6 +116,15 @@ def merge(folders: list[Path], out: Path) -> dict:
                 f"--limit {meta.get('limit')} there, {first.get('limit')} here"
             raise UsageError(f"{folder} is a shard of another run than {first_folder} ({what})",
                              hint="merge the shards of one command")
+        for what, value, here in (("--bootstrap", meta.get("bootstrap", 1000), first.get("bootstrap", 1000)),
+                                  ("--sample", _sample_of(meta), _sample_of(first)),
+                                  ("chunks of", meta["schedule"]["chunk_items"], first["schedule"]["chunk_items"])):
+            if value != here:
+                why = (f"its items were cut into chunks of {value}, {first_folder}'s into chunks of {here} (a served "
+                       "model's chunk follows --concurrency)" if what == "chunks of" else
+                       f"{what} {value} there, {here} in {first_folder}")
+                raise UsageError(f"{folder} cannot be merged with {first_folder}: {why}",
+                                 hint="run every shard with the same command (same --concurrency, --bootstrap, --sample)")
         k = meta["shard"].get("index")
         if k in seen:
             raise UsageError(f"{folder} and {seen[k]} are both shard {k} of {n}")
@@ -135,8 +144,9 @@ def merge(folders: list[Path], out: Path) -> dict:
             check_records(task, preps[task.name], {i: r for (t, i), r in recs.items() if t == task.name}, seen[k])
     records: list[dict] = []
     results: dict = {}
-    limit = first.get("limit")
-    selection = Shard(Limit(limit) if limit is not None else Full(), 1, n)  # asked which chunk is whose
+    limit, spec = first.get("limit"), _sample_of(first)
+    inner: Selection = Sample(spec) if spec is not None else Limit(limit) if limit is not None else Full()
+    selection = Shard(inner, 1, n)  # asked which chunk is whose
     for task in tasks:
         prep = preps[task.name]
         items = selection.items(task, prep, first["seed"])
@@ -152,10 +162,11 @@ def merge(folders: list[Path], out: Path) -> dict:
                                      hint="the shard folders do not hold one run; rerun the shard")
                 task_records.append(by_shard[owner][key])
         records += task_records
-        results[task.name] = aggregate(task, task_records, prep, n_boot=first.get("bootstrap", 1000), seed=first["seed"])
+        results[task.name] = aggregate(task, task_records, prep, n_boot=first.get("bootstrap", 1000), seed=first["seed"],
+                                       sample=selection.design(task, items, task_records))
     identity = {k: v for k, v in first["identity"].items() if k != "shard_count"}
     doc = {"econeval_version": __version__, "model": (first.get("backend") or {}).get("model", {}).get("name"),
-           "limit": first.get("limit"), "tasks": results}
+           "limit": first.get("limit"), **selection.doc(), "tasks": results}
     timing: dict = {}
     for _, meta in metas:
         for t, tm in (meta.get("timing") or {}).items():
@@ -167,11 +178,24 @@ def merge(folders: list[Path], out: Path) -> dict:
             "merged_from": [{"folder": str(f), "shard": m["shard"], "started": m.get("started"), "finished": m.get("finished")}
                             for f, m in sorted(metas, key=lambda fm: fm[1]["shard"]["index"])]}
     meta.pop("shard", None)
-    _write_whole(out, records, doc, meta)
+    for drop in ("samples", "partial_results"):  # written anew below for a sample
+        meta.pop(drop, None)
+    name = selection.results_name(None, meta, {}) if spec is not None else "results.json"  # a sample's own file
+    _write_whole(out, records, doc, meta, name)
     return doc
 
 
-def _write_whole(out: Path, records: list[dict], doc: dict, meta: dict) -> None:
+def _sample_of(meta: dict) -> float | int | None:
+    """The --sample a shard ran (its run.json's samples entry), or None."""
+    entries = [v for v in (meta.get("samples") or {}).values() if isinstance(v, dict)] \
+        if isinstance(meta.get("samples"), dict) else []
+    specs = {v.get("sample") for v in entries}
+    if len(specs) > 1:
+        raise UsageError("a shard folder holds several samples' results: merge the shards of one command")
+    return specs.pop() if specs else None
+
+
+def _write_whole(out: Path, records: list[dict], doc: dict, meta: dict, results_name: str = "results.json") -> None:
     """The merged folder appears whole or not at all: written into a staging folder beside it,
     then renamed into place. A merge that fails part way (a full disk, a signal) removes its
     staging folder; one killed outright leaves it, and the next merge into `out` replaces it."""
@@ -182,7 +206,7 @@ def _write_whole(out: Path, records: list[dict], doc: dict, meta: dict) -> None:
         shutil.rmtree(staging)  # left by a merge that was killed: never a finished folder
     written = RunFolder.open(staging)
     try:
-        written.write_complete(records, doc, meta)
+        written.write_complete(records, doc, meta, results_name)
     except BaseException:
         written.close()
         shutil.rmtree(staging, ignore_errors=True)

@@ -237,3 +237,46 @@ def test_the_shipped_slurm_scripts_run_and_merge(sharded, slurm, tmp_path):
     assert (out / "merged" / "samples.jsonl").is_file(), logs
     assert (out / "merged" / "samples.jsonl").read_bytes() == (base / "one" / "samples.jsonl").read_bytes()
     assert (out / "merged" / "results.json").read_bytes() == (base / "one" / "results.json").read_bytes()
+
+
+def test_sample_shards_merge_into_the_single_process_sample_and_mixed_shards_are_refused(cli, tmp_path):
+    """Issue #33 item 9: `--shard K/N --sample 40` ran but could never be merged ("item … is in no
+    shard"); shards run with different --bootstrap merged silently, results.json following the
+    order the folders were named."""
+    args = ("--model", "fake:m", "--task", "econnli-zero", "--task", "econlogicqa-1shot", "--sample", "40", "--quiet")
+    assert cli("run", *args, "--out", tmp_path / "one")[0] == 0
+    for k in (1, 2):
+        rc, _, err = cli("run", *args, "--shard", f"{k}/2", "--out", tmp_path / "sh")
+        assert rc == 0, err
+    shards = [tmp_path / "sh" / f"shard-{k}-of-2" for k in (1, 2)]
+    rc, _, err = cli("merge", *shards, "--out", tmp_path / "merged")
+    assert rc == 0, err
+    for name in ("samples.jsonl", "results-sample-40.json"):
+        assert (tmp_path / "merged" / name).read_bytes() == (tmp_path / "one" / name).read_bytes(), name
+    assert not (tmp_path / "merged" / "results.json").exists()
+    meta = json.loads((tmp_path / "merged" / "run.json").read_text())
+    assert meta["samples"] == json.loads((tmp_path / "one" / "run.json").read_text())["samples"]
+    # a shard with another --bootstrap: refused whichever folder comes first
+    base = ("--model", "fake:m", "--task", "econnli-zero", "--limit", "16", "--quiet", "--out", tmp_path / "b")
+    assert cli("run", *base, "--shard", "1/2", "--bootstrap", "200")[0] == 0
+    assert cli("run", *base, "--shard", "2/2", "--bootstrap", "0")[0] == 0
+    for order in ((1, 2), (2, 1)):
+        rc, _, err = cli("merge", *(tmp_path / "b" / f"shard-{k}-of-2" for k in order), "--out", tmp_path / "mb")
+        assert rc == 2 and "--bootstrap" in err and "cannot be merged" in err, err
+        assert not (tmp_path / "mb").exists()
+
+
+def test_shards_cut_into_other_chunks_are_refused_by_what_differs(cli, tmp_path):
+    """Issue #33 item 9: served shards at another --concurrency were refused with "item … is in no shard"."""
+    from econeval.shards import merge
+
+    base = ("--model", "fake:m", "--task", "econnli-zero", "--limit", "40", "--quiet", "--out", tmp_path / "c")
+    for k in (1, 2):
+        assert cli("run", *base, "--shard", f"{k}/2")[0] == 0
+    second = tmp_path / "c" / "shard-2-of-2" / "run.json"
+    meta = json.loads(second.read_text())
+    meta["schedule"]["chunk_items"] = 8
+    second.write_text(json.dumps(meta))
+    with pytest.raises(Exception, match="chunks of 8") as exc:
+        merge([tmp_path / "c" / f"shard-{k}-of-2" for k in (1, 2)], tmp_path / "mc")
+    assert "--concurrency" in str(exc.value.hint)
