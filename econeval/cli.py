@@ -396,11 +396,14 @@ def compare_cmd(baseline, candidate, max_drop, metrics, n_boot, seed, allow_miss
     3 inconclusive (too few items to rule out a drop of --max-drop), 2 when the runs cannot be
     compared (or the candidate lacks what the baseline has)."""
     from .compare import compare, junit as junit_xml, render
+    from .junit import check_target, write as write_junit
 
+    if junit:
+        check_target(junit)
     result = compare(baseline, candidate, max_drop=max_drop, metrics=metrics, n_boot=n_boot, seed=seed,
                      allow_missing=allow_missing)
     if junit:
-        write_atomic(junit, junit_xml(result).encode())
+        write_junit(junit, junit_xml(result))
     if fmt == "json":
         _echo_json({"baseline": str(baseline), "candidate": str(candidate), **result.as_dict()})
     else:
@@ -442,14 +445,17 @@ def gate_cmd(baseline, model, max_drop, alpha, budget, metrics, replay, junit, n
     the budget or the end of the items), 2 usage."""
     from .api import program
     from .gate import gate, junit as junit_xml, render
+    from .junit import check_target, write as write_junit
 
     if replay and (model or out or budget):
         raise UsageError("--replay with --model, --out or --budget: a replay runs no model", hint="pass one of them")
+    if junit:
+        check_target(junit)  # before the model runs
     result = gate(baseline, model=model, max_drop=max_drop, alpha=alpha, budget=budget, metrics=metrics, replay=replay, out=out,
                   model_options=_collect_model_options(model_option, kw), n_ctx=n_ctx, chat=chat, embedder=embedder,
                   progress=not quiet, argv=[*program(), *sys.argv[1:]])
     if junit:
-        write_atomic(junit, junit_xml(result["rows"], max_drop).encode())
+        write_junit(junit, junit_xml(result["rows"], max_drop))
     if fmt == "json":
         _echo_json(result)
     else:

@@ -5,7 +5,10 @@ items) a skipped case saying why."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from xml.sax.saxutils import escape, quoteattr
+
+from .errors import UsageError
 
 
 @dataclass(frozen=True)
@@ -28,3 +31,27 @@ def suite(name: str, cases: list[Case]) -> str:
             out.append(f"    <failure message={quoteattr(c.failure)}>{escape(c.failure)}</failure>")
         out.append("  </testcase>")
     return "\n".join(out + ["</testsuite>"]) + "\n"
+
+
+def check_target(path: Path) -> None:
+    """Refuse (before any work) a --junit path that holds something other than a JUnit report: a
+    report from an earlier run is replaced, any other file is left as it is."""
+    from .results import read_regular
+
+    if not path.exists() and not path.is_symlink():
+        return
+    try:
+        head = read_regular(path, limit=64 << 20)[:4096].decode("utf-8", "replace")
+    except OSError:
+        head = ""
+    if not (head.lstrip().startswith("<?xml") and ("<testsuite" in head or "<testsuites" in head)):
+        raise UsageError(f"--junit {path} exists and is not a JUnit report: it is left as it is",
+                         hint="name a new file, or remove that one")
+
+
+def write(path: Path, xml: str) -> None:
+    """The report, written atomically over an earlier report (check_target)."""
+    from .results import write_atomic
+
+    check_target(path)
+    write_atomic(path, xml.encode())

@@ -593,3 +593,21 @@ def test_a_base_url_is_checked_whole_not_by_its_start(cli, tmp_path, url, needle
                   "--out", tmp_path / "r"), 2, "base_url must be one http:// or https:// URL", needle)
     assert not (tmp_path / "r").exists()
 
+
+
+def test_junit_replaces_an_earlier_report_and_leaves_any_other_file(cli, tmp_path):
+    """Issue #33 item 10: `--junit` (and `[gate] junit`) overwrote any existing file."""
+    for name in ("a", "b"):
+        assert cli("run", "--model", f"fake:{name}", "--task", "econlogicqa-1shot", "--limit", "4", "--quiet",
+                   "--out", tmp_path / name)[0] == 0
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes\n")
+    for command in (("compare", tmp_path / "a", tmp_path / "b"), ("gate", tmp_path / "a", "--model", "fake:b", "--quiet")):
+        one_line(*cli(*command, "--junit", notes), 2, "is not a JUnit report")
+        assert notes.read_text() == "my notes\n"
+    report = tmp_path / "report.xml"
+    rc, _, _ = cli("compare", tmp_path / "a", tmp_path / "b", "--junit", report)
+    first = report.read_text()
+    assert first.startswith("<?xml") and "<testsuite" in first
+    cli("compare", tmp_path / "a", tmp_path / "b", "--junit", report)
+    assert report.read_text() == first  # an earlier report is replaced
