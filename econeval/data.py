@@ -287,6 +287,8 @@ def install(archive: Path) -> dict:
     stage = None
     try:
         fcntl.flock(lock, fcntl.LOCK_EX)  # another install: wait for it
+        for left in target.glob(".staging-*"):  # an install killed (kill -9) left it: no install runs now but this one
+            shutil.rmtree(left, ignore_errors=True)
         with tar:
             index = _index(tar, archive)
             if index["package_version"] != package_version():

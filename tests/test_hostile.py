@@ -611,3 +611,15 @@ def test_junit_replaces_an_earlier_report_and_leaves_any_other_file(cli, tmp_pat
     assert first.startswith("<?xml") and "<testsuite" in first
     cli("compare", tmp_path / "a", tmp_path / "b", "--junit", report)
     assert report.read_text() == first  # an earlier report is replaced
+
+
+def test_an_install_removes_what_a_killed_install_left(cli, tmp_path, package):
+    """Issue #33 item 10: kill -9 during `data install` left a 22 MB .staging-* folder that no
+    later install removed."""
+    home = {"ECONEVAL_HOME": str(tmp_path / "home")}
+    left = tmp_path / "home" / "data" / ".staging-k9x2"
+    (left / "econnli").mkdir(parents=True)
+    (left / "econnli" / "test.jsonl").write_bytes(b"x" * (1 << 20))
+    rc, _, err = cli("data", "install", package, env=home)
+    assert rc == 0, err
+    assert not list((tmp_path / "home" / "data").glob(".staging-*"))
