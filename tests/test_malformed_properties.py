@@ -126,3 +126,109 @@ def test_served_answers(capsys, tmp_path_factory, answer_server, doc):
     holds(*call(capsys, "run", "--model", "openai:m", "--base-url", answer_server, "--task", "econnli-zero", "--limit", "1",
                 "--max-retries", "0", "--timeout", "5", "--quiet", "--bootstrap", "0", "--out", out))
     assert set(tree(d)) <= {p for p in tree(d) if out in p.parents}
+
+
+# ---- the readers added since (issue #33): shard run.json, view samples, runs listing, config ----
+@pytest.fixture(scope="module")
+def two_shards(tmp_path_factory):
+    from conftest import run_cli_inprocess
+
+    base = tmp_path_factory.mktemp("shards") / "run"
+    for k in (1, 2):
+        rc, _, err = run_cli_inprocess("run", "--model", "fake:m", "--task", "econnli-zero", "--limit", "16", "--shard",
+                                       f"{k}/2", "--quiet", "--bootstrap", "0", "--out", base)
+        assert rc == 0, err
+    return [base / f"shard-{k}-of-2" for k in (1, 2)]
+
+
+SHARD_KEYS = ("shard", "schedule", "bootstrap", "seed", "samples", "tasks", "identity", "status", "limit")
+
+
+@SETTINGS
+@given(edits=st.dictionaries(st.sampled_from(SHARD_KEYS), json_values, min_size=1, max_size=3),
+       inner=st.dictionaries(st.sampled_from(("index", "count", "chunk_items")), json_values, max_size=2))
+def test_shard_run_files(capsys, tmp_path_factory, two_shards, edits, inner):
+    import shutil
+
+    d = tmp_path_factory.mktemp("merge")
+    shards = [d / s.name for s in two_shards]
+    for s, copy in zip(two_shards, shards):
+        shutil.copytree(s, copy)
+    meta = json.loads((shards[0] / "run.json").read_text())
+    for key in ("shard", "schedule"):
+        if isinstance(meta.get(key), dict):
+            meta[key] = {**meta[key], **{k: v for k, v in inner.items() if (k == "chunk_items") == (key == "schedule")}}
+    (shards[0] / "run.json").write_bytes(_json_line({**meta, **edits}))
+    before = tree(d)
+    code, err = call(capsys, "merge", *shards, "--out", d / "merged")
+    holds(code, err)
+    assert {p for p in tree(d) if d / "merged" not in p.parents} == set(before)
+    if code:
+        assert not (d / "merged").exists() and not list(d.glob(".merged*"))
+
+
+@pytest.fixture(scope="module")
+def one_run(tmp_path_factory):
+    from conftest import run_cli_inprocess
+
+    run = tmp_path_factory.mktemp("view") / "run"
+    rc, _, err = run_cli_inprocess("run", "--model", "fake:m", "--task", "steer-me", "--limit", "1", "--quiet",
+                                   "--bootstrap", "0", "--out", run)
+    assert rc == 0, err
+    return run
+
+
+@SETTINGS
+@given(edits=st.lists(st.dictionaries(st.sampled_from(("prompts", "task", "id", "element", "parsed", "gold", "correct",
+                                                       "error", "skipped", "response", "reasoning")), json_values, max_size=3),
+                      min_size=1, max_size=3))
+def test_view_samples(capsys, tmp_path_factory, one_run, edits):
+    import shutil
+
+    d = tmp_path_factory.mktemp("v")
+    run = d / "run"
+    shutil.copytree(one_run, run)
+    rows = [json.loads(line) for line in (run / "samples.jsonl").read_text().splitlines()][:len(edits)]
+    (run / "samples.jsonl").write_bytes(b"\n".join(_json_line({**r, **e}) for r, e in zip(rows, edits)) + b"\n")
+    before = tree(run)
+    code, err = call(capsys, "view", run, "--out", d / "page.html")
+    holds(code, err)
+    assert tree(run) == before and (d / "page.html").exists() == (code == 0)
+
+
+@SETTINGS
+@given(metas=st.lists(st.one_of(json_values, st.dictionaries(st.sampled_from(
+    ("tasks", "status", "started", "backend", "limit", "shard")), json_values, min_size=1)), min_size=1, max_size=4))
+def test_runs_listing(capsys, tmp_path_factory, metas):
+    d = tmp_path_factory.mktemp("listing")
+    for n, meta in enumerate(metas):
+        (d / f"r{n}").mkdir()
+        (d / f"r{n}" / "run.json").write_bytes(_json_line(meta))
+    before = tree(d)
+    code, err = call(capsys, "runs", d, "--json")
+    holds(code, err)
+    assert code == 0 and tree(d) == before  # a damaged run.json is skipped, never the listing
+
+
+TOML_VALUES = st.sampled_from(['1', '0', '-1', '1.5', '1e400', 'inf', 'nan', 'true', '"x"', '"paper"', '""', '[1, 2]',
+                               '["econnli-zero"]', '{a = 1}', '"econnli-zero"', '"fake:m"', '2e2', '[[1]]', '"1h"'])
+TOML_KEYS = st.sampled_from(["model", "suite", "tasks", "limit", "sample", "seed", "n_ctx", "chat", "judge", "embedder",
+                             "bootstrap", "quiet", "budget", "nonsense"])
+
+
+@SETTINGS
+@given(run=st.lists(st.tuples(TOML_KEYS, TOML_VALUES), max_size=5),
+       tables=st.lists(st.tuples(st.sampled_from(["task_options", "model_options", "roles"]),
+                                 st.sampled_from(["prompt", "concurrency", "timeout", "judge", "x"]), TOML_VALUES), max_size=3),
+       raw=st.binary(max_size=20))
+def test_config_files(capsys, tmp_path_factory, run, tables, raw):
+    d = tmp_path_factory.mktemp("cfg")
+    lines = ["[run]"] + [f"{k} = {v}" for k, v in dict(run).items()]
+    for table, key, value in tables:
+        lines += [f"[run.{table}]", f"{key} = {value}"]
+    cfg = d / "eval.toml"
+    cfg.write_bytes("\n".join(lines).encode() + b"\n" + raw)
+    code, err = call(capsys, "run", "--config", cfg, "--model", "fake:m", "--task", "econnli-zero", "--limit", "1",
+                     "--quiet", "--bootstrap", "0", "--out", d / "out")
+    holds(code, err)
+    assert {p for p in tree(d) if d / "out" not in p.parents} == {cfg}
