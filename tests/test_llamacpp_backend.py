@@ -182,3 +182,20 @@ def test_option_scores_ride_on_the_generation_of_the_same_prompt(backend):
     assert gen == alone_gen and lp == alone_lp  # bit-identical to separate calls
     # the prompt once, then every generated token but the last
     assert backend.n_evaluated - evaluated == gen.n_prompt_tokens + gen.n_tokens - 1
+
+
+def test_a_long_prompt_after_a_shared_prefix_gets_the_prefixs_cells(tiny_model):
+    """A prompt that fits the context alone, queued after jobs sharing a prefix: the kept prefix's
+    cells are dropped to make room (they were kept, and llama_decode returned 1: 'no KV slot';
+    CFBenchmark at --limit 32 on the tiny model failed so)."""
+    be = LlamaCppBackend(ModelSpec(name="tiny", options={"path": str(tiny_model)}, n_ctx=512, chat="off"))
+    prefix = "Question: A B C D answer Yes\n\n" * 6
+    shared = [Generate(prompt=prefix + f"Question: {w} answer:", prefix=prefix, max_tokens=2) for w in ("one", "two")]
+    n_prefix = len(be.tokenize(prefix))
+    words = "the order of events "
+    long = words * 200
+    while len(be.tokenize(long)) > 512 - 8:
+        long = long[:-len(words)]
+    assert len(be.tokenize(long)) + 4 + n_prefix > 512 and n_prefix > 20  # fits alone, not beside the prefix
+    out = be.generate(shared + [Generate(prompt=long, max_tokens=4)])
+    assert all(o.error is None for o in out) and out[2].n_prompt_tokens == len(be.tokenize(long)) and out[2].n_tokens == 4

@@ -146,7 +146,8 @@ class _Call:
             if self.used + need > e.n_ctx or soft > e.kv_budget:
                 if self.active:
                     break
-                if self.current is not None and fresh:  # alone: make room
+                # alone: make room; a job of another prefix, or of none, needs the kept prefix's cells
+                if self.current is not None and (fresh or key is None):
                     self._drop_prefix()
                     self.used -= len(self.current["key"])
                     self.current = None
