@@ -437,9 +437,12 @@ def compare_cmd(baseline, candidate, max_drop, metrics, n_boot, seed, allow_miss
 @click.option("--out", "-o", type=click.Path(file_okay=False, path_type=Path),
               help="The candidate's run folder (default: the run's own folder under the data dir; resumable).")
 @click.option("--embedder", "-e", help="Sentence embedder for tasks scored by similarity (as for `run`).")
+@click.option("--judge", help="Judge model (as for `run`): the baseline's, where it named one.")
+@_role_option
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--quiet", "-q", is_flag=True, help="No progress display.")
-def gate_cmd(baseline, model, max_drop, alpha, budget, metrics, replay, junit, n_ctx, chat, model_option, out, embedder, fmt, quiet, **kw):
+def gate_cmd(baseline, model, max_drop, alpha, budget, metrics, replay, junit, n_ctx, chat, model_option, out, embedder, judge, role,
+             fmt, quiet, **kw):
     """Sequential release gate: run the candidate on BASELINE's items in a seeded random order and
     stop as soon as every gated metric is decided. Exit 0 pass, 1 regression, 3 inconclusive (at
     the budget or the end of the items), 2 usage."""
@@ -453,7 +456,7 @@ def gate_cmd(baseline, model, max_drop, alpha, budget, metrics, replay, junit, n
         check_target(junit)  # before the model runs
     result = gate(baseline, model=model, max_drop=max_drop, alpha=alpha, budget=budget, metrics=metrics, replay=replay, out=out,
                   model_options=_collect_model_options(model_option, kw), n_ctx=n_ctx, chat=chat, embedder=embedder,
-                  progress=not quiet, argv=[*program(), *sys.argv[1:]])
+                  judge=judge, roles=_roles_given(role) or None, progress=not quiet, argv=[*program(), *sys.argv[1:]])
     if junit:
         write_junit(junit, junit_xml(result["rows"], max_drop))
     if fmt == "json":

@@ -290,8 +290,33 @@ def gate_folder(baseline: Path, model: str | None, run: dict[str, Any]) -> Path:
     from . import config
 
     what = {"baseline": str(baseline.resolve()), "model": model,
-            **{k: run.get(k) for k in ("model_options", "n_ctx", "chat", "embedder", "judge")}}
+            **{k: run.get(k) for k in ("model_options", "n_ctx", "chat", "embedder", "judge")},
+            **({"roles": run["roles"]} if run.get("roles") else {})}
     return config.named_folder("gates", f"{Path(model or 'default').name}-vs-{baseline.name}", what)
+
+
+def _check_roles(meta: dict, tasks: list[Task], preps: dict, named: dict[str, str]) -> None:
+    """The roles the baseline named a model for are named for the candidate too (a judge that is
+    the evaluated model, or another one, scores by another protocol), and no others."""
+    from . import roles as role_specs
+    from .folder import named_roles, roles_of
+    from .runner import task_roles
+
+    used = {r for t in tasks for r in task_roles(t, preps[t.name])}
+    theirs = named_roles(meta) & used
+    for name in sorted(theirs):
+        model = (roles_of(meta).get(name) or {}).get("name") or "?"
+        flag = f"--{name} MODEL" if name in ("judge", "embedder") else f"--role {name}=MODEL"
+        if name not in named:
+            raise UsageError(f"the baseline named {model} for the role {name}: the candidate needs it too",
+                             hint=f"pass {flag} with the baseline's model")
+        given = role_specs.resolve(named[name], name).name
+        if given != model:
+            raise UsageError(f"the role {name}: the baseline's model is {model}, the candidate's {given}; their numbers "
+                             "are not comparable", hint=f"pass {flag} with the baseline's model")
+    for name in sorted(set(named) & used - theirs):
+        raise UsageError(f"the baseline named no model for the role {name}: the candidate's would score it otherwise",
+                         hint=f"leave out the model named for {name}")
 
 
 def _check_own_folder(out: Path, base_dir: Path) -> None:
@@ -323,18 +348,26 @@ def gate(baseline: str | Path, model: str | None = None, max_drop: float = 0.02,
     base = load_run(base_dir)
     g = Gate.build(base.meta, base.samples, max_drop, alpha, tuple(metrics), base_dir)
     if replay is None:
-        from . import api
+        from . import api, runner
+        from .context import RunContext
         from .runmeta import task_identity
         from .selection import Ordered, deadline_of
 
         deadline = deadline_of(budget, g.started)
         out = Path(run.pop("out", None) or gate_folder(base_dir, model, run))
         _check_own_folder(out, base_dir)
-        tasks = [tg.task for tg in g.tasks.values()]  # prepared here as the baseline's were: comparable before a model loads
-        check_comparable(base.meta, {"seed": base.meta.get("seed"), "tasks": task_identity(tasks, base.preps)}, list(g.tasks))
+        tasks = [tg.task for tg in g.tasks.values()]
         options = {t: base.meta["tasks"][t].get("options") or {} for t in g.tasks}
-        selection = Ordered("random", deadline=deadline, watcher=g.watch, only={t: set(tg.order) for t, tg in g.tasks.items()})
         seed = base.meta.get("seed", 1234) if base.meta.get("seed_given", True) else None  # None: the tasks' protocol seeds again
+        named = api.role_args(run.get("roles"), run.get("judge"), run.get("embedder"))
+        _check_roles(base.meta, tasks, base.preps, named)
+        # the candidate's tasks prepared as its run will prepare them (its roles, the baseline's options and
+        # seed): comparable before a model loads
+        ctx = RunContext(seed=base.meta.get("seed", 1234), seed_given=seed is not None, per_task=options,
+                         given=frozenset(named))
+        mine = runner.prepare(tasks, ctx, make_roles=False)
+        check_comparable(base.meta, {"seed": base.meta.get("seed"), "tasks": task_identity(tasks, mine)}, list(g.tasks))
+        selection = Ordered("random", deadline=deadline, watcher=g.watch, only={t: set(tg.order) for t, tg in g.tasks.items()})
         doc = api.evaluate(model=model, tasks=list(g.tasks), seed=seed, per_task_options=options,
                            selection=selection, out=out, **run)
         folder = Path(str(doc.get("run_folder")))

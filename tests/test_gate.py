@@ -379,3 +379,28 @@ def test_values_outside_a_metrics_range_are_refused_not_clamped():
     bad = {i: {**r, "pairwise": -0.5} for i, r in recs.items()}
     with pytest.raises(UsageError, match="outside its range"):
         g.replay({task: bad})
+
+
+def test_the_gate_names_the_baselines_judge_for_the_candidate_or_refuses(cli, tmp_path):
+    """A STEER-ME free-text baseline read by a judge: a gate without --judge scored the candidate by
+    the regex instead and passed (its comparability check compared the baseline with itself)."""
+    base = tmp_path / "base"
+    rc, _, err = cli("run", "--model", "fake:m", "--task", "steer-me", "--adaptation", "free-text", "--judge", "fake:j",
+                     "--limit", "1", "--quiet", "--out", base)
+    assert rc == 0, err
+    gate = ("gate", base, "--model", "fake:m2", "--quiet")
+    rc, _, err = cli(*gate, "--out", tmp_path / "g1")
+    assert rc == 2 and "the baseline named j for the role judge" in err and "--judge" in err, err
+    rc, _, err = cli(*gate, "--judge", "fake:k", "--out", tmp_path / "g2")
+    assert rc == 2 and "the baseline's model is j, the candidate's k" in err, err
+    assert not (tmp_path / "g1").exists() and not (tmp_path / "g2").exists()
+    rc, _, err = cli(*gate, "--judge", "fake:j", "--out", tmp_path / "g3")
+    assert rc == 0, err
+    meta = json.loads((tmp_path / "g3" / "run.json").read_text())
+    assert meta["roles"]["judge"]["named"] and meta["tasks"]["steer-me"]["settings"] == \
+        json.loads((base / "run.json").read_text())["tasks"]["steer-me"]["settings"]
+    plain = tmp_path / "plain"
+    assert cli("run", "--model", "fake:m", "--task", "steer-me", "--adaptation", "free-text", "--limit", "1", "--quiet",
+               "--out", plain)[0] == 0
+    rc, _, err = cli("gate", plain, "--model", "fake:m2", "--judge", "fake:j", "--quiet", "--out", tmp_path / "g4")
+    assert rc == 2 and "differ in settings" in err, err
