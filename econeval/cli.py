@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Any, Mapping
 
 import click
 
@@ -88,6 +89,7 @@ def _task_flags() -> dict[str, TaskOption]:
 def _task_options(fn):
     """-T NAME=VALUE, and each task option's documented shortcut."""
     for name, o in reversed(list(_task_flags().items())):
+        assert o.flag is not None  # _task_flags holds the options with one
         what = f"Shortcut for -T {name}=... ({', '.join(sorted({t.name for t in registry.tasks().values() if o in t.options}))}): {o.help}"
         if o.kind == "bool":
             fn = click.option(o.flag, f"topt_{name}", is_flag=True, default=None, help=what)(fn)
@@ -266,7 +268,7 @@ def run(model, suite, tasks, limit, sample, budget, seed, n_ctx, chat, model_opt
     _check_outcome(doc)
 
 
-def _check_outcome(doc: dict) -> None:
+def _check_outcome(doc: Mapping[str, Any]) -> None:
     """Items with errors, or a task with nothing scored, make the exit code non-zero."""
     problems = []
     for name, res in doc["tasks"].items():
@@ -534,7 +536,7 @@ def models_list(as_json):
 @click.option("--json", "as_json", is_flag=True)
 def models_options(as_json):
     """Each backend kind, its --model prefix and its options (set in models.toml or with -M KEY=VALUE)."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     for kind, cls in registry.backends().items():
         types = cls.Options.option_types()
         rows.append({"kind": kind, "prefix": cls.prefix,

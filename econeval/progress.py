@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Literal
 
 
 def clock(seconds: float | None) -> str:
@@ -196,8 +196,10 @@ class RunProgress:
 
         snap = self.snapshot()
         table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
-        for col, just in (("task", "left"), ("saved", "right"), ("", "left"), ("items/s", "right"), ("tokens/s", "right"),
-                          ("ETA", "right"), ("", "left")):
+        columns: tuple[tuple[str, Literal["left", "right"]], ...] = (
+            ("task", "left"), ("saved", "right"), ("", "left"), ("items/s", "right"), ("tokens/s", "right"), ("ETA", "right"),
+            ("", "left"))
+        for col, just in columns:
             table.add_column(col, justify=just)
         for t in snap["tasks"]:
             frac = t["saved"] / t["total"] if t["total"] else 1.0

@@ -9,7 +9,7 @@ outputs back to the task to score. Backends answer with Completion and OptionSco
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence, TypedDict, Union
+from typing import Any, Callable, Mapping, Sequence, TypedDict, Union
 
 from .tables import CellView, Metric
 
@@ -368,7 +368,7 @@ class Task:
     def aggregate(self, records: list[dict], prep: Prepared) -> dict:
         raise NotImplementedError
 
-    def headline(self, result: dict) -> dict[str, float | None]:
+    def headline(self, result: Mapping[str, Any]) -> dict[str, float | None]:
         """A few numbers of `result` for the summary table printed after a run."""
         return {}
 

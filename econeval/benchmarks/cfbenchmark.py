@@ -108,8 +108,8 @@ def released_text(text: str | None) -> str:
 
 def table2(scores: dict[str, float | None]) -> dict[str, float | None]:
     def avg(keys):
-        vals = [scores.get(k) for k in keys]
-        return None if any(v is None for v in vals) else sum(vals) / len(vals)
+        vals = [v for v in (scores.get(k) for k in keys) if v is not None]
+        return None if len(vals) < len(keys) else sum(vals) / len(vals)
 
     row = {col: scores.get(t) for col, t in COLUMNS.items()}
     row["R.Avg"], row["C.Avg"], row["G.Avg"] = avg(RECOGNITION), avg(CLASSIFICATION), avg(GENERATION)

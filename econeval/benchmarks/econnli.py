@@ -12,6 +12,7 @@ import csv
 import dataclasses
 import random
 from pathlib import Path
+from typing import Any
 
 from .. import data, registry
 from ..metrics import classification_report
@@ -194,8 +195,8 @@ class _EconNLITask(Task):
 
     def requests(self, item, prep, outputs):
         prefix, prompt = self.prompt(item, prep)
-        reqs = {"response": Generate(prompt=prompt, prefix=prefix, max_tokens=self.budget(prep), stop=self.stop,
-                                     stop_regex=self.settled)}
+        reqs: dict[str, Generate | OptionLogprobs] = {
+            "response": Generate(prompt=prompt, prefix=prefix, max_tokens=self.budget(prep), stop=self.stop, stop_regex=self.settled)}
         if self.logprobs:
             reqs["option_logprobs"] = OptionLogprobs(prompt=prompt, prefix=prefix, options=("Yes", "No"))
         return reqs
@@ -210,7 +211,7 @@ class _EconNLITask(Task):
 
     def aggregate(self, records, prep):
         scored = [r for r in records if r["parsed"] is not None]
-        out = {
+        out: dict[str, Any] = {
             "table": "EconNLI Table 4 (classification)",
             "n": len(records), "n_scored": len(scored), "n_unparsed": len(records) - len(scored),
             "paper": table_row([r["gold"] for r in scored], [r["parsed"] for r in scored]),
@@ -339,9 +340,7 @@ class CoTTask(_EconNLITask):
                           f"stop, up to {RAW_REPLY_TOKENS} tokens, released-gpt reading its last line as the GPT cells did "
                           "(they set no cap): for served chat models", ("cut", "raw"), "choice"))
 
-    @property
-    def parse_rule(self):
-        return "released CoT rule named by the cot_parse option (run.json: options); the other two are extras"
+    parse_rule = "released CoT rule named by the cot_parse option (run.json: options); the other two are extras"
 
     def prepare(self, ctx):
         prep = super().prepare(ctx)
@@ -463,7 +462,7 @@ class GenTask(Task):
         prompt = GEN_PROMPT.format(premise=item["premise"])
         return {"answer": released_gen_answer(prompt, outputs["response"]), "reference": item["hypothesis"],
                 "parsed": parse_judge(outputs["judge_response"]),
-                "judge_logprob_label": max(scored, key=scored.get) if scored else None}
+                "judge_logprob_label": max(scored, key=lambda label: scored[label]) if scored else None}
 
     def aggregate(self, records, prep):
         def row(labels):
