@@ -20,7 +20,7 @@ from typing import Any, Callable, Sequence
 
 from . import __version__, config, data, registry, runner, shards
 from . import roles as role_specs
-from .context import DEFAULT_SEED, RunContext, check_task_options
+from .context import RunContext, check_task_options, given_seed
 from .scoring import aggregate, score_records, select_items
 from .selection import Selection, from_flags
 from .backends.base import Settings
@@ -104,7 +104,7 @@ def evaluate(model: str | config.ModelSpec | None = None, tasks: Sequence[str] =
     values (over `task_options`).
 
     Returns the results document with one key added: `run_folder`, the folder written."""
-    seed_given, seed = seed is not None, DEFAULT_SEED if seed is None else seed
+    seed, seed_given = given_seed(seed)
     selected = registry.select(suite, list(tasks))
     spec = model if isinstance(model, config.ModelSpec) else role_specs.resolve(model, MODEL)
     args = role_args(roles, judge, embedder)
@@ -209,7 +209,7 @@ def score_predictions(task: str, predictions: str | Path, seed: int | None = Non
     embedder) still run. With `out`, also write a run folder (for `compare` and `report`)."""
     t = registry.get_task(task)
     predictions = Path(predictions)
-    seed_given, seed = seed is not None, DEFAULT_SEED if seed is None else seed
+    seed, seed_given = given_seed(seed)
     ctx = RunContext(seed=seed, seed_given=seed_given, task_options=dict(task_options or {}))
     named = {name: role_specs.resolve(arg, name) for name, arg in role_args(roles, judge, embedder).items()}
     _role_factories(ctx, named, seed, model_fills=False)
@@ -272,7 +272,8 @@ def export_prompts(task: str, seed: int | None = None, limit: int | None = None,
     from .types import Generate
 
     t = registry.get_task(task)
-    ctx = RunContext(seed=DEFAULT_SEED if seed is None else seed, seed_given=seed is not None, task_options=dict(task_options or {}))
+    run_seed, seed_given = given_seed(seed)
+    ctx = RunContext(seed=run_seed, seed_given=seed_given, task_options=dict(task_options or {}))
     check_task_options([t], ctx.task_options)
     prep = t.prepare(ctx)
     rows = []

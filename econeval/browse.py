@@ -14,7 +14,7 @@ from typing import Any
 
 from . import config, registry
 from .errors import UsageError, clean_tree
-from .folder import folder_results, read_samples
+from .folder import folder_results, iter_samples
 from .results import read_json
 
 
@@ -57,7 +57,7 @@ def describe(folder: Path) -> dict[str, Any] | None:
     saved = None
     if (folder / "samples.jsonl").is_file():
         try:
-            saved = len(read_samples(folder / "samples.jsonl")[0])
+            saved = sum(1 for _ in iter_samples(folder / "samples.jsonl"))  # counted, not held in memory
         except UsageError:
             saved = None
     try:
@@ -141,19 +141,26 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 
+def _task_and_group(rec: dict) -> tuple[str, str | None, str | None]:
+    """A sample line's task and group (CFBenchmark's sub-task, STEER-ME's element) as text, and
+    the group's field."""
+    task = _text(rec.get("task"))
+    group_field = getattr(registry.tasks().get(task), "group_field", None)
+    group = rec.get(group_field) if group_field else None
+    return task, None if group is None else _text(group), group_field
+
+
 def _item(rec: dict) -> dict:
     """What the page shows of a sample line, whatever its fields hold (a hand-edited or damaged
     line is shown as it is, not refused)."""
-    task = registry.tasks().get(str(rec.get("task")))
-    group_field = getattr(task, "group_field", None)
+    task, group, group_field = _task_and_group(rec)
     prompts = rec.get("prompts")
     prompts = {str(k): v for k, v in prompts.items()} if isinstance(prompts, dict) else \
         {"(as saved)": prompts} if prompts else {}
     responses = {name: rec.get(name) for name in prompts if name in rec}
     scores = {k: v for k, v in rec.items() if k not in _META and k not in responses and k != group_field
               and isinstance(v, (int, float, bool, str)) and len(str(v)) < 200}
-    group = rec.get(group_field) if group_field else None
-    return {"id": _text(rec.get("id")), "task": _text(rec.get("task")), "group": None if group is None else _text(group),
+    return {"id": _text(rec.get("id")), "task": task, "group": group,
             "outcome": _outcome(rec), "prompts": prompts, "responses": responses,
             "gold": rec.get("gold", rec.get("reference")), "parsed": rec.get("parsed"),
             "why": rec.get("error") or rec.get("skipped") or rec.get("unparsed_reason"), "scores": scores}
@@ -212,14 +219,14 @@ def write_view(folder: Path, out: Path, tasks: tuple[str, ...] = ()) -> int:
     inline), reading samples.jsonl twice as a stream (the filters first, then the items), so a
     large run is never all in memory; each prompt and response shows at most SHOWN_CHARS
     characters. Returns the number of items on the page."""
-    from .folder import iter_samples
     from .results import atomic_writer
 
     folder = Path(folder)
     path = folder / "samples.jsonl"
     if not path.is_file():
         raise UsageError(f"{folder} has no samples.jsonl (not a run folder, or nothing saved yet)")
-    chosen = [r for r in (_item_light(rec) for rec in iter_samples(path)) if not tasks or r[0] in tasks]
+    chosen = [(t[:200], (g or "")[:200] or None) for t, g, _ in map(_task_and_group, iter_samples(path))
+              if not tasks or t[:200] in tasks]
     if not chosen:
         raise UsageError(f"{folder} holds no samples" + (f" of {', '.join(tasks)}" if tasks else ""))
     meta = describe(folder) or {"model": "?", "status": "?"}
@@ -246,9 +253,3 @@ def write_view(folder: Path, out: Path, tasks: tuple[str, ...] = ()) -> int:
     return len(chosen)
 
 
-def _item_light(rec: dict) -> tuple[str, str | None]:
-    """(task, group) of a sample line, as the page's filters list them."""
-    task = _text(rec.get("task"))
-    group_field = getattr(registry.tasks().get(task), "group_field", None)
-    group = rec.get(group_field) if group_field else None
-    return task[:200], None if group is None else _text(group)[:200] or None

@@ -15,6 +15,12 @@ from .types import Task
 DEFAULT_SEED = 1234
 
 
+def given_seed(seed: int | None) -> tuple[int, bool]:
+    """(the run's seed, whether one was given): no --seed is DEFAULT_SEED, and lets a task whose
+    authors' protocol names a seed use that one (RunContext.seed_for)."""
+    return (DEFAULT_SEED, False) if seed is None else (seed, True)
+
+
 @dataclass
 class RunContext:
     """Run-level settings shared by the tasks: the seed, task options and the roles' factories

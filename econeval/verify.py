@@ -114,9 +114,10 @@ def _check_values(task: Task, item_id: str, rec: dict, where: Path) -> None:
     try:
         values = task.item_values(rec)
     except Exception:  # noqa: BLE001 - a record the task cannot read is a contradiction
-        values = None
+        raise UsageError(f"{where}: {task.name} item {item_id}: its values cannot be read: the folder contradicts itself",
+                         hint="the samples were edited or written by another tool; rerun or rescore the items") from None
     for m in task.item_metrics:
-        v = (values or {}).get(m.name) if values is not None else "?"
+        v = values.get(m.name)
         lo, hi = m.bounds if m.bounds else (-math.inf, math.inf)
         if v is None:
             continue

@@ -121,3 +121,30 @@ def test_free_text_grading_the_packages_way_is_an_option(tmp_path):
     package = doc["tasks"]["steer-me"]["paper"]["overall"]
     assert package["accuracy"] == 0.5 and package["normalized_accuracy"] == 0.5
     assert number_as_package_reads("so Answer: −1,234.5 units") == -1234.5 and number_as_package_reads("\\boxed{2.5e3}") == 2500.0
+
+
+def test_the_generated_rule_applies_to_every_part_of_a_group():
+    """A multi-part group is answered only when every part's top token is a valid letter under
+    `answer_rule=generated`; the package's no-answer rate says so under either rule."""
+    item = {"element": "e", "options": ["1", "2"], "correct_index": 0,
+            "parts": [{"question": "p0", "options": ["1", "2"], "correct_index": 0},
+                      {"question": "p1", "options": ["3", "4"], "correct_index": 1}]}
+    lp0, lp1 = {"A": math.log(0.6), "B": math.log(0.3)}, {"C": math.log(0.2), "D": math.log(0.3)}
+    outputs = {"option_logprobs": lp0, "option_logprobs@2": lp1,
+               "calls": {"option_logprobs": {"top_logprob": math.log(0.6)},
+                         "option_logprobs@2": {"top_logprob": math.log(0.5)}}}  # part 2: a non-letter on top
+    restricted = SteerMe._score_group(item, outputs, {}, "restricted")
+    generated = SteerMe._score_group(item, outputs, {}, "generated")
+    assert restricted["answered"] and restricted["parsed"] == [0, 1] and restricted["generated_answer"] is False
+    assert not generated["answered"] and generated["parsed"] == [0, None]
+
+
+def test_a_protocol_seed_run_and_a_given_seed_run_get_their_own_default_folders(cli, tmp_path):
+    """No --seed draws STEER-ME with 42 under the run's seed 1234, so the default folder is named
+    by the task's seed too: a run with --seed 1234 is another run, not a refused resume."""
+    env = {"ECONEVAL_HOME": str(tmp_path / "home")}
+    args = ("run", "--model", "fake:m", "--task", "steer-me", "--limit", "1", "--quiet")
+    for extra in ((), ("--seed", "1234")):
+        rc, _, err = cli(*args, *extra, env=env)
+        assert rc == 0, err
+    assert len(list((tmp_path / "home").rglob("run.json"))) == 2

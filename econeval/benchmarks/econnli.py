@@ -9,7 +9,6 @@ y_true and y_pred; a strict variant (unparsed = wrong) and a log-probability var
 from __future__ import annotations
 
 import csv
-import dataclasses
 import random
 from pathlib import Path
 from typing import Any
@@ -129,10 +128,7 @@ def cot_votes(text: str, rule: str, raw: bool = False) -> list[int]:
     An answer the rule cannot read gives no prediction (it is dropped, as released). `raw`: the
     reply as the API returned it (-T cot_reply=raw); released-gpt then reads its last line as the
     GPT cells did, uncut and unstripped (a reply ending in a newline has an empty last line)."""
-    if raw and rule == "released-gpt":
-        last = text.split("\n")[-1].lower()
-        return [1] if "yes" in last else [0] if "no" in last else []
-    pred = text.split("### Question:")[0].strip()
+    pred = text if raw and rule == "released-gpt" else text.split("### Question:")[0].strip()
     if rule == "released-llama":
         return [1] if "Yes." in pred else [0] if "No." in pred else []
     if rule == "released-finma":
@@ -193,10 +189,14 @@ class _EconNLITask(Task):
     def budget(self, prep: Prepared) -> int:
         return self.max_tokens
 
+    def stops(self, prep: Prepared) -> tuple[str, ...]:
+        return self.stop
+
     def requests(self, item, prep, outputs):
         prefix, prompt = self.prompt(item, prep)
         reqs: dict[str, Generate | OptionLogprobs] = {
-            "response": Generate(prompt=prompt, prefix=prefix, max_tokens=self.budget(prep), stop=self.stop, stop_regex=self.settled)}
+            "response": Generate(prompt=prompt, prefix=prefix, max_tokens=self.budget(prep), stop=self.stops(prep),
+                                 stop_regex=self.settled)}
         if self.logprobs:
             reqs["option_logprobs"] = OptionLogprobs(prompt=prompt, prefix=prefix, options=("Yes", "No"))
         return reqs
@@ -355,11 +355,8 @@ class CoTTask(_EconNLITask):
     def budget(self, prep):
         return RAW_REPLY_TOKENS if prep.state.get("raw") else self.max_tokens
 
-    def requests(self, item, prep, outputs):
-        reqs = super().requests(item, prep, outputs)
-        if prep.state.get("raw"):
-            reqs["response"] = dataclasses.replace(reqs["response"], stop=())
-        return reqs
+    def stops(self, prep):
+        return () if prep.state.get("raw") else self.stop
 
     def prompt(self, item, prep):
         return COT_DEMOS, COT_DEMOS + COT_QUESTION.format(premise=item["premise"], hypothesis=item["hypothesis"])
