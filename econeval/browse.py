@@ -15,6 +15,7 @@ from typing import Any
 from . import config, registry
 from .errors import UsageError, clean_tree
 from .folder import folder_results, iter_samples
+from .reasoning import THINKING
 from .results import read_json
 
 
@@ -117,7 +118,7 @@ def render_runs(rows: list[dict]) -> str:
 
 # ---- view --------------------------------------------------------------------------------
 _META = {"id", "task", "prompts", "rendered", "calls", "prompt_hash", "gold", "parsed", "reference", "correct",
-         "skipped", "error", "unparsed_reason"}
+         "skipped", "error", "unparsed_reason", THINKING}
 
 
 def _outcome(rec: dict) -> str:
@@ -158,10 +159,12 @@ def _item(rec: dict) -> dict:
     prompts = {str(k): v for k, v in prompts.items()} if isinstance(prompts, dict) else \
         {"(as saved)": prompts} if prompts else {}
     responses = {name: rec.get(name) for name in prompts if name in rec}
+    thinking = rec.get(THINKING)
+    thinking = {str(k): v for k, v in thinking.items()} if isinstance(thinking, dict) else {}
     scores = {k: v for k, v in rec.items() if k not in _META and k not in responses and k != group_field
               and isinstance(v, (int, float, bool, str)) and len(str(v)) < 200}
     return {"id": _text(rec.get("id")), "task": task, "group": group,
-            "outcome": _outcome(rec), "prompts": prompts, "responses": responses,
+            "outcome": _outcome(rec), "prompts": prompts, "responses": responses, "thinking": thinking,
             "gold": rec.get("gold", rec.get("reference")), "parsed": rec.get("parsed"),
             "why": rec.get("error") or rec.get("skipped") or rec.get("unparsed_reason"), "scores": scores}
 
@@ -210,7 +213,7 @@ def _item_html(it: dict) -> str:
     return (f'<details class="item {e(it["outcome"])}" data-task="{e(it["task"][:200])}" data-outcome="{e(it["outcome"])}" '
             f'data-group="{e((it["group"] or "")[:200])}"><summary>{summary}</summary>'
             + (f"<p class=k>why: {_capped(_text(it['why']), 2000)}</p>" if it["why"] else "")
-            + block("prompt", it["prompts"]) + block("response", it["responses"])
+            + block("prompt", it["prompts"]) + block("reasoning (not parsed)", it["thinking"]) + block("response", it["responses"])
             + f"<table class=s>{scores}</table></details>")
 
 

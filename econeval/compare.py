@@ -128,9 +128,23 @@ def check_comparable(base_meta: dict, cand_meta: dict, tasks: list[str]) -> None
             if plain(b.get(key)) != plain(c.get(key)):
                 raise UsageError(f"{t}: the runs differ in {key}; their numbers are not comparable",
                                  hint="gate or compare runs of the same tasks, data, options and econeval")
+    if "backend" in cand_meta:  # a live gate's candidate before its run: gate.py checks what it asked for
+        check_reasoning(base_meta, cand_meta)
     if base_meta.get("seed") != cand_meta.get("seed"):
         raise UsageError(f"the runs used different seeds ({base_meta.get('seed')} and {cand_meta.get('seed')}): few-shot "
                          "draws and option orders differ, so their numbers are not comparable")
+
+
+def check_reasoning(base_meta: dict, cand_meta: dict) -> None:
+    """Refuse two runs whose reasoning differs (the mode; where the model reasoned, the budget and
+    effort; whether it reasoned at all): a thinking run is not paired with one that did not think."""
+    from . import reasoning
+
+    b, c = (reasoning.record_key(m.get("backend")) for m in (base_meta, cand_meta))
+    if b != c:
+        raise UsageError(f"the runs differ in reasoning ({reasoning.describe_key(b)} in the baseline, "
+                         f"{reasoning.describe_key(c)} in the candidate); their numbers are not comparable",
+                         hint="run the candidate with the baseline's --reasoning and --reasoning-tokens")
 
 
 def _ok(rec: dict) -> bool:

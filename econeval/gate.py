@@ -319,6 +319,22 @@ def _check_roles(meta: dict, tasks: list[Task], preps: dict, named: dict[str, st
                          hint=f"leave out the model named for {name}")
 
 
+def _check_asked_reasoning(meta: dict, model: str | None, model_options: dict | None) -> None:
+    """Before the candidate loads: the reasoning mode it asks for (and its budget, where the baseline
+    reasoned) is the baseline's."""
+    from . import reasoning
+    from . import roles as role_specs
+
+    given = {**role_specs.resolve(model).options, **(model_options or {})}
+    mode, tokens = str(given.get("reasoning", "auto")), given.get("reasoning_tokens")
+    base = reasoning.record_key(meta.get("backend"))
+    if mode != base["mode"] or (base["reasons"] and tokens is not None and str(tokens) != str(base["tokens"])):
+        asked = f"reasoning {mode}" + (f", {tokens} reasoning tokens" if tokens is not None else "")
+        raise UsageError(f"the runs differ in reasoning ({reasoning.describe_key(base)} in the baseline, {asked} for the "
+                         "candidate); their numbers are not comparable",
+                         hint="run the candidate with the baseline's --reasoning and --reasoning-tokens")
+
+
 def _check_own_folder(out: Path, base_dir: Path) -> None:
     """Refused before anything is written: the baseline's folder, or an ordinary run's."""
     if out.resolve() == base_dir.resolve():
@@ -338,7 +354,7 @@ def gate(baseline: str | Path, model: str | None = None, max_drop: float = 0.02,
     judge, progress, argv, new, say). `replay`: a finished candidate run folder instead of a
     model, its items taken in the gate's order, chunk by chunk, until the gate decides (what the
     gate would have run). Returns the rows, what is not gated, the verdict and its line."""
-    from .compare import check_comparable
+    from .compare import check_comparable, check_reasoning
 
     if not (0 < alpha < 1):
         raise UsageError(f"--alpha must lie between 0 and 1, not {alpha}")
@@ -367,11 +383,13 @@ def gate(baseline: str | Path, model: str | None = None, max_drop: float = 0.02,
                          given=frozenset(named))
         mine = runner.prepare(tasks, ctx, make_roles=False)
         check_comparable(base.meta, {"seed": base.meta.get("seed"), "tasks": task_identity(tasks, mine)}, list(g.tasks))
+        _check_asked_reasoning(base.meta, model, run.get("model_options"))
         selection = Ordered("random", deadline=deadline, watcher=g.watch, only={t: set(tg.order) for t, tg in g.tasks.items()})
         doc = api.evaluate(model=model, tasks=list(g.tasks), seed=seed, per_task_options=options,
                            selection=selection, out=out, **run)
         folder = Path(str(doc.get("run_folder")))
         cand = load_run(folder)
+        check_reasoning(base.meta, cand.meta)  # whether the candidate reasoned is known after its run
         g.replay(cand.samples, only_untaken=True)  # a resumed gate: what earlier runs of it finished
     else:
         folder = Path(replay)

@@ -1,5 +1,6 @@
 """Predictions made elsewhere (`econeval score`): each line checked and turned into the outputs a
-task scores. A line of a run's own samples.jsonl is taken as it is."""
+task scores (a response that reasons inline is read after its reasoning). A line of a run's own
+samples.jsonl is taken as it is."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import Path
 
 from .errors import UsageError
 from .metrics import logprob_problem
+from .reasoning import THINKING, split
 
 MAX_RESPONSE = 1 << 20  # characters: a longer "response" is not a model answer
 
@@ -20,7 +22,11 @@ def prediction_outputs(row: dict, n: int, where: Path, task, item, prep) -> dict
         raise UsageError(f"{where}: prediction {n} needs a string field 'response'")
     if len(resp) > MAX_RESPONSE:
         raise UsageError(f"{where}: prediction {n}: response is longer than {MAX_RESPONSE} characters")
-    out: dict = {"response": resp}
+    part = split(resp)  # a reasoning model's reply: the answer is read after its reasoning, never from inside it
+    out: dict = {"response": part.answer}
+    if part.reasoning is not None:
+        out[THINKING] = {"response": part.reasoning}
+        out["calls"] = {"response": {"kind": "generate", "n_reasoning_tokens": None, "reasoning_ended": part.ended}}
     if "option_logprobs" in row:
         lp = row["option_logprobs"]
         if not isinstance(lp, dict) or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in lp.values()):
@@ -34,5 +40,5 @@ def prediction_outputs(row: dict, n: int, where: Path, task, item, prep) -> dict
         if problem:
             raise UsageError(f"{where}: prediction {n}: {problem}")
         out["option_logprobs"] = {k: float(v) for k, v in lp.items() if k != "<top>"}
-        out["calls"] = {"option_logprobs": {"kind": "option_logprobs", "top_logprob": lp.get("<top>")}}
+        out["calls"] = {**out.get("calls", {}), "option_logprobs": {"kind": "option_logprobs", "top_logprob": lp.get("<top>")}}
     return out

@@ -11,7 +11,7 @@ import io
 from pathlib import Path
 from typing import Any
 
-from . import registry
+from . import reasoning, registry
 from .errors import UsageError, clean_tree
 from .folder import folder_results
 from .results import read_json
@@ -52,8 +52,13 @@ def _labels(runs: list[RunView]) -> None:
     settings = [_settings(r.meta) for r in runs]
     keys = sorted({k for s in settings for k in s})
     differ = [k for k in keys if len({repr(s.get(k)) for s in settings}) > 1]
-    for r, s in zip(runs, settings):
+    keys_ = [reasoning.record_key(r.meta.get("backend")) for r in runs]
+    plain = all(k["mode"] == "auto" and not k["reasons"] for k in keys_)  # no run reasoned or set a mode: no label
+    differ = [k for k in differ if k != "reasoning"]
+    for r, s, key in zip(runs, settings, keys_):
         parts = [f"{k} {s.get(k) if s.get(k) is not None else '-'}" for k in differ]
+        if not plain:
+            parts.append(reasoning.describe_key(key))
         r.label = r.model + (f" ({', '.join(parts)})" if parts else "")
     seen: dict[str, int] = {}
     for r in runs:

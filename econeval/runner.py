@@ -19,13 +19,14 @@ from typing import Any, Callable
 
 from . import __version__, registry
 from .context import RunContext, check_task_options
-from .errors import Interrupted
+from .errors import Interrupted, UsageError
 from .signals import Guard
 from .folder import RunFolder, merged_identity, roles_of
 from .metrics import logprob_problem
 from .progress import RunProgress, TaskLine
 from .projection import SAMPLE, project
 from .projection import lines_of as projection_lines
+from .reasoning import THINKING
 from .runmeta import now, role_entry, run_meta
 from .scoring import aggregate, score_records
 from .selection import Full, Selection
@@ -65,6 +66,10 @@ def _store(out: dict, name: str, req, res) -> None:
         if not (isinstance(res, float) and math.isfinite(res)):
             out[name] = None
             out.setdefault("error", "the embedder produced a non-finite similarity")
+        return
+    if res.reasoning is not None:  # saved beside the answer, never parsed
+        out.setdefault(THINKING, {})[name] = res.reasoning
+        calls[name].update(n_reasoning_tokens=res.n_reasoning_tokens, reasoning_ended=res.reasoning_ended)
 
 
 def run_chunk(task: Task, items: list[dict], prep: Prepared, ctx: RunContext, outputs: list[dict] | None = None,
@@ -132,14 +137,16 @@ def role_infos(tasks: list[Task], preps: dict[str, Prepared], ctx: RunContext) -
     return {role: role_entry(ctx.role(role).info(), role in ctx.given) for role in used}
 
 
-def _sizes(task: Task, prep: Prepared, items: list[dict], built: dict[str, dict]) -> tuple[list[int], list[int]]:
-    """Each item's first-stage prompt characters and generation budget (the progress estimate);
-    the requests are kept in `built` (item id → requests), so that no prompt is built twice."""
+def _sizes(task: Task, prep: Prepared, items: list[dict], built: dict[str, dict],
+           reasoning: Callable[[Any], int]) -> tuple[list[int], list[int]]:
+    """Each item's first-stage prompt characters and generation budget, a reasoning model's
+    reasoning budget included (the progress estimate and the projection); the requests are kept in
+    `built` (item id → requests), so that no prompt is built twice."""
     chars, budget = [], []
     for item in items:
         reqs = built[item["id"]] = task.requests(item, prep, {})
         chars.append(sum(len(str(r.prompt)) for r in reqs.values()))
-        budget.append(sum(getattr(r, "max_tokens", 0) or 0 for r in reqs.values()))
+        budget.append(sum((getattr(r, "max_tokens", 0) or 0) + (reasoning(r) if r.role == MODEL else 0) for r in reqs.values()))
     return chars, budget
 
 
@@ -155,10 +162,13 @@ def run(tasks: list[Task], backend, out_dir: Path, ctx: RunContext, preps: dict[
     preps = preps or prepare(tasks, ctx)
     ctx.role_made(MODEL, backend)
     info = backend.info()
+    tasks, not_run = _applicable(tasks, preps, info.details.get("reasoning") or {}, say or (lambda _m: None))
     meta = run_meta(tasks, preps, info, role_infos(tasks, preps, ctx), seed=ctx.seed, limit=selection.limit,
                     bootstrap=ctx.bootstrap, argv=argv, shard=selection.shard(), seed_given=ctx.seed_given)
     if config:
         meta["config"] = config
+    if not_run:
+        meta["not_run"] = not_run
     own = folder is None
     folder = folder or RunFolder.open(out_dir)
     try:
@@ -167,6 +177,18 @@ def run(tasks: list[Task], backend, out_dir: Path, ctx: RunContext, preps: dict[
     finally:
         if own:
             folder.close()
+
+
+def _applicable(tasks: list[Task], preps: dict[str, Prepared], reasoning: dict,
+                say: Callable[[str], None]) -> tuple[list[Task], dict[str, str]]:
+    """The tasks whose protocol applies to this model (a reasoning model's: STEER-ME runs no 0-CoT
+    adaptation for it), and why the others do not; none left is a usage error."""
+    not_run = {t.name: why for t in tasks if (why := t.not_for(preps[t.name], reasoning))}
+    if not_run and len(not_run) == len(tasks):
+        raise UsageError("; ".join(f"{k}: {v}" for k, v in not_run.items()))
+    for name, why in not_run.items():
+        say(f"econeval: {name} not run: {why}")
+    return [t for t in tasks if t.name not in not_run], not_run
 
 
 def _plan(tasks: list[Task], preps: dict[str, Prepared], selection: Selection, seed: int,
@@ -246,7 +268,8 @@ def _run_locked(tasks, backend, folder: RunFolder, ctx: RunContext, selection: S
         items = [it for ch in plan[task.name] for it in ch]
         todo = [it for it in items if (task.name, it["id"]) not in log.done]
         built[task.name] = {}
-        lines.append(TaskLine(task.name, len(items), len(items) - len(todo), *_sizes(task, preps[task.name], todo, built[task.name])))
+        lines.append(TaskLine(task.name, len(items), len(items) - len(todo), *_sizes(task, preps[task.name], todo, built[task.name],
+                                                                                  getattr(backend, "reasoning_tokens_for", lambda r: 0))))
     saved, total = sum(x.saved for x in lines), sum(x.total for x in lines)
     if saved:
         say(f"econeval: resuming {folder.path}: {saved:,} of {total:,} items done, {total - saved:,} to run")
@@ -345,6 +368,7 @@ def _run_locked(tasks, backend, folder: RunFolder, ctx: RunContext, selection: S
         doc = {"econeval_version": __version__, "model": meta["backend"]["model"]["name"], "limit": selection.limit,
                **({"not_reached": meta["stopped_early"]["tasks_not_reached"]}
                   if (meta.get("stopped_early") or {}).get("tasks_not_reached") else {}),
+               **({"not_run": meta["not_run"]} if meta.get("not_run") else {}),
                **selection.doc(),
                "tasks": {**{k: v for k, v in earlier.items() if k not in results}, **results}}
         sig.write(folder.write_results, results_name, doc)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 
+from . import reasoning
 from .intervals import headline_intervals
 from .types import Prepared, Task, TaskResult
 
@@ -68,4 +69,7 @@ def aggregate(task: Task, records: list[dict], prep: Prepared, n_boot: int = 0, 
             if bad:
                 out["error_reasons"] = reasons
     out.setdefault("n_scored", len(kept))
+    thought = reasoning.summary(records)
+    if thought:
+        out["reasoning"] = thought
     return out

@@ -113,6 +113,10 @@ class Completion:
     finish: str = "stop"  # stop | length | context (the context filled up) | error
     rendered: str | None = None  # the prompt as sent, when a chat template was applied
     error: str | None = None  # why this request has no usable result (the item is an error)
+    # a reasoning model's reasoning (never parsed: `text` is the answer after it); None: it did not reason
+    reasoning: str | None = None
+    n_reasoning_tokens: int | None = 0  # None: the server did not say
+    reasoning_ended: bool = True  # False: the reasoning budget ran out before it ended
 
 
 @dataclass(frozen=True)
@@ -132,6 +136,9 @@ class OptionScores:
     n_prompt_tokens: int = 0
     rendered: str | None = None
     error: str | None = None
+    reasoning: str | None = None  # as Completion's: the reasoning before the answer (text or scores)
+    n_reasoning_tokens: int | None = 0
+    reasoning_ended: bool = True
 
 
 # ---- backends --------------------------------------------------------------------------------
@@ -205,6 +212,7 @@ class TaskResult(TypedDict, total=False):
     n_errors: int
     skip_reasons: dict[str, int]
     error_reasons: dict[str, int]
+    reasoning: dict[str, Any]  # items that reasoned, hit the reasoning budget, their mean reasoning tokens (reasoning.summary)
     estimate: dict[str, Any]  # a sample's or a --budget run's numbers: estimates of the full set's (from, of, scheme, note)
 
 
@@ -217,6 +225,7 @@ class ResultsDoc(TypedDict, total=False):
     predictions: str
     tasks: dict[str, TaskResult]
     not_reached: list[str]  # a --budget run: tasks the budget never reached
+    not_run: dict[str, str]  # tasks whose protocol does not apply to the model (a reasoning model's), and why
     sample: float | int  # a --sample run's sample
     run_folder: str  # what evaluate() adds: the folder written (not in results.json)
 
@@ -230,7 +239,9 @@ class Sample(TypedDict, total=False):
     rendered          {request name: prompt after the chat template}, only where one was applied
     prompt_hash       sha256 (16 hex digits) of the first request's prompt
     <request name>    each request's result: generated text, {option: log-probability}, or a similarity
-    calls             {request name: {"kind", "finish", "n_prompt_tokens", "n_tokens", "top_logprob", ...}}
+    calls             {request name: {"kind", "finish", "n_prompt_tokens", "n_tokens", "top_logprob", ...,
+                      and for a reply that reasoned "n_reasoning_tokens", "reasoning_ended"}}
+    thinking          {request name: the reasoning before the answer}, only for replies that reasoned (never parsed)
     skipped           why the item was not scored (a prompt longer than the context); counted as n_skipped
     error             why the item has no valid score (a non-finite log-probability); counted as n_errors
     parsed, gold, correct, ...   what the task's `score` adds
@@ -345,6 +356,12 @@ class Task:
 
     def prepare(self, ctx: Any) -> Prepared:
         raise NotImplementedError
+
+    def not_for(self, prep: Prepared, reasoning: Mapping[str, Any]) -> str | None:
+        """Why this run of the task does not apply to the evaluated model, given run.json's record of
+        its reasoning (`backend.reasoning`: whether it reasons, whether its reasoning is hidden), as
+        its authors' protocol for such models says; None: it runs."""
+        return None
 
     def limit_items(self, items: list[dict], limit: int) -> list[dict]:
         """What `--limit N` keeps: the first N items."""

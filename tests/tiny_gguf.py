@@ -39,14 +39,20 @@ def vocabulary() -> tuple[list[str], list[float], list[int]]:
 
 
 def write_tiny_llama(path: Path, chat_template: str | None = None, seed: int = 0, std: float = 0.5, nan: bool = False,
-                     shapes: dict | None = None, dtype=np.float32) -> Path:
+                     shapes: dict | None = None, dtype=np.float32, extra_tokens: tuple[tuple[str, int], ...] = ()) -> Path:
     """`nan`: one NaN in the output norm, so every logit is NaN (a broken model). `shapes`
     (n_layer, n_embd, n_head, n_head_kv, n_ff, n_vocab, ctx) writes a larger model of that shape,
     its vocabulary padded with filler pieces, its weights tiled from one random block (fast; for
-    timing, not for answers), stored as `dtype` (tools/gpu_check.py writes a 7B-shaped F16 one)."""
+    timing, not for answers), stored as `dtype` (tools/gpu_check.py writes a 7B-shaped F16 one).
+    `extra_tokens`: (text, llama.cpp token type) pairs added to the vocabulary (a reasoning
+    family's markers: 3 control, 4 user-defined)."""
     import gguf
 
     tokens, scores, types = vocabulary()
+    for text, kind in extra_tokens:
+        tokens.append(text)
+        types.append(kind)
+        scores.append(0.0)
     sh = {"n_layer": 2, "n_embd": 64, "n_head": 4, "n_head_kv": 4, "n_ff": 128, "n_vocab": len(tokens), "ctx": 512,
           **(shapes or {})}
     for k in range(sh["n_vocab"] - len(tokens)):

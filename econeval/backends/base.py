@@ -20,6 +20,7 @@ import typing
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Generic, Sequence, TypeVar
 
+from .. import reasoning as reasoning_modes
 from ..errors import UsageError
 from ..types import EMBEDDER, JUDGE, MODEL, BackendInfo, Completion, Generate, OptionLogprobs, OptionScores, Rates
 
@@ -117,6 +118,43 @@ class BackendOptions:
         return dataclasses.asdict(self)
 
 
+@dataclass(frozen=True)
+class ReasoningOptions(BackendOptions):
+    """The reasoning options every text backend takes (`--reasoning`, `--reasoning-tokens`, also
+    `-M`, models.toml and `--config`); what each mode does is the backend's (econeval/reasoning.py)."""
+
+    reasoning: str = option("auto", "reasoning: auto (the model as it is served by default), on (switched on; a model "
+                                    "without reasoning is refused), off (switched off; a model that cannot stop is refused)",
+                            ("--reasoning",))
+    reasoning_tokens: int | None = option(None, "the reasoning budget in tokens, on top of each task's own answer budget "
+                                                f"(default {reasoning_modes.DEFAULT_TOKENS})", ("--reasoning-tokens",))
+
+    def check(self, where: str) -> None:
+        if self.reasoning not in reasoning_modes.MODES:
+            raise UsageError(f"{where}: reasoning must be one of {', '.join(reasoning_modes.MODES)}, not {self.reasoning!r}")
+        if self.reasoning_tokens is not None and not 1 <= self.reasoning_tokens <= 1 << 20:
+            raise UsageError(f"{where}: reasoning_tokens {self.reasoning_tokens} is out of range (1 to {1 << 20})")
+
+    @property
+    def reasoning_budget(self) -> int:
+        return self.reasoning_tokens or reasoning_modes.DEFAULT_TOKENS
+
+    def reasoning_record(self, reasons: bool, detected: str, switch: str, **more: Any) -> dict:
+        """run.json's `backend.reasoning`: the mode, the budget, whether the model reasoned, how that
+        was detected and how the mode was put into effect."""
+        return {"mode": self.reasoning, "tokens": self.reasoning_budget, "reasons": reasons, "detected": detected,
+                "switch": switch, **{k: v for k, v in more.items() if v is not None}}
+
+    def reasoning_identity(self, **more: Any) -> dict:
+        """The part of a backend's identity settings that its reasoning options make: what was asked
+        (empty for a model run as it is served, so such runs keep their identity; whether it reasoned
+        is in run.json's `backend.reasoning`, which compare and gate check)."""
+        if self.reasoning == "auto" and self.reasoning_tokens is None and not any(more.values()):
+            return {}
+        return {"reasoning": {"mode": self.reasoning, "tokens": self.reasoning_budget,
+                              **{k: v for k, v in more.items() if v is not None}}}
+
+
 O = TypeVar("O", bound=BackendOptions)
 
 
@@ -198,6 +236,11 @@ class Backend(Generic[O]):
     def counters(self) -> dict[str, int]:
         return {}
 
+    def reasoning_tokens_for(self, request) -> int:
+        """The reasoning budget this request gets on top of its own (the projection counts it):
+        the budget where the model reasons, else 0."""
+        return 0
+
     def calibrate(self) -> Rates | None:
         """This device's rates, measured now in a few seconds at most (the run's projected time
         before its first item); None: a backend that cannot tell (a served model)."""
@@ -217,4 +260,4 @@ class Backend(Generic[O]):
         self.close()
 
 
-__all__ = ["Backend", "BackendOptions", "Settings", "option", "MODEL", "JUDGE", "EMBEDDER"]
+__all__ = ["Backend", "BackendOptions", "ReasoningOptions", "Settings", "option", "MODEL", "JUDGE", "EMBEDDER"]

@@ -8,6 +8,11 @@ trying a pipeline; its numbers mean nothing.
 - Option log-probabilities are a softmax of hashed logits over the options plus one unseen token
   (so they sum to less than 1, as a real model's do); `top` is the largest.
 - Turns of a conversation count: a later turn's answer depends on what came before it.
+- An answer that reasons inline (`<think>why</think>No`) makes a reasoning model: the reply is
+  split into its reasoning and its answer (econeval/reasoning.py); a reasoning longer than the
+  reasoning budget (4 characters a token) never ends, and leaves the item unanswered, as a
+  served model's does. It cannot be switched off (`--reasoning off` is refused); a fake model
+  whose answers do not reason refuses `--reasoning on`.
 """
 
 from __future__ import annotations
@@ -18,12 +23,14 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from .. import registry
+from ..errors import UsageError
+from ..reasoning import split
 from ..types import BackendInfo, Completion, Generate, OptionLogprobs, OptionScores
-from .base import Backend, BackendOptions, option
+from .base import Backend, ReasoningOptions, option
 
 
 @dataclass(frozen=True)
-class FakeOptions(BackendOptions):
+class FakeOptions(ReasoningOptions):
     answers: str = option("Yes,No,A,B,C,D", "the texts a generation picks from (comma-separated)")
 
 
@@ -37,6 +44,32 @@ class FakeBackend(Backend[FakeOptions]):
     def from_prefix(cls, name: str) -> dict:
         return {}
 
+    @classmethod
+    def reasons(cls, options: FakeOptions) -> bool:
+        return any(split(a).reasoning is not None for a in options.answers.split(","))
+
+    @classmethod
+    def validate(cls, spec, options: FakeOptions, settings) -> None:
+        if options.reasoning == "off" and cls.reasons(options):
+            raise UsageError(f"model '{spec.name}' always reasons (its answers do): --reasoning off cannot switch it off")
+        if options.reasoning == "on" and not cls.reasons(options):
+            raise UsageError(f"model '{spec.name}' does not reason: --reasoning on has nothing to switch on")
+
+    def _reply(self, raw: str, budget: int) -> dict:
+        """A reply's answer and reasoning, the reasoning cut at the budget (4 characters a token)."""
+        part = split(raw)
+        if part.reasoning is None:
+            return {"text": raw}
+        n = max(1, len(part.reasoning) // 4)
+        if n > self.options.reasoning_budget:
+            return {"text": "", "reasoning": part.reasoning[: 4 * self.options.reasoning_budget],
+                    "n_reasoning_tokens": self.options.reasoning_budget, "reasoning_ended": False}
+        return {"text": part.answer, "reasoning": part.reasoning, "n_reasoning_tokens": n, "reasoning_ended": part.ended}
+
+    @staticmethod
+    def _finish(reply: dict) -> str:
+        return "stop" if reply.get("reasoning_ended", True) else "length"
+
     def _hash(self, *parts: str) -> int:
         return int(hashlib.sha256("\x00".join((self.spec.name, *parts)).encode()).hexdigest()[:12], 16)
 
@@ -48,20 +81,29 @@ class FakeBackend(Backend[FakeOptions]):
         out: list = []
         for i, r in enumerate(requests):
             text = self._text(r)
-            if isinstance(r, OptionLogprobs):
+            if isinstance(r, OptionLogprobs) and self.reasons(self.options):  # a reasoning model answers in text
+                reply = self._reply(choices[self._hash(text) % len(choices)], self.options.reasoning_budget)
+                out.append(OptionScores(n_prompt_tokens=len(text) // 4, **reply))
+            elif isinstance(r, OptionLogprobs):
                 logits = {o: (self._hash(text, o) % 1000) / 250.0 for o in r.options}
                 total = math.log(sum(math.exp(v) for v in logits.values()) + 1.0)
                 out.append(OptionScores(scores={o: v - total for o, v in logits.items()}, top=max(logits.values()) - total,
                                         n_prompt_tokens=len(text) // 4))
             else:
-                answer = choices[self._hash(text) % len(choices)]
-                out.append(Completion(text=answer, n_prompt_tokens=len(text) // 4, n_tokens=1))
+                reply = self._reply(choices[self._hash(text) % len(choices)], self.options.reasoning_budget)
+                out.append(Completion(n_prompt_tokens=len(text) // 4, n_tokens=int(reply.get("reasoning_ended", True)),
+                                      finish=self._finish(reply), **reply))
             if on_done:
                 on_done(i)
         return out
 
     def info(self) -> BackendInfo:
         ident = {"name": self.spec.name, "answers": self.options.answers}
+        reasons = self.reasons(self.options)
         return BackendInfo(kind=self.kind, model={"name": self.spec.name, "identity": ident}, n_ctx=None, device="none",
                            schedule="fake: hashed answers, one request at a time", chat_template_applied=False,
-                           composition_matters=False, settings={"answers": self.options.answers})
+                           composition_matters=False,
+                           settings={"answers": self.options.answers, **self.options.reasoning_identity()},
+                           details={"reasoning": self.options.reasoning_record(
+                               reasons, "its answers reason inline" if reasons else "its answers do not reason",
+                               "none: a fake model cannot be switched")})

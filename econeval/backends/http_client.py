@@ -22,7 +22,7 @@ from typing import Any, Callable, Sequence
 
 from .. import errors
 from ..errors import ModelError, UsageError
-from .base import BackendOptions, option
+from .base import ReasoningOptions, option
 
 DEFAULT_CONCURRENCY = 8
 DEFAULT_TIMEOUT = 120.0  # seconds per request (a long generation on a loaded server)
@@ -59,7 +59,7 @@ class _Exhausted(ModelError):
 
 
 @dataclass(frozen=True)
-class ServedOptions(BackendOptions):
+class ServedOptions(ReasoningOptions):
     base_url: str | None = option(None, "the server's URL (with or without /v1); several servers of one model: "
                                         "requests go to the one with the fewest in flight", ("--base-url",), multiple=True)
     api_model: str | None = option(None, "the model's name on the server")
@@ -70,6 +70,7 @@ class ServedOptions(BackendOptions):
                                            f"(default {DEFAULT_MAX_RETRIES})", ("--max-retries",))
 
     def check(self, where: str) -> None:
+        super().check(where)
         if not self.base_url:
             raise UsageError(f"{where} needs base_url (the server, e.g. --base-url http://127.0.0.1:8000/v1)")
         if not self.api_model:
@@ -358,7 +359,7 @@ class ServedClient:
                     if after is not None:
                         wait = min(after, RETRY_AFTER_CAP)
                 else:
-                    raise HTTPError(code, f"{url} answered HTTP {code}: {self._detail(resp)}")
+                    raise HTTPError(code, f"{url} answered HTTP {code}: {self._detail(resp)}", error_of(resp))
             if attempt == self.max_retries:
                 break
             self.count("retries")
@@ -422,16 +423,23 @@ class ServedClient:
         return out
 
     def completion(self, resp, r, server_stops: list[str]):
-        """A generation answer as a Completion: the stop strings the server was not sent applied
-        here (those the task means "after the answer starts")."""
+        """A generation answer as a Completion: the reasoning told from the answer (a reasoning
+        field beside the content, inline `<think>` blocks, or reasoning the server only counts),
+        and the stop strings the server was not sent applied here, to the answer (those the task
+        means "after the answer starts", and all of them while the model reasons)."""
         from ..types import Completion
         from .llamacpp_batch import stop_at
 
         if resp is CONTEXT:
             return Completion(text="", finish="context")
         choice = resp["choices"][0]
-        text = choice_text(choice)
+        given_usage = resp.get("usage")
+        usage: dict = given_usage if isinstance(given_usage, dict) else {}
+        thought = reasoning_of(choice, usage)
+        text = thought.answer
         finish = "stop" if choice.get("finish_reason") == "stop" else "length"
+        if not thought.ended:
+            finish = "length"
         cap = max(1, r.max_tokens) * CHARS_PER_TOKEN
         if len(text) > cap:  # more than the request could have produced: kept only up to that
             text, finish = text[:cap], "length"
@@ -442,14 +450,18 @@ class ServedClient:
             if len(server_stops) < len(r.stop):
                 self.count("client_side_stops")
                 with self.lock:
-                    self.fallbacks.add("stop strings that begin with whitespace applied client-side (after the answer starts)")
-        given_usage = resp.get("usage")
-        usage: dict = given_usage if isinstance(given_usage, dict) else {}
+                    self.fallbacks.add("stop strings that begin with whitespace, and every stop string of a reasoning "
+                                       "model, applied client-side (after the answer starts)")
         given = [usage.get(k) for k in ("prompt_tokens", "completion_tokens")]
         tokens = [t if isinstance(t, int) and not isinstance(t, bool) and t >= 0 else 0 for t in given]
-        return Completion(text=text, n_prompt_tokens=tokens[0], n_tokens=tokens[1], finish=finish)
+        if thought.reasoning is None:
+            return Completion(text=text, n_prompt_tokens=tokens[0], n_tokens=tokens[1], finish=finish)
+        n_reasoning = thought.tokens
+        answer_tokens = tokens[1] - n_reasoning if n_reasoning is not None else (0 if not thought.ended else tokens[1])
+        return Completion(text=text, n_prompt_tokens=tokens[0], n_tokens=max(0, answer_tokens), finish=finish,
+                          reasoning=thought.reasoning, n_reasoning_tokens=n_reasoning, reasoning_ended=thought.ended)
 
-    def info(self, kind: str, spec, served: dict | None, chat_applied: bool, details: dict):
+    def info(self, kind: str, spec, served: dict | None, chat_applied: bool, details: dict, settings: dict | None = None):
         """What run.json records of a served model; its identity is the server, the model's name
         there and the server's entry for it (never the URLs of several servers or the concurrency)."""
         from ..types import BackendInfo
@@ -463,7 +475,7 @@ class ServedClient:
             model={"name": spec.name, "api_model": self.api_model, "base_url": self.base, "base_urls": list(self.bases),
                    "source": spec.source, "sha256": None, "served": served, "identity": ident},
             n_ctx=None, device="remote", schedule="server-side (not controlled by econeval)",
-            chat_template_applied=chat_applied, parallel=self.concurrency, composition_matters=False,
+            chat_template_applied=chat_applied, parallel=self.concurrency, composition_matters=False, settings=settings or {},
             details={"chat_mode": spec.chat, "servers": servers, "concurrency": self.concurrency, "timeout_s": self.timeout,
                      "max_retries": self.max_retries, "system_fingerprints": sorted(self.fingerprints), **details})
 
@@ -477,6 +489,49 @@ def split_stops(r) -> list[str]:
     return [s for s in r.stop if s and not s[0].isspace()] if r.stop_after_text else list(r.stop)
 
 
+@dataclass(frozen=True)
+class Thought:
+    """A served answer's reasoning (None: it did not reason; "" hidden: the server only counted it),
+    its reasoning tokens where the server said (None: not said), the answer after it, and whether
+    the reasoning ended within the budget."""
+
+    answer: str
+    reasoning: str | None
+    tokens: int | None
+    ended: bool
+
+
+REASONING_FIELDS = ("reasoning_content", "reasoning")  # llama.cpp's server and older vLLM; vLLM since 0.10
+
+
+def reasoning_of(choice: dict, usage: dict) -> Thought:
+    """The reasoning of a completion or chat choice: the message's reasoning field (the content
+    is then the answer), inline blocks in the text (split), or only a count in usage (OpenAI's
+    reasoning models keep it hidden)."""
+    from ..reasoning import split
+
+    given = choice.get("message")
+    message: dict = given if isinstance(given, dict) else {}
+    field = next((v for k in REASONING_FIELDS for v in (message.get(k), choice.get(k)) if isinstance(v, str) and v), None)
+    details = usage.get("completion_tokens_details")
+    counted = details.get("reasoning_tokens") if isinstance(details, dict) else None
+    counted = counted if isinstance(counted, int) and not isinstance(counted, bool) and counted >= 0 else None
+    if isinstance(usage.get("reasoning_tokens"), int):  # an adapter's own count (Anthropic's has none)
+        counted = usage["reasoning_tokens"]
+    part = split(choice_text(choice))
+    finished = choice.get("finish_reason") == "stop"
+    if field is not None:
+        reasoning = field if part.reasoning is None else field + "\n" + part.reasoning
+        ended = part.ended and (bool(part.answer.strip()) or finished)
+        return Thought(part.answer if ended else "", reasoning, counted, ended)
+    if part.reasoning is not None:
+        return Thought(part.answer, part.reasoning, counted, part.ended)
+    if counted:  # hidden reasoning: counted, not shown
+        ended = bool(part.answer.strip()) or finished
+        return Thought(part.answer if ended else "", "", counted, ended)
+    return Thought(part.answer, None, None, True)
+
+
 def choice_text(choice: dict) -> str:
     """The text of a completion or chat choice (the answer checks have made it a string)."""
     if "text" in choice:
@@ -485,9 +540,18 @@ def choice_text(choice: dict) -> str:
 
 
 class HTTPError(ModelError):
-    def __init__(self, code: int, message: str):
+    def __init__(self, code: int, message: str, error: dict | None = None):
         super().__init__(message)
         self.code = code
+        self.error = error or {}  # the answer's {"error": {...}} object, when it has one (code, param, message)
+
+
+def error_of(resp) -> dict:
+    try:
+        err = resp.json().get("error")
+    except (ValueError, AttributeError):
+        return {}
+    return err if isinstance(err, dict) else {}
 
 
 def context_overflow(resp) -> bool:

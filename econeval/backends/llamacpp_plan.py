@@ -61,9 +61,15 @@ class Plan:
         return out
 
 
-def make_plan(prepared: list[Prepared], n_ctx: int, continuation: Callable) -> Plan:
+@dataclass(frozen=True)
+class ReasoningStage(Generate):
+    """A reasoning model's first stage: its reasoning, up to the reasoning budget, ended by the
+    family's end marker (`end_tokens`, or `stop_regex` where the marker is several tokens)."""
+
+
+def make_plan(prepared: list[Prepared], n_ctx: int, continuation: Callable, end_tokens: tuple[int, ...] = ()) -> Plan:
     """The jobs for these requests. `continuation(full, tokens, option, chat)` gives the tokens
-    the model would emit for an option after the prompt."""
+    the model would emit for an option after the prompt; `end_tokens`: what ends a ReasoningStage."""
     plan = Plan(prepared)
     jobs, where = plan.jobs, plan.where
     merged: dict[tuple, int] = {}
@@ -88,7 +94,8 @@ def make_plan(prepared: list[Prepared], n_ctx: int, continuation: Callable) -> P
                 continue
             key = (tuple(tokens), "scores")
             job = JobSpec(tokens=tokens, n_prefix=n_prefix, max_tokens=req.max_tokens, stop=req.stop,
-                          stop_after_text=req.stop_after_text, stop_regex=req.stop_regex, repeat_penalty=req.repeat_penalty)
+                          stop_after_text=req.stop_after_text, stop_regex=req.stop_regex, repeat_penalty=req.repeat_penalty,
+                          end_tokens=end_tokens if isinstance(req, ReasoningStage) else ())
             if key in merged and all(len(c) == 1 for vs in jobs[merged[key]].options.values() for c in vs) \
                     and not jobs[merged[key]].max_tokens:
                 # the option scores asked before: this generation carries them

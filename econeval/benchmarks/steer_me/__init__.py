@@ -443,6 +443,22 @@ class SteerMe(Task):
         pool = generate([e for e in tax if e in covered()], SHOT_POOL_PER_ELEMENT, SHOT_POOL_SEED, tax)
         return [{**q, "id": q["id"].replace("steer-me/", "steer-me-shots/", 1)} for q in pool]
 
+    def not_for(self, prep, reasoning):
+        """The paper's protocol for a model that reasons (o1-preview, its §4): no 0-CoT adaptation
+        (it reasons anyway), no hidden adaptation (it reasons again once it sees the options), and
+        no free text where its reasoning cannot be read."""
+        a = prep.state["adaptation"]
+        if not reasoning.get("reasons"):
+            return None
+        if a in ("cot-shown", "cot-hidden"):
+            return (f"--adaptation {a} is not run for a model that reasons: STEER-ME's protocol asks such a model "
+                    "(o1-preview in its paper) for its answer directly, with no 0-CoT turn and no hidden adaptation "
+                    "(--adaptation direct, or --reasoning off where the model can stop)")
+        if a == "free-text" and reasoning.get("hidden"):
+            return ("--adaptation free-text is not run for a model whose reasoning is hidden: STEER-ME's paper ran no "
+                    "free text for o1-preview, whose reasoning tokens were not available")
+        return None
+
     def finalize_items(self, items, prep):
         return apply_car(items, prep.state["seed"]) if prep.state["car"] else items
 
