@@ -24,7 +24,7 @@ from .context import RunContext, check_task_options, given_seed
 from .scoring import aggregate, score_records, select_items
 from .selection import Selection, from_flags
 from .backends.base import Settings
-from .errors import Interrupted, UsageError
+from .errors import Interrupted, UsageError, hide_credentials
 from .folder import RunFolder
 from .predictions import prediction_outputs
 from .results import read_jsonl
@@ -182,7 +182,7 @@ def resume_hint(argv: list[str], out: Path) -> str:
     cmd = [a for a in argv if a != "--new"]
     if "--new" in argv and "--out" not in argv and "-o" not in argv:
         cmd += ["--out", str(out)]
-    return "resume with the same command: " + shlex.join(cmd)
+    return "resume with the same command: " + hide_credentials(shlex.join(cmd))
 
 
 def program() -> list[str]:

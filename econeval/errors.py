@@ -66,12 +66,26 @@ def clean(text: str) -> str:
     return _UNSAFE.sub("?", text)
 
 
-_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^/\s@]*@")
+# a URL's user information runs to the last "@" before its path, as urllib splits it (a password
+# may hold "@" or a space): everything from the scheme to that "@" is hidden
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^/?#\n]*@")
 
 
 def hide_credentials(text: str) -> str:
-    """A URL's user name and password (`http://user:pw@host`) replaced by `[redacted]`, as keys are."""
+    """A URL's user name and password (`http://user:pw@host`) replaced by `[redacted]`, as keys
+    are: the one way econeval hides them, wherever a URL is shown, stored or recorded."""
     return _USERINFO.sub(r"\1[redacted]@", text)
+
+
+def hide_credentials_tree(obj):
+    """`hide_credentials` over every string of a JSON-like document (keys included)."""
+    if isinstance(obj, str):
+        return hide_credentials(obj)
+    if isinstance(obj, dict):
+        return {hide_credentials_tree(k): hide_credentials_tree(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [hide_credentials_tree(v) for v in obj]
+    return obj
 
 
 def clean_tree(obj):

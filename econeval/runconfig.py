@@ -25,7 +25,7 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from .errors import UsageError
+from .errors import UsageError, hide_credentials_tree
 from .results import read_regular
 from .registry import did_you_mean
 
@@ -109,7 +109,8 @@ def defaults(path: Path, section: str) -> tuple[dict[str, Any], dict]:
         elif is_path:
             value = _relative(value, path.parent.resolve())
         out[param] = value
-    record = {"path": str(path.resolve()), "sha256": hashlib.sha256(raw).hexdigest(), "section": section, "settings": table}
+    record = {"path": str(path.resolve()), "sha256": hashlib.sha256(raw).hexdigest(), "section": section,
+              "settings": hide_credentials_tree(table)}  # a base_url's password is never recorded
     return out, record
 
 
