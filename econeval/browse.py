@@ -21,11 +21,15 @@ from .results import read_json
 
 def _running(folder: Path) -> bool:
     """Whether a process holds the folder's lock now (read-only: nothing is created)."""
-    try:
-        fd = os.open(folder / ".lock", os.O_RDONLY | os.O_NOFOLLOW)
+    import stat
+
+    try:  # without blocking: a FIFO in the lock's place would wait for a writer forever
+        fd = os.open(folder / ".lock", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return False
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # not a lock econeval made: no run holds it
+            return False
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         return False
     except OSError:
@@ -136,6 +140,7 @@ def _outcome(rec: dict) -> str:
 
 
 SHOWN_CHARS = 20_000  # of each prompt or response on the page: a page of a large run stays one a browser opens
+SHOWN_ITEMS = 20_000  # items on one page (the full --suite all is 18,091): a million would make a page no browser opens
 
 
 def _text(value: Any) -> str:
@@ -221,15 +226,20 @@ def write_view(folder: Path, out: Path, tasks: tuple[str, ...] = ()) -> int:
     """Write the page of a run's samples to `out` (self-contained: its script and styles are
     inline), reading samples.jsonl twice as a stream (the filters first, then the items), so a
     large run is never all in memory; each prompt and response shows at most SHOWN_CHARS
-    characters. Returns the number of items on the page."""
+    characters, and the page at most SHOWN_ITEMS items (the first; the header says how many are
+    left out). Returns the number of items on the page."""
     from .results import atomic_writer
 
     folder = Path(folder)
     path = folder / "samples.jsonl"
     if not path.is_file():
         raise UsageError(f"{folder} has no samples.jsonl (not a run folder, or nothing saved yet)")
-    chosen = [(t[:200], (g or "")[:200] or None) for t, g, _ in map(_task_and_group, iter_samples(path))
-              if not tasks or t[:200] in tasks]
+    total, chosen = 0, list[tuple[str, str | None]]()  # every chosen line counted; the task and group of those shown kept
+    for t, g, _ in map(_task_and_group, iter_samples(path)):
+        if not tasks or t[:200] in tasks:
+            total += 1
+            if len(chosen) < SHOWN_ITEMS:
+                chosen.append((t[:200], (g or "")[:200] or None))
     if not chosen:
         raise UsageError(f"{folder} holds no samples" + (f" of {', '.join(tasks)}" if tasks else ""))
     meta = describe(folder) or {"model": "?", "status": "?"}
@@ -238,9 +248,11 @@ def write_view(folder: Path, out: Path, tasks: tuple[str, ...] = ()) -> int:
     def options(values, label):
         return f'<option value="">{label}</option>' + "".join(f'<option value="{e(v)}">{e(v)}</option>' for v in values)
 
+    left_out = (f" · the first {len(chosen):,} of {total:,} items shown: name tasks (--task) to see others"
+                if total > len(chosen) else "")
     groups = sorted({g for _, g in chosen if g})
     head = (f"<h1>econeval view: {e(folder.name)}</h1><p>model {e(str(meta['model']))} · status {e(str(meta['status']))} · "
-            f"{len(chosen):,} items · {e(str(folder))}</p>"
+            f"{total:,} items{e(left_out)} · {e(str(folder))}</p>"
             f'<div id="filters"><select id="f-task">{options(sorted({t for t, _ in chosen}), "every task")}</select>'
             f'<select id="f-outcome">{options(["correct", "wrong", "unparsed", "scored", "skipped", "error"], "every outcome")}</select>'
             f'<select id="f-group">{options(groups, "every group")}</select>'
@@ -248,10 +260,14 @@ def write_view(folder: Path, out: Path, tasks: tuple[str, ...] = ()) -> int:
     with atomic_writer(out) as fh:
         fh.write(("<!doctype html><html><head><meta charset=utf-8><title>econeval view</title>"
                   f"<style>{VIEW_CSS}</style></head><body>{head}").encode("utf-8"))
+        shown = 0
         for rec in iter_samples(path):
+            if shown == len(chosen):
+                break
             it = _item(rec)
             if not tasks or it["task"][:200] in tasks:
                 fh.write(clean_tree(_item_html(it)).encode("utf-8", "replace"))
+                shown += 1
         fh.write(f"<script>{VIEW_JS}</script></body></html>".encode("utf-8"))
     return len(chosen)
 

@@ -18,9 +18,9 @@ import click
 
 from . import __version__, data, registry, roles, runconfig, signals
 from .config import N_CTX_RANGE
-from .errors import EconevalError, Interrupted, UsageError, clean, hide_credentials
+from .errors import EconevalError, Interrupted, UsageError, clean, hide_credentials, hide_credentials_tree
 from .types import TaskOption
-from .results import dumps, write_atomic
+from .results import check_output, dumps, write_atomic, write_output
 
 try:  # the commands below read the registry; a broken plugin is reported by main() in one line
     registry.discover()
@@ -126,11 +126,14 @@ def _role_option(fn):
 
 
 def _pairs(pairs, flag: str) -> dict:
-    out = {}
+    out: dict[str, str] = {}
     for pair in pairs:
         if "=" not in pair:
             raise UsageError(f"{flag} {pair}: expected NAME={'MODEL' if flag == '--role' else 'VALUE'}")
         name, value = pair.split("=", 1)
+        if name.strip() in out and out[name.strip()] != value:
+            raise UsageError(f"{flag} {name.strip()}= is given twice ({out[name.strip()]!r} and {value!r})",
+                             hint="give each name once")
         out[name.strip()] = value
     return out
 
@@ -142,8 +145,18 @@ def _from_file(param: str) -> list[str]:
     return list(((ctx.meta.get("econeval_config_pairs") or {}).get(param) or []) if ctx else [])
 
 
-def _roles_given(role) -> dict:
-    return {**_pairs(_from_file("role"), "--role"), **_pairs(role, "--role")}
+def _roles_given(role, *shortcuts: tuple[str, str | None]) -> dict:
+    """The roles named: the --config file's, then the command line's over them (a role the command
+    line names by --role or a shortcut such as --judge replaces the file's)."""
+    given = _pairs(role, "--role")
+    named = set(given) | {name for name, value in shortcuts if value is not None and not _from_config(name)}
+    return {**{k: v for k, v in _pairs(_from_file("role"), "--role").items() if k not in named}, **given}
+
+
+def _from_config(param: str) -> bool:
+    """Whether a parameter's value came from the --config file (click's default_map)."""
+    ctx = click.get_current_context(silent=True)
+    return ctx is not None and ctx.get_parameter_source(param) == click.core.ParameterSource.DEFAULT_MAP
 
 
 def _collect_options(task_option, kw: dict) -> dict:
@@ -243,7 +256,8 @@ def run(model, suite, tasks, limit, sample, budget, seed, n_ctx, chat, model_opt
     from . import shards
 
     doc = evaluate(model=model, tasks=tasks, suite=suite, limit=limit, out=out, seed=seed, task_options=options,
-                   model_options=model_options, judge=judge, embedder=embedder, roles=_roles_given(role), n_ctx=n_ctx,
+                   model_options=model_options, judge=judge, embedder=embedder, n_ctx=n_ctx,
+                   roles=_roles_given(role, ("judge", judge), ("embedder", embedder)),
                    chat=chat, bootstrap=n_boot,
                    progress=not quiet, argv=[*program(), *sys.argv[1:]], shard=shards.parse(shard, shard_count), new=new,
                    config_file=click.get_current_context().meta.get("econeval_config"), sample=sample, budget=budget)
@@ -304,7 +318,8 @@ def score(task_name, predictions, seed, embedder, judge, role, out, n_boot, task
     from .api import program, score_predictions
 
     doc = score_predictions(task_name, predictions, seed=seed, task_options=_collect_options(task_option, kw), judge=judge,
-                            embedder=embedder, roles=_roles_given(role), out=out, bootstrap=n_boot,
+                            embedder=embedder, roles=_roles_given(role, ("judge", judge), ("embedder", embedder)), out=out,
+                            bootstrap=n_boot,
                             argv=[*program(), *sys.argv[1:]])
     _echo_json(doc)
 
@@ -334,9 +349,11 @@ def report_cmd(runs, fmt, out):
     `report` extra: matplotlib)."""
     from .report import build, render
 
+    if out:
+        check_output(out)
     text = render(build(list(runs)), fmt)
     if out:
-        write_atomic(out, text.encode("utf-8"))
+        write_output(out, text.encode("utf-8"))
         click.echo(f"econeval: report written to {out}", err=True)
     else:
         click.echo(text)
@@ -374,6 +391,7 @@ def view_cmd(run_dir, tasks, out):
     if out.resolve().parent == folder or folder in out.resolve().parents:
         raise UsageError(f"--out {out} is inside the run folder: nothing but the run's own files may be written there",
                          hint="name a page outside it (the default is RUN_DIR.view.html beside the folder)")
+    check_output(out)
     write_view(run_dir, out, tasks)
     click.echo(clean(f"econeval: view written to {out}"), err=True)
 
@@ -458,7 +476,8 @@ def gate_cmd(baseline, model, max_drop, alpha, budget, metrics, replay, junit, n
         check_target(junit)  # before the model runs
     result = gate(baseline, model=model, max_drop=max_drop, alpha=alpha, budget=budget, metrics=metrics, replay=replay, out=out,
                   model_options=_collect_model_options(model_option, kw), n_ctx=n_ctx, chat=chat, embedder=embedder,
-                  judge=judge, roles=_roles_given(role) or None, progress=not quiet, argv=[*program(), *sys.argv[1:]])
+                  judge=judge, roles=_roles_given(role, ("judge", judge), ("embedder", embedder)) or None, progress=not quiet,
+                  argv=[*program(), *sys.argv[1:]])
     if junit:
         write_junit(junit, junit_xml(result["rows"], max_drop))
     if fmt == "json":
@@ -515,9 +534,9 @@ def models_list(as_json):
     if as_json:
         from dataclasses import asdict
 
-        _echo_json({"default": reg.default_model, "default_embedder": reg.default_embedder,
-                    "models": {k: asdict(v) for k, v in reg.models.items()},
-                    "embedders": {k: asdict(v) for k, v in reg.embedders.items()}})
+        _echo_json(hide_credentials_tree({"default": reg.default_model, "default_embedder": reg.default_embedder,
+                                          "models": {k: asdict(v) for k, v in reg.models.items()},
+                                          "embedders": {k: asdict(v) for k, v in reg.embedders.items()}}))
         return
     for section, default in (("models", reg.default_model), ("embedders", reg.default_embedder)):
         entries = getattr(reg, section)
@@ -525,7 +544,7 @@ def models_list(as_json):
             click.echo(f"{section}:")
         for name, m in entries.items():
             mark = "*" if name == default else " "
-            click.echo(f" {mark} {name:<20} {registry.backend_class(m.kind).describe_spec(m)}")
+            click.echo(hide_credentials(f" {mark} {name:<20} {registry.backend_class(m.kind).describe_spec(m)}"))
             for extra in (f"licence: {m.options['licence']}" if m.options.get("licence") else "", m.description):
                 if extra:
                     click.echo(f"      {extra}")
@@ -631,6 +650,8 @@ def data_list(as_json):
 @click.option("--out", "out", required=True, type=click.Path(dir_okay=False, path_type=Path), help="The archive to write (.tar).")
 def data_pack(out):
     """Write the built data of all benchmarks as one checksummed archive (for machines without the upstream files)."""
+    check_output(out)
+    check_output(out.with_name(out.name + ".sha256"))
     index = data.pack(out)
     digest = data.sha256_file(out)
     write_atomic(out.with_name(out.name + ".sha256"), f"{digest}  {out.name}\n".encode())
@@ -675,6 +696,7 @@ def data_verify():
 @_task_options
 def data_export(name, out, file_name, prompts, seed, limit, task_option, **kw):
     """Write a benchmark's normalised items (ids included), or with --prompts a task's prompts, as JSON Lines."""
+    check_output(out)
     if prompts:
         from .api import export_prompts
 
@@ -686,7 +708,7 @@ def data_export(name, out, file_name, prompts, seed, limit, task_option, **kw):
         m = data.manifest(name)
         names = [file_name] if file_name else m.get("export", next(iter(m["files"])))
         rows = [row for f in ([names] if isinstance(names, str) else names) for row in data.load(name, f)]
-    write_atomic(out, data.jsonl_bytes(rows))
+    write_output(out, data.jsonl_bytes(rows))
     click.echo(f"wrote {len(rows)} {'prompts' if prompts else 'items'} to {out}", err=True)
 
 

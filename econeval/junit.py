@@ -36,16 +36,17 @@ def suite(name: str, cases: list[Case]) -> str:
 def check_target(path: Path) -> None:
     """Refuse (before any work) a --junit path that holds something other than a JUnit report: a
     report from an earlier run is replaced, any other file is left as it is."""
-    from .results import read_regular
+    from .results import check_output, read_regular
 
-    if not path.exists() and not path.is_symlink():
+    check_output(path, "--junit")
+    if not path.exists():
         return
     try:
         head = read_regular(path, limit=64 << 20)[:4096].decode("utf-8", "replace")
     except OSError:
         head = ""
-    if not (head.lstrip().startswith("<?xml") and ("<testsuite" in head or "<testsuites" in head)):
-        raise UsageError(f"--junit {path} exists and is not a JUnit report: it is left as it is",
+    if not (head.lstrip().startswith("<?xml") and '<testsuite name="econeval ' in head):  # econeval's own, not another tool's
+        raise UsageError(f"--junit {path} exists and is not a JUnit report of econeval's: it is left as it is",
                          hint="name a new file, or remove that one")
 
 

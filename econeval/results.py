@@ -28,7 +28,8 @@ def atomic_writer(path: Path) -> Iterator[BinaryIO]:
     """A file to write `path` through: a temporary file beside it, fsynced and renamed over it
     when the block ends without an error, removed otherwise (no half-written file is left)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    _remove_orphans(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp")
     try:
         os.chmod(tmp, 0o644)
         with os.fdopen(fd, "wb") as fh:
@@ -41,10 +42,63 @@ def atomic_writer(path: Path) -> Iterator[BinaryIO]:
         raise
 
 
+def _remove_orphans(path: Path) -> None:
+    """Remove the temporary files of writers of `path` that were killed (kill -9 leaves them): each
+    is named with its writer's process id, and one whose process is gone is nobody's."""
+    import glob
+    import re
+
+    for left in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+        m = re.fullmatch(re.escape(f".{path.name}.") + r"(\d+)\.[^.]+\.tmp", left.name)
+        if m and int(m.group(1)) != os.getpid() and not _alive(int(m.group(1))):
+            left.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: alive
+        return True
+    return True
+
+
 def write_atomic(path: Path, data: bytes) -> None:
     """Write to a temporary file beside `path`, fsync, then rename over it."""
     with atomic_writer(path) as fh:
         fh.write(data)
+
+
+def check_output(path: Path, flag: str = "--out") -> None:
+    """A file a user names for econeval to write (`--out`, `--junit`, an export): a new path or a
+    regular file (replaced atomically) may be written; a device, a FIFO, a folder or a symbolic
+    link is refused in one line, before any work starts (run as root, `--out /dev/null` would
+    replace the system's node)."""
+    import stat
+
+    from .errors import EconevalError, UsageError
+
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise EconevalError(f"{flag} {path}: {exc.strerror}") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise UsageError(f"{flag} {path} is a symbolic link: econeval writes only a new file or a regular file",
+                         hint="name the file itself, or a new one")
+    if not stat.S_ISREG(st.st_mode):
+        kind = "a folder" if stat.S_ISDIR(st.st_mode) else "a FIFO" if stat.S_ISFIFO(st.st_mode) else \
+            "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) else "not a regular file"
+        raise UsageError(f"{flag} {path} is {kind}: econeval writes only a new file or a regular file",
+                         hint="name a new file")
+
+
+def write_output(path: Path, data: bytes, flag: str = "--out") -> None:
+    """`data` written to a path a user named: checked (check_output), then atomically."""
+    check_output(path, flag)
+    write_atomic(path, data)
 
 
 def write_json(path: Path, obj: Any) -> None:
