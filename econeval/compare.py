@@ -124,15 +124,44 @@ def check_comparable(base_meta: dict, cand_meta: dict, tasks: list[str]) -> None
 
     for t in tasks:
         b, c = (base_meta.get("tasks") or {}).get(t) or {}, (cand_meta.get("tasks") or {}).get(t) or {}
+        if not c:
+            raise UsageError(f"the candidate has no task {t}, which the baseline ran", hint="run the candidate on the baseline's tasks")
         for key in ("dataset", "prompt_version", "settings", "options"):
             if plain(b.get(key)) != plain(c.get(key)):
                 raise UsageError(f"{t}: the runs differ in {key}; their numbers are not comparable",
                                  hint="gate or compare runs of the same tasks, data, options and econeval")
     if "backend" in cand_meta:  # a live gate's candidate before its run: gate.py checks what it asked for
         check_reasoning(base_meta, cand_meta)
+        check_roles(base_meta, cand_meta, tasks)
     if base_meta.get("seed") != cand_meta.get("seed"):
         raise UsageError(f"the runs used different seeds ({base_meta.get('seed')} and {cand_meta.get('seed')}): few-shot "
                          "draws and option orders differ, so their numbers are not comparable")
+
+
+def check_roles(base_meta: dict, cand_meta: dict, tasks: list[str]) -> None:
+    """Refuse two runs whose tasks' roles were filled by different models (another judge, another
+    embedder or the same weights pooled otherwise): the same answers would score differently."""
+    from .folder import named_roles, role_identities
+
+    b, c = (role_identities(m.get("identity") or {}) for m in (base_meta, cand_meta))
+    named = named_roles(base_meta) | named_roles(cand_meta)
+    used = {r for t in tasks if t in registry.tasks() for r in registry.get_task(t).roles} | (set(b) & set(c))
+    for role in sorted(used - {"model"}):
+        # a role each run's own evaluated model filled (a judge by default) is that model: not compared
+        try:
+            own = role not in named and registry.role(role).fallback == "model"
+        except UsageError:  # a role this econeval does not know: compared as recorded
+            own = False
+        if not own and plain_json(b.get(role)) != plain_json(c.get(role)):
+            raise UsageError(f"the runs differ in the role {role} (another model, or the same one set up otherwise); "
+                             "their numbers are not comparable",
+                             hint=f"score both runs with the same {role} (econeval score --out rescores answers)")
+
+
+def plain_json(value):
+    import orjson
+
+    return orjson.loads(orjson.dumps(value, default=str))
 
 
 def check_reasoning(base_meta: dict, cand_meta: dict) -> None:

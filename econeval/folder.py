@@ -182,7 +182,7 @@ def named_roles(meta: dict) -> frozenset[str]:
     return frozenset({"judge"}) if meta.get("judge") is not None else frozenset()
 
 
-def _role_identities(identity: dict) -> dict:
+def role_identities(identity: dict) -> dict:
     """An identity's roles: name → the identity of the model that filled it."""
     got = identity.get("roles")
     if isinstance(got, dict):
@@ -205,7 +205,7 @@ def identity_differences(old: dict, new: dict, partial: bool = False, sides: tup
             continue  # below: a role is compared only where both runs use it
         elif not (partial and k not in new):
             out.extend(differences(old.get(k), new.get(k), k, partial, sides))
-    old_roles, new_roles = _role_identities(old), _role_identities(new)
+    old_roles, new_roles = role_identities(old), role_identities(new)
     for k in sorted(set(old_roles) & set(new_roles)):
         out.extend(differences(old_roles[k], new_roles[k], k, partial, sides))
     return out
@@ -218,7 +218,7 @@ def merged_identity(old: dict | None, new: dict) -> dict:
         return new
     out = {k: v for k, v in {**old, **new}.items() if k not in _LEGACY_ROLES}
     out["tasks"] = {**old.get("tasks", {}), **new.get("tasks", {})}
-    out["roles"] = {**_role_identities(old), **_role_identities(new)}
+    out["roles"] = {**role_identities(old), **role_identities(new)}
     return out
 
 

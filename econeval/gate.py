@@ -37,7 +37,7 @@ from .junit import Case, suite
 from .errors import UsageError
 from .sequential import Interval, MarginPair
 from .types import Task
-from .verify import LoadedRun, load_run, read_meta
+from .verify import LoadedRun, load_run, read_meta, task_options
 
 REPLAY_CHUNK = 16  # items per step when a finished run is replayed
 
@@ -319,6 +319,66 @@ def _check_roles(meta: dict, tasks: list[Task], preps: dict, named: dict[str, st
                          hint=f"leave out the model named for {name}")
 
 
+def baseline_population(base: LoadedRun) -> dict[str, dict]:
+    """Each task's baseline population, stated and checked: the items its results count, the
+    sample lines there are, and how many are errors or skipped (left out of the gate). A baseline
+    whose lines fall short of what its results count, whose errors or skips exceed what its results
+    record, or whose results count fewer items than a complete, unlimited run has, is refused:
+    the gate never passes on what is left of a narrowed baseline."""
+    from .folder import folder_results
+    from .scoring import select_items
+
+    results = folder_results(base.path)
+    meta = base.meta
+    backend = meta.get("backend")
+    scored = isinstance(backend, dict) and backend.get("kind") == "predictions"  # `score --out`: the items predicted
+    whole = meta.get("status") == "complete" and meta.get("limit") is None and not meta.get("gate") \
+        and not meta.get("stopped_early") and not meta.get("shard") and not scored
+    out: dict[str, dict] = {}
+    for t, prep in base.preps.items():
+        recs = base.samples.get(t, {})
+        errors = sum(1 for r in recs.values() if r.get("error"))
+        skipped = sum(1 for r in recs.values() if r.get("skipped") and not r.get("error"))
+        got = results.get(t)
+        res: dict = got if isinstance(got, dict) else {}
+        n, n_err, n_skip = (res.get(k) for k in ("n", "n_errors", "n_skipped"))
+        counts = [x if isinstance(x, int) and not isinstance(x, bool) else None for x in (n, n_err, n_skip)]
+        where = f"{base.path}: {t}"
+        if counts[0] is not None and len(recs) < counts[0]:
+            raise UsageError(f"{where}: the baseline has {len(recs):,} sample lines of the {counts[0]:,} items its results "
+                             "count: lines are missing, and a gate on what is left would not be the baseline's",
+                             hint="rerun the baseline (the same command resumes it) or gate on another one")
+        if (counts[1] is not None and errors > counts[1]) or (counts[2] is not None and skipped > counts[2]):
+            raise UsageError(f"{where}: the baseline marks {errors:,} items errors and {skipped:,} skipped, its results "
+                             f"{counts[1]} and {counts[2]}: the folder contradicts itself",
+                             hint="the samples were edited or written by another tool; rerun the baseline")
+        if whole and counts[0] is not None and not res.get("estimate"):
+            full = len(select_items(registry.get_task(t), prep, None))
+            if counts[0] < full:
+                raise UsageError(f"{where}: run.json says the run is complete and unlimited, yet its results count "
+                                 f"{counts[0]:,} of the task's {full:,} items: the folder contradicts itself",
+                                 hint="rerun the baseline (the same command resumes it) or gate on another one")
+        usable = len(recs) - errors - skipped
+        note = (f"baseline {t}: {usable:,} of its {len(recs):,} items gated; {errors:,} errors and {skipped:,} skipped "
+                "left out" if errors or skipped else None)
+        out[t] = {"items": len(recs), "usable": usable, "errors": errors, "skipped": skipped, "note": note}
+    return out
+
+
+def _differences(base: LoadedRun, cand: LoadedRun) -> list[str]:
+    """What `compare` lists as differing between the runs besides their items, or, where nothing
+    differs, that the candidate is the baseline's own run (its folder renamed or copied): the gate
+    then measures nothing about a new model."""
+    from .compare import run_differences
+
+    differ = run_differences(base.meta, cand.meta)
+    if differ:
+        return [f"differs: {d}" for d in differ]
+    if base.samples == cand.samples:
+        return ["the candidate is the baseline's own run (the same model, settings and answers): nothing new is gated"]
+    return ["the candidate has the baseline's model and settings (a rerun): the gate measures run-to-run variation"]
+
+
 def _check_asked_reasoning(meta: dict, model: str | None, model_options: dict | None) -> None:
     """Before the candidate loads: the reasoning mode it asks for (and its budget, where the baseline
     reasoned) is the baseline's."""
@@ -362,6 +422,7 @@ def gate(baseline: str | Path, model: str | None = None, max_drop: float = 0.02,
         raise UsageError(f"--max-drop must be a finite number at least 0, not {max_drop}")
     base_dir = Path(baseline)
     base = load_run(base_dir)
+    population = baseline_population(base)
     g = Gate.build(base.meta, base.samples, max_drop, alpha, tuple(metrics), base_dir)
     if replay is None:
         from . import api, runner
@@ -373,7 +434,7 @@ def gate(baseline: str | Path, model: str | None = None, max_drop: float = 0.02,
         out = Path(run.pop("out", None) or gate_folder(base_dir, model, run))
         _check_own_folder(out, base_dir)
         tasks = [tg.task for tg in g.tasks.values()]
-        options = {t: base.meta["tasks"][t].get("options") or {} for t in g.tasks}
+        options = {t: task_options(base.meta, t) for t in g.tasks}
         seed = base.meta.get("seed", 1234) if base.meta.get("seed_given", True) else None  # None: the tasks' protocol seeds again
         named = api.role_args(run.get("roles"), run.get("judge"), run.get("embedder"))
         _check_roles(base.meta, tasks, base.preps, named)
@@ -415,10 +476,12 @@ def gate(baseline: str | Path, model: str | None = None, max_drop: float = 0.02,
     if failed:
         line += f"; {failed:,} candidate item(s) without a valid value counted as the worst value"
     blocked = [f"{t}: {tg.blocked}" for t, tg in g.tasks.items() if tg.blocked]
-    notes = blocked + [f"not gated: {what_}: {why}" for what_, why in g.not_gated.items()] + ([extra_note] if extra_note else [])
+    notes = (blocked + [f"not gated: {what_}: {why}" for what_, why in g.not_gated.items()] + ([extra_note] if extra_note else [])
+             + [p["note"] for t, p in population.items() if t in g.tasks and p["note"]] + _differences(base, cand))
     return {"baseline": str(base_dir), "candidate": str(folder), "max_drop": max_drop, "alpha": alpha, "rows": rows,
             "not_gated": [x.as_dict() for x in extra], "tasks_not_gated": g.not_gated, "notes": notes, "verdict": verdict,
             "verdict_line": line, "items_used": used, "items_total": total, "candidate_failed": failed,
+            "baseline_population": {t: {k: v for k, v in p.items() if k != "note"} for t, p in population.items()},
             "seconds": round(took, 1)}
 
 

@@ -115,4 +115,4 @@ def scored_meta(task: Task, prep: Prepared, *, seed: int, predictions: str, pred
             "backend": {"kind": "predictions", "model": {"name": None, "predictions": predictions, "sha256": predictions_sha256}},
             "roles": roles,
             "identity": {"run_format": RUN_FORMAT, "model": {"predictions_sha256": predictions_sha256}, "seed": seed,
-                         "tasks": tids}}
+                         "tasks": tids, "roles": {k: v["identity"] for k, v in roles.items()}}}

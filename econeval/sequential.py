@@ -15,7 +15,8 @@ baseline's N items; S_{i-1} = w_1 + ... + w_{i-1}.
   most alpha: "pass" is said once its running maximum does. If m_i < -1 the null cannot hold
   (even all remaining items at -1 would leave the mean above -delta): pass.
 - **regression** (null: the mean is at least -delta): the same with w -> -w, -delta -> +delta.
-- When every item is in the mean is known: pass if it lies above -delta, else regression.
+- When every item is in the mean is known: pass if it lies above -delta, regression if below,
+  neither at -delta itself (both nulls hold there: inconclusive, as `compare` says).
 
 Waudby-Smith & Ramdas, "Estimating means of bounded random variables by betting" (JRSS-B 2024),
 Sections 4 and 6 (the mixture of bets, sampling without replacement). The updates are
@@ -30,7 +31,7 @@ import math
 
 import numpy as np
 
-EXACT = 1e-12  # when every item is in, a mean within rounding of -delta is at the margin: not a pass
+EXACT = 1e-12  # when every item is in, a mean within rounding of -delta is at the margin: a tie
 GRID = 40  # bet fractions f_j = 0.95 j / GRID, j = 1..GRID
 FRACTIONS = 0.95 * np.arange(1, GRID + 1) / GRID
 
@@ -95,25 +96,30 @@ class MarginPair:
         self.passing = MarginTest(-delta, population)  # null: mean w <= -delta
         self.regressing = MarginTest(delta, population)  # null: mean (-w) <= delta
 
-    def _known_pass(self) -> bool | None:
-        """Every item is in: whether the mean, now known, lies above the margin (None before)."""
+    def _known(self) -> str | None:
+        """Every item is in: the mean is known, and "pass" if it lies above the margin, "regression"
+        if below, "tie" at it (within rounding): there both nulls hold, so neither is rejected, as
+        `compare` calls such a pair inconclusive. None before every item is in."""
         t = self.passing
-        return t.total / self.population > -self.delta + EXACT if t.n >= self.population else None
+        if t.n < self.population:
+            return None
+        mean = t.total / self.population
+        return "pass" if mean > -self.delta + EXACT else "regression" if mean < -self.delta - EXACT else "tie"
 
     def feed(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Add the next items: for each, whether pass / regression has been reached by then."""
         w = np.asarray(w, dtype=float)
         p = self.passing.feed(w)[:, 0] >= self.need_pass
         r = self.regressing.feed(-w)[:, 0] >= self.need_regression
-        known = self._known_pass()
+        known = self._known()
         if known is not None and len(w):
-            p[-1], r[-1] = p[-1] or known, r[-1] or not known
+            p[-1], r[-1] = known == "pass", known == "regression"
         return p, r
 
     def verdict(self) -> str | None:
-        known = self._known_pass()
+        known = self._known()
         if known is not None:
-            return "pass" if known else "regression"
+            return None if known == "tie" else known
         if self.passing.best[0] >= self.need_pass:
             return "pass"
         if self.regressing.best[0] >= self.need_regression:

@@ -38,9 +38,15 @@ def read_meta(folder: Path) -> dict:
         meta = read_json(folder / "run.json")
     except (OSError, ValueError) as exc:
         raise UsageError(f"{folder} is not a run folder ({exc})") from None
-    if not isinstance(meta, dict) or not isinstance(meta.get("tasks", {}), dict):
+    if not isinstance(meta, dict) or not isinstance(meta.get("tasks", {}), dict) \
+            or not all(isinstance(v, dict) for v in meta.get("tasks", {}).values()) \
+            or any(meta.get(k) is not None and not isinstance(meta[k], dict) for k in OBJECTS) \
+            or not isinstance((meta.get("identity") or {}).get("roles") or {}, dict):
         raise UsageError(f"{folder}/run.json is not a run description written by econeval")
     return meta
+
+
+OBJECTS = ("identity", "backend", "roles", "data_package", "shard", "schedule")  # run.json fields that are objects
 
 
 def task_options(meta: dict, task: str) -> dict[str, Any]:
@@ -67,6 +73,8 @@ def _plain(value: Any) -> Any:
 
 
 def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):  # True is not 1: a `correct` rewritten as 1/0 was edited
+        return type(a) is type(b) and a == b
     if isinstance(a, float) or isinstance(b, float):
         if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) and not isinstance(b, bool):
             return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
@@ -76,6 +84,9 @@ def _same(a: Any, b: Any) -> bool:
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
     return a == b
+
+
+SCORED_FIELDS = ("correct", "parsed", "gold")  # what a task's scorer adds; never on an error or a skipped item
 
 
 def check_records(task: Task, prep: Prepared, records: dict[str, dict], where: Path) -> None:
@@ -91,20 +102,50 @@ def check_records(task: Task, prep: Prepared, records: dict[str, dict], where: P
     finals = [{it["id"]: it for it in task.finalize_items(items, prep)} for items in (prep.items, present)]
     for item_id, rec in records.items():
         if rec.get("skipped") or rec.get("error"):
+            scored = sorted(k for k in SCORED_FIELDS if k in rec)
+            if scored:  # econeval never scores an item it marks an error or skipped
+                raise UsageError(f"{where}: {task.name} item {item_id} is marked {'an error' if rec.get('error') else 'skipped'} "
+                                 f"and scored ({', '.join(scored)}): the folder contradicts itself",
+                                 hint="the samples were edited or written by another tool; rerun or rescore the items")
             continue
         for final in finals:
             try:
                 derived = _plain(task.score(final.get(item_id, by_id[item_id]), rec, prep))
             except Exception:  # noqa: BLE001 - a record the scorer cannot read is a contradiction too
                 derived = None
-            if derived is not None and all(_same(value, _plain(rec.get(key))) for key, value in derived.items()):
+            if derived is not None and all(_same(value, _plain(rec.get(key))) for key, value in derived.items()) \
+                    and _same_prompts(task, final.get(item_id, by_id[item_id]), prep, rec):
                 break
         else:
             bad = sorted(k for k, v in (derived or {}).items() if not _same(v, _plain(rec.get(k)))) if derived else ["?"]
+            if not bad:
+                raise UsageError(f"{where}: {task.name} item {item_id}: its stored prompts are not the prompts {task.name} "
+                                 "sends for it: the folder contradicts itself",
+                                 hint="the samples were edited, relabelled or written by another tool; rerun the items")
             raise UsageError(f"{where}: {task.name} item {item_id}: its scored fields ({', '.join(bad)}) are not what the "
                              "task's scorer makes of its stored response: the folder contradicts itself",
                              hint="the samples were edited or written by another tool; rerun or rescore the items")
         _check_values(task, item_id, rec, where)
+
+
+def _same_prompts(task: Task, item: dict, prep: Prepared, rec: dict) -> bool:
+    """The record's first-stage prompts (and its prompt_hash) are the ones the task sends for the item."""
+    from .scoring import prompt_hash
+
+    stored = rec.get("prompts")
+    if stored is None:
+        return "prompt_hash" not in rec
+    if not isinstance(stored, dict):
+        return False
+    try:
+        first = {name: str(r.prompt) for name, r in task.requests(item, prep, {}).items()}
+    except Exception:  # noqa: BLE001 - an item the task cannot build requests for: not its record
+        return False
+    if any(name in stored and stored[name] != text for name, text in first.items()):
+        return False
+    if "prompt_hash" in rec and stored:
+        return rec["prompt_hash"] == prompt_hash(str(next(iter(stored.values()))))
+    return True
 
 
 def _check_values(task: Task, item_id: str, rec: dict, where: Path) -> None:
@@ -138,6 +179,10 @@ def load_run(folder: Path, verify: bool = True) -> LoadedRun:
     samples: dict[str, dict[str, dict]] = {}
     for (task, item), rec in read_samples(path)[0].items():
         samples.setdefault(task, {})[item] = rec
+    strays = sorted(set(samples) - set(meta.get("tasks", {})))
+    if strays and verify:
+        raise UsageError(f"{folder}: samples.jsonl holds items of {', '.join(map(str, strays))}, a task the run does not have: "
+                         "the folder contradicts itself", hint="the samples were edited or written by another tool")
     preps: dict[str, Prepared] = {}
     for name in meta.get("tasks", {}):
         try:

@@ -139,11 +139,14 @@ class OnnxEmbedder(Backend[OnnxOptions]):
         from ..data import sha256_file
 
         folder, o = self.folder, self.options
-        sha = sha256_file(folder / "model.onnx")
+        sha, tok = sha256_file(folder / "model.onnx"), sha256_file(folder / "tokenizer.json")
         model = {"name": self.spec.name, "path": str(folder), "source": self.spec.source, "sha256": sha,
-                 "tokenizer_sha256": sha256_file(folder / "tokenizer.json"), "pooling": o.pooling,
+                 "tokenizer_sha256": tok, "pooling": o.pooling,
                  "max_length": o.max_length, "licence": o.licence, "providers": self.providers,
                  "intra_op_threads": self.threads, "note": self.spec.description}
         return BackendInfo(kind=self.kind, model=model, n_ctx=o.max_length, device="gpu" if "CUDAExecutionProvider"
                            in self.providers else "cpu", schedule=f"batches of {self.batch_size} texts sorted by length",
-                           chat_template_applied=False, composition_matters=False, fixed_identity=sha)
+                           chat_template_applied=False, composition_matters=False,
+                           # what an embedder is: its weights, its tokenizer, its pooling and where it truncates
+                           fixed_identity={"sha256": sha, "tokenizer_sha256": tok, "pooling": o.pooling,
+                                           "max_length": o.max_length})
