@@ -103,9 +103,41 @@ def merge(folders: list[Path], out: Path) -> dict:
     Returns its results document. Nothing is written when anything is refused."""
     if not folders:
         raise UsageError("name the shard folders to merge")
-    out = Path(out)
+    named, out = Path(out), Path(out).absolute()
+    if out.exists() and out.resolve() == Path.cwd().resolve():
+        raise UsageError(f"{named} is the current folder: a merge into it would replace the folder you stand in",
+                         hint="merge into a new folder")
+    with _merge_lock(out, named):
+        return _merge(folders, out, named)
+
+
+def _merge_lock(out: Path, named: Path):
+    """One merge at a time into the folder that holds `out`: an exclusive lock on that folder itself
+    (nothing is written for it), held for the whole merge; a second merge waits, then finds `out`
+    taken. So no merge removes or renames the staging folder of a live one."""
+    import contextlib
+    import fcntl
+
+    @contextlib.contextmanager
+    def held():
+        try:
+            fd = os.open(out.parent, os.O_RDONLY | os.O_DIRECTORY)
+        except OSError as exc:
+            raise UsageError(f"cannot merge into {named}: {out.parent}: {exc.strerror}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+    return held()
+
+
+def _merge(folders: list[Path], out: Path, named: Path) -> dict:
+    if out.exists() and (not out.is_dir() or out.is_symlink()):
+        raise UsageError(f"{named} exists and is not a folder", hint="merge into a new folder")
     if out.exists() and any(out.iterdir()):
-        raise UsageError(f"{out} is not empty", hint="merge into a new folder")
+        raise UsageError(f"{named} is not empty", hint="merge into a new folder")
     metas = [(Path(f), _load(f)) for f in folders]
     first_folder, first = metas[0]
     n = first["shard"].get("count")
@@ -202,9 +234,15 @@ def _write_whole(out: Path, records: list[dict], doc: dict, meta: dict, results_
     import shutil
 
     staging = out.parent / f".{out.name}.merging"
-    if staging.exists():
-        shutil.rmtree(staging)  # left by a merge that was killed: never a finished folder
-    written = RunFolder.open(staging)
+    if staging.exists() or staging.is_symlink():  # left by a merge that was killed (the merge lock is ours): never finished
+        if staging.is_dir() and not staging.is_symlink():
+            shutil.rmtree(staging)
+        else:
+            staging.unlink()
+    try:
+        written = RunFolder.open(staging)
+    except UsageError as exc:  # said of the folder the user named, not of the staging folder
+        raise UsageError(f"cannot write {out}: {str(exc).split(': ', 1)[-1]}", hint="merge into a folder you can write") from None
     try:
         written.write_complete(records, doc, meta, results_name)
     except BaseException:
