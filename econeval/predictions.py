@@ -13,10 +13,43 @@ from .reasoning import THINKING, split
 MAX_RESPONSE = 1 << 20  # characters: a longer "response" is not a model answer
 
 
+_KINDS = {"generate": "a string", "option_logprobs": "an object of numbers", "similarity": "a number"}
+
+
+def _sample_outputs(row: dict, n: int, where: Path, task, item, prep) -> dict:
+    """A line of a run's samples.jsonl as outputs: each request it records (`calls`) with a result
+    of its kind's type, the task's own first requests among them."""
+    from .types import Generate, OptionLogprobs, Similarity
+
+    calls = row["calls"]
+    if not isinstance(calls, dict) or not calls or not all(isinstance(c, dict) for c in calls.values()):
+        raise UsageError(f"{where}: prediction {n}: calls must name the requests' results (as a run's samples.jsonl does)")
+    kinds = {Generate: "generate", OptionLogprobs: "option_logprobs", Similarity: "similarity"}
+    for name, request in task.requests(item, prep, {}).items():
+        want = kinds.get(type(request))
+        if want and (name not in calls or calls[name].get("kind") != want):
+            raise UsageError(f"{where}: prediction {n}: calls lack the request {name} ({want}) that {task.name} sends")
+    for name, call in calls.items():
+        if name not in row:
+            raise UsageError(f"{where}: prediction {n}: calls.{name} has no result: the line has no field {name}")
+        kind, value = call.get("kind"), row.get(name)
+        ok = {"generate": isinstance(value, str),
+              "option_logprobs": isinstance(value, dict) and all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                                                 for v in value.values()),
+              "similarity": value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))}.get(kind)
+        if ok is None:
+            raise UsageError(f"{where}: prediction {n}: calls.{name} has kind {kind!r}, not one of {', '.join(_KINDS)}")
+        if not ok:
+            raise UsageError(f"{where}: prediction {n}: {name} must be {_KINDS[kind]} (its call's kind is {kind})")
+        if isinstance(value, str) and len(value) > MAX_RESPONSE:
+            raise UsageError(f"{where}: prediction {n}: {name} is longer than {MAX_RESPONSE} characters")
+    return {k: row[k] for k in calls if k in row} | {"calls": calls}
+
+
 def prediction_outputs(row: dict, n: int, where: Path, task, item, prep) -> dict:
     """A prediction line (or a line of a run's samples.jsonl) as the outputs a task scores."""
-    if isinstance(row.get("calls"), dict):  # a run's own sample line: its outputs are the request results
-        return {k: row[k] for k in row["calls"] if k in row} | {"calls": row["calls"]}
+    if "calls" in row:  # a run's own sample line: its outputs are the request results, checked as a prediction's are
+        return _sample_outputs(row, n, where, task, item, prep)
     resp = row.get("response")
     if not isinstance(resp, str):
         raise UsageError(f"{where}: prediction {n} needs a string field 'response'")

@@ -33,15 +33,17 @@ def load_run(folder: Path) -> RunView:
 
 
 def _settings(meta: dict) -> dict[str, Any]:
-    """What a run is, in the user's terms: each differing entry labels the runs of a report."""
-    ident = meta.get("identity") or {}
-    given = ident.get("model")
-    model: dict = given if isinstance(given, dict) else {}
-    out = {"n_ctx": model.get("n_ctx"), "chat": model.get("chat_mode"), **(model.get("settings") or {}),
+    """What a run is, in the user's terms: each differing entry labels the runs of a report (a
+    field of the wrong type, in an edited run.json, is read as absent)."""
+    def obj(value: Any) -> dict:
+        return value if isinstance(value, dict) else {}
+
+    model = obj(obj(meta.get("identity")).get("model"))
+    out = {"n_ctx": model.get("n_ctx"), "chat": model.get("chat_mode"), **obj(model.get("settings")),
            "seed": meta.get("seed"), "limit": meta.get("limit"), "econeval": meta.get("econeval_version"),
-           "data": (meta.get("data_package") or {}).get("version")}
-    for task, opts in (meta.get("options") or {}).items():
-        for k, v in (opts or {}).items():
+           "data": obj(meta.get("data_package")).get("version")}
+    for task, opts in obj(meta.get("options")).items():
+        for k, v in obj(opts).items():
             out[f"{task} {k}"] = v
     return out
 
@@ -91,7 +93,7 @@ def build(folders: list[Path]) -> dict[str, Any]:
     _labels(runs)
     doc = {"runs": [{"label": r.label, "folder": str(r.folder), "model": r.model, "limit": r.meta.get("limit"),
                      "seed": r.meta.get("seed"), "econeval_version": r.meta.get("econeval_version"),
-                     "data_package": (r.meta.get("data_package") or {}).get("version"),
+                     "data_package": dp.get("version") if isinstance(dp := r.meta.get("data_package"), dict) else None,
                      "tasks": sorted(r.results)} for r in runs],
            "tables": [as_dict(t) for t in tables(runs)], "compare": []}
     if len(runs) > 1:

@@ -20,12 +20,17 @@ from __future__ import annotations
 import csv
 import hashlib
 import math
+import os
+import re
 from pathlib import Path
 from typing import Any
 
 from ...errors import UsageError
 
 READER = 2  # 2: multi-part and consistency-graded groups run (1: single questions only); in the run's identity
+GRADINGS = ("answer", "consistency")  # how the package grades a question: by its correct option, or by a rule over parts
+MAX_OPTIONS = 26  # the letters a question's options are named by
+RULE = re.compile(r"[^:]+:\s*\d+(?:\s*,\s*\d+)*\s*")  # `<rule_id>:<allowed>[,<allowed>...]`, one digit per part
 
 
 def _clean(x: Any) -> Any:
@@ -38,8 +43,50 @@ def _names(pkg: Path) -> dict[str, dict[str, str]]:
     try:
         with open(pkg / "elements.csv", newline="", encoding="utf-8") as fh:
             return {r["element"]: r for r in csv.DictReader(fh) if r.get("element")}
-    except (OSError, KeyError, csv.Error) as exc:
-        raise UsageError(f"{pkg}/elements.csv cannot be read as the STEER-ME package's element table ({exc})") from None
+    except (OSError, KeyError, csv.Error, ValueError) as exc:  # ValueError: not UTF-8
+        raise UsageError(f"{pkg}/elements.csv cannot be read as the STEER-ME package's element table "
+                         f"({type(exc).__name__}: {str(exc)[:120]})") from None
+
+
+def _hash_file(digest, path: Path) -> None:
+    """Add a parquet file's bytes to the package digest, streamed, refusing what is not a regular
+    file (a FIFO would hang the read, a link to /dev/zero never end)."""
+    from ...results import open_regular
+
+    try:
+        fd = open_regular(path, follow=True)
+    except OSError as exc:
+        raise UsageError(f"{path} is not a regular file ({exc.strerror or exc})", hint=f"the layout is {LAYOUTS}") from None
+    try:
+        while block := os.read(fd, 1 << 22):
+            digest.update(block)
+    finally:
+        os.close(fd)
+
+
+def _whole(value: Any, what: str, where: str) -> int | None:
+    """An integer field of a row (a whole float counts; null is None), or a one-line refusal."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (isinstance(value, float) and not value.is_integer()):
+        raise UsageError(f"{where}: {what} must be a whole number, not {value!r}")
+    return int(value)
+
+
+def _row_checked(r: dict, where: str) -> None:
+    """The fields econeval reads have their types: question_text a string, options a list of at
+    most 26 texts, part and correct_index whole numbers (or null)."""
+    if not isinstance(r.get("question_text"), str):
+        raise UsageError(f"{where}: question_text must be a string, not {type(r.get('question_text')).__name__}")
+    options = r.get("options")
+    if not isinstance(options, list) or not all(isinstance(o, (str, int, float)) and not isinstance(o, bool) for o in options):
+        raise UsageError(f"{where}: options must be a list of texts, not {type(options).__name__}")
+    if len(options) > MAX_OPTIONS:
+        raise UsageError(f"{where}: {len(options):,} options: a question has at most {MAX_OPTIONS} (one letter each)")
+    if r.get("grading") not in (None, "", *GRADINGS):
+        raise UsageError(f"{where}: grading must be one of {', '.join(GRADINGS)} (or empty), not {r.get('grading')!r}")
+    r["part"] = _whole(r.get("part"), "part", where)
+    r["correct_index"] = _whole(r.get("correct_index"), "correct_index", where)
 
 
 LAYOUTS = "DIR/elements.csv and DIR/data/<element>/test.parquet (or data/<setting>/<module>/<element>/test.parquet)"
@@ -74,7 +121,8 @@ def load(pkg: Path, split: str = "test") -> tuple[list[dict], dict]:
     digest = hashlib.sha256()
     groups: dict[tuple[str, str], list[dict]] = {}
     for path in files:
-        digest.update(path.relative_to(pkg).as_posix().encode() + b"\0" + path.read_bytes())
+        digest.update(path.relative_to(pkg).as_posix().encode() + b"\0")
+        _hash_file(digest, path)
         staged = path.parent.parent.name != "data"
         element = path.parent.name
         module, setting = (path.parent.parent.name, path.parent.parent.parent.name) if staged else (None, None)
@@ -87,6 +135,7 @@ def load(pkg: Path, split: str = "test") -> tuple[list[dict], dict]:
             r = {k: _clean(v) for k, v in raw.items()}
             if "question_text" not in r or "options" not in r:
                 raise UsageError(f"{path}: row {n} lacks question_text or options")
+            _row_checked(r, f"{path}: row {n}")
             r.setdefault("element", element)
             r["_setting"] = r.get("setting") or meta.get("setting") or setting or "?"
             r["_module"] = r.get("module") or meta.get("module") or module or "?"
@@ -107,7 +156,7 @@ def load(pkg: Path, split: str = "test") -> tuple[list[dict], dict]:
             shaped.append({"question": r["question_text"], "options": options, "correct_index": ci,
                            "question_id": r.get("question_id") or f"{element}/{base}/{int(r.get('part') or 0)}"})
         rule = parts[0].get("consistency_rule")
-        if grading == "consistency" and not (isinstance(rule, str) and ":" in rule):
+        if grading == "consistency" and not (isinstance(rule, str) and RULE.fullmatch(rule)):
             raise UsageError(f"STEER-ME package question {element}/{base}: consistency-graded without a consistency_rule "
                              "('<rule_id>:<allowed>', one digit per part)")
         r = parts[0]
