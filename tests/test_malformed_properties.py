@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from fake_http import JSONHandler, serve
 
-SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+SETTINGS = settings(max_examples=int(__import__("os").environ.get("FUZZ_EXAMPLES", "30")), deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-10**20, 10**20), st.floats(allow_nan=True, allow_infinity=True),
                     st.text(max_size=20))
 json_values = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=4),
@@ -232,3 +232,72 @@ def test_config_files(capsys, tmp_path_factory, run, tables, raw):
                      "--quiet", "--bootstrap", "0", "--out", d / "out")
     holds(code, err)
     assert {p for p in tree(d) if d / "out" not in p.parents} == {cfg}
+
+
+# ---- the readers the fourth audit crashed (issue #42): package rows, run.json for report and gate,
+# prediction lines that carry `calls` ----------------------------------------------------------------
+PACKAGE_FIELDS = ("part", "correct_index", "options", "question_text", "grading", "consistency_rule", "base_id", "type")
+
+
+@SETTINGS
+@given(edits=st.lists(st.dictionaries(st.sampled_from(PACKAGE_FIELDS), json_values, max_size=3), min_size=1, max_size=2))
+def test_steer_me_package_rows(capsys, tmp_path_factory, edits):
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    d = tmp_path_factory.mktemp("pkg")
+    pkg = d / "pkg"
+    where = pkg / "data" / "linear_system_eq"
+    where.mkdir(parents=True)
+    (pkg / "elements.csv").write_text("element,setting,module\nlinear_system_eq,Foundations,Systems\n")
+    base = dict(element="linear_system_eq", base_id="0", part=0, question_text="Solve x + 1 = 3. What is x?",
+                options=["1", "2", "3", "4"], correct_index=1, grading="answer", type="standard", consistency_rule=None)
+    rows = [{k: json.dumps(v) if isinstance(v, (dict, list)) and k != "options" else v for k, v in {**base, **e}.items()}
+            for e in edits]
+    try:
+        pq.write_table(pa.Table.from_pylist(rows), where / "test.parquet")
+    except (pa.ArrowException, TypeError, ValueError, OverflowError):  # not a table parquet can hold: nothing to read
+        return
+    before = tree(pkg)
+    holds(*call(capsys, "run", "--model", "fake:m", "--task", "steer-me", "-T", f"questions={pkg}", "--quiet",
+                "--bootstrap", "0", "--out", d / "r"))
+    assert tree(pkg) == before
+
+
+RUN_KEYS = ("identity", "data_package", "options", "tasks", "backend", "roles", "seed", "status", "limit", "gate", "shard")
+
+
+@SETTINGS
+@given(edits=st.dictionaries(st.sampled_from(RUN_KEYS), json_values, min_size=1, max_size=3),
+       inner=st.dictionaries(st.sampled_from(("model", "roles", "tasks", "settings")), json_values, max_size=2))
+def test_run_json_fields_for_report_and_gate(capsys, tmp_path_factory, one_run, edits, inner):
+    import shutil
+
+    d = tmp_path_factory.mktemp("rj")
+    run = d / "run"
+    shutil.copytree(one_run, run)
+    meta = json.loads((run / "run.json").read_text())
+    meta["identity"] = {**meta["identity"], **inner}
+    (run / "run.json").write_bytes(_json_line({**meta, **edits}))
+    before = tree(d)
+    holds(*call(capsys, "report", run))
+    holds(*call(capsys, "gate", run, "--replay", one_run))
+    holds(*call(capsys, "gate", one_run, "--replay", run))
+    assert tree(d) == before
+
+
+@SETTINGS
+@given(line=st.fixed_dictionaries({"id": st.one_of(st.just("econnli/test/0"), json_values),
+                                   "calls": st.one_of(json_values, st.dictionaries(
+                                       st.sampled_from(("response", "x")),
+                                       st.one_of(json_values, st.fixed_dictionaries({"kind": st.one_of(
+                                           st.sampled_from(("generate", "option_logprobs", "similarity")), json_values)})),
+                                       max_size=2))},
+                                  optional={"response": json_values, "x": json_values, "thinking": json_values}))
+def test_prediction_lines_with_calls(capsys, tmp_path_factory, line):
+    d = tmp_path_factory.mktemp("calls")
+    f = d / "p.jsonl"
+    f.write_bytes(_json_line(line) + b"\n")
+    before = tree(d)
+    holds(*call(capsys, "score", "--task", "econnli-zero", "--predictions", f, "--bootstrap", "0"))
+    assert tree(d) == before
