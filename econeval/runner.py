@@ -181,8 +181,8 @@ def run(tasks: list[Task], backend, out_dir: Path, ctx: RunContext, preps: dict[
 
 def _applicable(tasks: list[Task], preps: dict[str, Prepared], reasoning: dict,
                 say: Callable[[str], None]) -> tuple[list[Task], dict[str, str]]:
-    """The tasks whose protocol applies to this model (a reasoning model's: STEER-ME runs no 0-CoT
-    adaptation for it), and why the others do not; none left is a usage error."""
+    """The tasks whose protocol applies to this model (a benchmark may decline a protocol for a
+    reasoning model, Task.not_for), and why the others do not; none left is a usage error."""
     not_run = {t.name: why for t in tasks if (why := t.not_for(preps[t.name], reasoning))}
     if not_run and len(not_run) == len(tasks):
         raise UsageError("; ".join(f"{k}: {v}" for k, v in not_run.items()))
