@@ -397,6 +397,22 @@ def view_cmd(run_dir, tasks, out):
 
 
 # ---- compare -----------------------------------------------------------------------------
+@cli.command("export")
+@click.argument("runs", nargs=-1, required=True, type=click.Path(file_okay=False, exists=True, path_type=Path))
+@click.option("--format", "fmt", required=True, type=click.Choice(["table", "lm-eval"]),
+              help="table: one row per item (FILE.csv, or FILE.parquet with pyarrow); lm-eval: lm-evaluation-harness's "
+                   "results.json layout (one run).")
+@click.option("--out", "-o", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="The file to write (an earlier export there is replaced; any other file is left alone).")
+def export_cmd(runs, fmt, out):
+    """Write finished runs in a shape other tools open: a tidy per-item table for pandas and R, or
+    lm-eval's results.json (docs/exports.md)."""
+    from .export import export
+
+    n = export(list(runs), fmt, out)
+    click.echo(clean(f"econeval: {n:,} {'rows' if fmt == 'table' else 'tasks'} written to {out}"), err=True)
+
+
 @cli.command("compare")
 @click.argument("baseline", type=click.Path(file_okay=False, exists=True, path_type=Path))
 @click.argument("candidate", type=click.Path(file_okay=False, exists=True, path_type=Path))

@@ -348,6 +348,7 @@ class Task:
     # `data export --prompts` may stand in "<reply to NAME>" for an option choice too (the task's
     # later turns quote the chosen letter): it reads a string there as the reply
     stands_in_for_choices: bool = False
+    shots: int | None = None  # solved examples in each prompt (n_shot); None: not said
     group_field: str | None = None  # the sample field that names an item's group (a sub-task, an element): `econeval view` filters by it
 
     def metric(self, name: str) -> Metric:
@@ -415,6 +416,10 @@ class Task:
         accuracy, an unparsed answer counting as wrong (the mean over all items, unlike a
         paper's number over the parsed ones)."""
         return {"accuracy": 1.0 if record.get("correct") is True else 0.0}
+
+    def n_shot(self, prep: Prepared) -> int | None:
+        """How many solved examples each prompt shows (lm-eval's n-shot); None: not said."""
+        return self.shots
 
     def answer_options(self, item: dict, prep: Prepared) -> tuple[str, ...] | None:
         """The options whose log-probabilities a prediction may give for `item` (`econeval

@@ -133,6 +133,9 @@ class _CFB(Task):
     roles = (MODEL, EMBEDDER)
     stages = 2  # the model's answer, then (generation sub-tasks) the embedding similarity to the reference
     few = False
+
+    def n_shot(self, prep):
+        return 3 if self.few else 0  # the upstream few-shot prompts hold three cases
     options = (TaskOption("summary_decoding", "released", "summary decoding: as the released code ran it (64 tokens, "
                           "classification penalty) or as intended (512 tokens)", ("released", "intended"), "choice",
                           flag="--cfbenchmark-decoding"),)

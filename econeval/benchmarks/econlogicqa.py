@@ -171,6 +171,9 @@ class _FewShot(Task):
                           "#4120's reader", choices=tuple(READERS)))
     k = 1
 
+    def n_shot(self, prep):
+        return self.k
+
     def prepare(self, ctx) -> Prepared:
         train = data.load(BENCHMARK, "train.jsonl")
         opts = ctx.options_for(self)

@@ -269,6 +269,7 @@ class ZeroShot(_Variant):
     prompt_version = "econnli-zero/2"  # /2: the released prompts' whitespace (-T prompt=), 10 new tokens for open models
     description = "EconNLI classification, zero-shot (released-code prompt)"
     kind = "zero"
+    shots = 0
 
     def prompt(self, item, prep):
         text = ZERO_PROMPTS[prep.state["variant"]]
@@ -280,6 +281,7 @@ class ICLTask(_Variant):
     name = "econnli-icl"
     prompt_version = "econnli-icl/2"  # /2: the released prompts (-T prompt=), 3 new tokens for open models
     kind = "icl"
+    shots = 2  # one positive, one negative
     description = "EconNLI classification, ICL: one positive and one negative train example per item (Appendix D.3)"
 
     def prepare(self, ctx):
@@ -325,6 +327,7 @@ class CoTTask(_EconNLITask):
     prompt_version = "econnli-cot/2"  # /2: the released notebook's prompt (both demonstrations' real text)
     description = "EconNLI classification, chain-of-thought with the released notebook's two demonstrations"
     logprobs = False  # the answer follows the model's own reasoning: no fixed answer position
+    shots = 2
     sample_cells: tuple[CellView, ...] = ()  # its table counts every rule's votes (a record may give two): a sample keeps the bootstrap
     max_tokens = 200  # the released code's max_new_tokens
     stop = ("### Question:", "### Answer:")  # where the released split ends the answer
@@ -424,6 +427,7 @@ class GenTask(Task):
     against the reference hypothesis as entailment / contradiction / irrelevant (Appendix D.5)."""
 
     name = "econnli-gen"
+    shots = 0
     suite = "econnli"
     benchmark = BENCHMARK
     prompt_version = "econnli-gen/2"  # /2: the released code's generation length and judge prompt

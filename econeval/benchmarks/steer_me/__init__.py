@@ -340,6 +340,10 @@ class SteerMe(Task):
                    "data/<setting>/<module>/<element>/test.parquet; needs pyarrow), instead of the bundled one", kind="path", flag="--questions"),
     )
 
+    def n_shot(self, prep):
+        shots = prep.settings.get("shots")  # -T shots
+        return shots if isinstance(shots, int) and not isinstance(shots, bool) else None
+
     def prepare(self, ctx) -> Prepared:
         opts = ctx.options_for(self)
         adaptation = opts["adaptation"]

@@ -1,0 +1,231 @@
+"""Results other tools open (`econeval export`): a run folder, read and verified as `compare`
+reads it (verify.load_run), written in another tool's shape.
+
+- `table`: one row per item and task, flat columns of stable names and types (TABLE_COLUMNS, then
+  one `metric_<name>` column per item metric), as CSV or Parquet (by --out's suffix; Parquet needs
+  pyarrow: the `export` extra). pandas, R's arrow and readr read it as it is.
+- `lm-eval`: a results.json in lm-evaluation-harness's layout (`results` with `<metric>,none`
+  keys, `versions`, `n-shot`, `higher_is_better`, `n-samples`, `config`), so scripts written for
+  lm-eval output read econeval's headline numbers.
+
+Every export carries a marker (`econeval_export`) so that a later export may replace it; any other
+existing file at --out is refused, as is a folder that is not a finished run. docs/exports.md
+says what maps to what.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+from . import __version__, registry
+from .errors import UsageError
+from .results import check_output, dumps, read_regular, write_output
+from .verify import LoadedRun, load_run
+
+MARK = "econeval_export"  # in every export: what a later export may replace
+TABLE_VERSION = 1
+# the table's fixed columns and their types; one `metric_<name>` (float) column per item metric follows
+TABLE_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("run", "string"), ("model", "string"), ("task", "string"), ("item_id", "string"), ("group", "string"),
+    ("element", "string"), ("setting", "string"), ("module", "string"), ("domain", "string"), ("perspective", "string"),
+    ("type", "string"), ("subtask", "string"), ("gold", "string"), ("parsed", "string"), ("correct", "bool"),
+    ("unparsed_reason", "string"), ("error", "string"), ("skipped", "string"), ("n_prompt_tokens", "int"),
+    ("n_generated_tokens", "int"), ("n_reasoning_tokens", "int"))
+_PLAIN = ("element", "setting", "module", "domain", "perspective", "type", "subtask")
+
+
+def _finished(folder: Path) -> LoadedRun:
+    run = load_run(folder)
+    status = run.meta.get("status")
+    if status != "complete":
+        raise UsageError(f"{folder} is not a finished run (its status is {status!r})",
+                         hint="finish it first: the same `econeval run` command resumes it")
+    return run
+
+
+def _text(value: Any) -> str | None:
+    """A value of varying type (a gold label, an order, an option index) as the table's text."""
+    if value is None:
+        return None
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _tokens(rec: dict, key: str) -> int | None:
+    calls = [c for c in (rec.get("calls") or {}).values() if isinstance(c, dict)]
+    got = [c[key] for c in calls if isinstance(c.get(key), int) and not isinstance(c.get(key), bool)]
+    return sum(got) if got else None
+
+
+def metric_column(name: str) -> str:
+    """An item metric's column: `metric_` and its name in lower case, other characters as `_`."""
+    return "metric_" + re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
+
+
+def _model(meta: dict) -> str | None:
+    model = (meta.get("backend") or {}).get("model")
+    return model.get("name") if isinstance(model, dict) else model if isinstance(model, str) else None
+
+
+def table_rows(runs: list[LoadedRun]) -> tuple[list[str], list[dict[str, Any]]]:
+    """The table's column names and its rows, in each run's task and samples order."""
+    metrics: list[str] = []
+    rows: list[dict[str, Any]] = []
+    for run in runs:
+        for name in run.meta.get("tasks", {}):
+            task = registry.get_task(name)
+            for m in task.item_metrics:
+                if metric_column(m.name) not in metrics:
+                    metrics.append(metric_column(m.name))
+            for item_id, rec in run.samples.get(name, {}).items():
+                ok = not rec.get("error") and not rec.get("skipped")
+                values = task.item_values(rec) if ok else {}
+                correct = rec.get("correct")
+                row: dict[str, Any] = {
+                    "run": run.path.name, "model": _model(run.meta), "task": name, "item_id": item_id,
+                    "group": _text(rec.get(task.group_field)) if task.group_field else None,
+                    **{k: _text(rec.get(k)) for k in _PLAIN},
+                    "gold": _text(rec.get("gold", rec.get("reference"))), "parsed": _text(rec.get("parsed")),
+                    "correct": correct if isinstance(correct, bool) else None,
+                    "unparsed_reason": _text(rec.get("unparsed_reason")), "error": _text(rec.get("error")),
+                    "skipped": _text(rec.get("skipped")), "n_prompt_tokens": _tokens(rec, "n_prompt_tokens"),
+                    "n_generated_tokens": _tokens(rec, "n_tokens"), "n_reasoning_tokens": _tokens(rec, "n_reasoning_tokens")}
+                for m in task.item_metrics:
+                    v = values.get(m.name)
+                    row[metric_column(m.name)] = float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+                rows.append(row)
+    return [c for c, _ in TABLE_COLUMNS] + metrics, rows
+
+
+def _csv(columns: list[str], rows: list[dict]) -> bytes:
+    buf = io.StringIO()
+    buf.write(f"# {MARK} table/{TABLE_VERSION} econeval {__version__}\n")  # pandas: comment="#"; R: comment.char="#"
+    writer = csv.DictWriter(buf, columns, lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: ("true" if v is True else "false" if v is False else v) for k, v in row.items()})
+    return buf.getvalue().encode("utf-8")
+
+
+def _parquet(columns: list[str], rows: list[dict]) -> bytes:
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise UsageError("writing Parquet needs pyarrow", hint="pip install 'econeval[export]', or name a .csv file") from None
+    kinds = dict(TABLE_COLUMNS)
+    types = {"string": pa.string(), "bool": pa.bool_(), "int": pa.int64()}
+    schema = pa.schema([(c, types[kinds[c]] if c in kinds else pa.float64()) for c in columns],
+                       metadata={MARK: f"table/{TABLE_VERSION}", "econeval_version": __version__})
+    table = pa.Table.from_pylist([{c: r.get(c) for c in columns} for r in rows], schema=schema)
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink)
+    return sink.getvalue().to_pybytes()
+
+
+def _stderr(result: dict, metric: str) -> float | str:
+    """A metric's standard error from its 95% interval (half its width over 1.96), or lm-eval's "N/A"."""
+    iv = (result.get("intervals") or {}).get(metric) if isinstance(result.get("intervals"), dict) else None
+    if isinstance(iv, list) and len(iv) == 2 and all(isinstance(x, (int, float)) and math.isfinite(x) for x in iv):
+        return (iv[1] - iv[0]) / (2 * 1.959964)
+    return "N/A"
+
+
+def lm_eval_doc(run: LoadedRun) -> dict[str, Any]:
+    """The run's headline numbers in lm-eval's results.json layout."""
+    from .folder import folder_results
+
+    if run.meta.get("gate"):
+        raise UsageError(f"{run.path} is a gate's folder: its items are the gate's sample, not a task's results",
+                         hint="export the baseline or candidate run, or use --format table")
+    results = folder_results(run.path)
+    doc: dict[str, Any] = {"results": {}, "groups": {}, "group_subtasks": {}, "configs": {}, "versions": {}, "n-shot": {},
+                           "higher_is_better": {}, "n-samples": {}}
+    for name in run.meta.get("tasks", {}):
+        task, res = registry.get_task(name), results.get(name)
+        if not isinstance(res, dict):
+            continue  # a task with no results (not run for this model): nothing to report
+        row: dict[str, Any] = {"alias": name}
+        better: dict[str, bool] = {}
+        for metric, value in task.headline(res).items():
+            row[f"{metric},none"] = value
+            row[f"{metric}_stderr,none"] = _stderr(res, metric)
+            direction = task.metric(metric).direction
+            if direction:
+                better[metric] = direction > 0
+        got = res.get("estimate")
+        estimate: dict = got if isinstance(got, dict) else {}
+        doc["results"][name] = row
+        doc["group_subtasks"][name] = []
+        doc["versions"][name] = task.prompt_version
+        doc["n-shot"][name] = task.n_shot(run.preps[name])
+        doc["higher_is_better"][name] = better
+        doc["n-samples"][name] = {"original": estimate.get("of", len(run.preps[name].items)), "effective": res.get("n")}
+        doc["configs"][name] = {"task": name, "num_fewshot": doc["n-shot"][name], "description": task.description,
+                                "metadata": {"version": task.prompt_version, "table": res.get("table"),
+                                             "estimate": estimate.get("note")}}
+    backend = run.meta.get("backend") or {}
+    doc["config"] = {"model": backend.get("kind"), "model_args": _model(run.meta), "limit": run.meta.get("limit"),
+                     "random_seed": run.meta.get("seed"), "bootstrap_iters": run.meta.get("bootstrap"),
+                     "gen_kwargs": None, "model_sha256": (backend.get("model") or {}).get("sha256")
+                     if isinstance(backend.get("model"), dict) else None}
+    doc["date"] = run.meta.get("started")
+    doc["econeval_version"] = run.meta.get("econeval_version")
+    doc["data_package"] = run.meta.get("data_package")
+    doc[MARK] = "lm-eval/1"
+    return doc
+
+
+def _previous(path: Path, fmt: str) -> bool:
+    """Whether the file at `path` is an earlier export (which may be replaced)."""
+    try:
+        head = read_regular(path, limit=256 << 20)
+    except OSError:
+        return False
+    if fmt == "lm-eval":
+        try:
+            return isinstance(doc := json.loads(head), dict) and MARK in doc
+        except ValueError:
+            return False
+    if path.suffix == ".parquet":
+        try:
+            import pyarrow.parquet as pq
+
+            return MARK.encode() in (pq.read_schema(io.BytesIO(head)).metadata or {})
+        except Exception:  # noqa: BLE001 - not a Parquet file pyarrow reads: not ours
+            return False
+    return head.startswith(f"# {MARK} ".encode())
+
+
+def _table(runs: list[LoadedRun], out: Path) -> bytes:
+    columns, rows = table_rows(runs)
+    return _parquet(columns, rows) if out.suffix == ".parquet" else _csv(columns, rows)
+
+
+FORMATS = ("table", "lm-eval")
+
+
+def export(folders: list[Path], fmt: str, out: Path) -> int:
+    """Write the runs in `fmt` to `out`; returns the rows (table) or tasks (lm-eval) written."""
+    if fmt == "table" and out.suffix not in (".csv", ".parquet"):
+        raise UsageError(f"--out {out}: a table is written as .csv or .parquet", hint="name FILE.csv or FILE.parquet")
+    if fmt == "lm-eval" and len(folders) != 1:
+        raise UsageError("lm-eval's results.json holds one run: name one run folder", hint="export each run to its own file")
+    check_output(out)
+    if out.exists() and not _previous(out, fmt):
+        raise UsageError(f"--out {out} exists and is not an earlier export of econeval's: it is left as it is",
+                         hint="name a new file, or remove that one")
+    runs = [_finished(Path(f)) for f in folders]
+    if fmt == "table":
+        data = _table(runs, out)
+        count = sum(len(t) for r in runs for t in r.samples.values())
+    else:
+        doc = lm_eval_doc(runs[0])
+        data, count = dumps(doc) + b"\n", len(doc["results"])
+    write_output(out, data)
+    return count

@@ -1,0 +1,145 @@
+"""econeval export: every suite's run as a per-item table (CSV, Parquet) and as lm-eval's
+results.json, read back with the consumers' own readers (pyarrow, csv, json), the numbers equal to
+results.json's; refusals in one line."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import read_lines
+
+
+@pytest.fixture(scope="module")
+def every_suite(tmp_path_factory):
+    from conftest import run_cli_inprocess
+
+    run = tmp_path_factory.mktemp("export") / "run"
+    rc, _, err = run_cli_inprocess("run", "--model", "fake:m", "--suite", "all", "--limit", "3", "--quiet", "--bootstrap", "0",
+                                   "--out", run)
+    assert rc == 0, err
+    return run
+
+
+def _csv_rows(path: Path) -> list[dict]:
+    lines = path.read_text().splitlines()
+    assert lines[0].startswith("# econeval_export table/1")
+    return list(csv.DictReader(lines[1:]))
+
+
+def test_the_table_holds_every_item_and_the_item_metrics(cli, tmp_path, every_suite):
+    pq = pytest.importorskip("pyarrow.parquet")
+    from econeval import registry
+    from econeval.export import TABLE_COLUMNS, metric_column
+
+    samples = read_lines(every_suite / "samples.jsonl")
+    rc, _, err = cli("export", every_suite, "--format", "table", "--out", tmp_path / "t.parquet")
+    assert rc == 0, err
+    table = pq.read_table(tmp_path / "t.parquet")
+    assert table.num_rows == len(samples)
+    assert [f.name for f in table.schema][:len(TABLE_COLUMNS)] == [c for c, _ in TABLE_COLUMNS]
+    rows = table.to_pylist()
+    assert {(r["task"], r["item_id"]) for r in rows} == {(s["task"], s["id"]) for s in samples}
+    rc, _, err = cli("export", every_suite, "--format", "table", "--out", tmp_path / "t.csv")
+    assert rc == 0, err
+    assert [(r["task"], r["item_id"]) for r in _csv_rows(tmp_path / "t.csv")] == [(r["task"], r["item_id"]) for r in rows]
+    # each item metric's column is the task's own value of each record
+    by_key = {(s["task"], s["id"]): s for s in samples}
+    for r in rows:
+        task = registry.get_task(r["task"])
+        rec = by_key[(r["task"], r["item_id"])]
+        if rec.get("error") or rec.get("skipped"):
+            continue
+        values = task.item_values(rec)
+        for m in task.item_metrics:
+            v = values.get(m.name)
+            assert r[metric_column(m.name)] == (None if v is None else float(v)), (r["task"], m.name)
+        assert r["correct"] == (rec["correct"] if isinstance(rec.get("correct"), bool) else None)
+    # the mean of an item metric that is the paper's number is that number, to the last digit
+    results = json.loads((every_suite / "results.json").read_text())["tasks"]
+    logic = [r["metric_accuracy"] for r in rows if r["task"] == "econlogicqa-1shot"]
+    assert sum(logic) / len(logic) == results["econlogicqa-1shot"]["paper"]["accuracy"]
+    steer = [r for r in rows if r["task"] == "steer-me"]
+    assert steer and all(r["group"] == r["element"] for r in steer)
+    # pandas reads both as they are, with the same types (docs/exports.md's worked example)
+    pd = pytest.importorskip("pandas")
+    for frame in (pd.read_parquet(tmp_path / "t.parquet"), pd.read_csv(tmp_path / "t.csv", comment="#")):
+        assert len(frame) == len(samples)
+        by = frame[frame.task == "steer-me"].groupby("element")["metric_accuracy"].agg(["mean", "count"])
+        assert by["count"].sum() == len(steer) and by["mean"].between(0, 1).all()
+        assert frame["metric_accuracy"].dtype == "float64" and frame["n_prompt_tokens"].dropna().astype(int).ge(0).all()
+
+
+def test_lm_eval_results_hold_the_headline_numbers(cli, tmp_path, every_suite):
+    from econeval import registry
+
+    out = tmp_path / "results.json"
+    rc, _, err = cli("export", every_suite, "--format", "lm-eval", "--out", out)
+    assert rc == 0, err
+    doc = json.loads(out.read_text())
+    for key in ("results", "versions", "n-shot", "higher_is_better", "n-samples", "config"):
+        assert key in doc
+    results = json.loads((every_suite / "results.json").read_text())["tasks"]
+    assert set(doc["results"]) == set(results)
+    for name, res in results.items():
+        task = registry.get_task(name)
+        for metric, value in task.headline(res).items():
+            assert doc["results"][name][f"{metric},none"] == value
+            assert doc["results"][name][f"{metric}_stderr,none"] == "N/A"  # a full run: no interval
+        assert doc["versions"][name] == task.prompt_version
+        assert doc["n-samples"][name]["effective"] == res["n"]
+    assert doc["n-shot"]["econlogicqa-5shot"] == 5 and doc["n-shot"]["cfbenchmark-few"] == 3
+    assert doc["higher_is_better"]["steer-me"]["ECE"] is False
+    assert doc["config"]["model_args"] == "m"
+
+
+def test_a_sample_runs_intervals_become_standard_errors(cli, tmp_path):
+    run = tmp_path / "s"
+    rc, _, err = cli("run", "--model", "fake:m", "--task", "econlogicqa-1shot", "--sample", "40", "-q", "--out", run)
+    assert rc == 0, err
+    rc, _, err = cli("export", run, "--format", "lm-eval", "--out", tmp_path / "r.json")
+    assert rc == 0, err
+    res = json.loads((tmp_path / "r.json").read_text())["results"]["econlogicqa-1shot"]
+    low, high = json.loads(next(run.glob("results-sample-*.json")).read_text())["tasks"]["econlogicqa-1shot"]["intervals"]["accuracy"]
+    assert res["accuracy_stderr,none"] == pytest.approx((high - low) / (2 * 1.959964))
+
+
+def test_export_refusals(cli, tmp_path, every_suite):
+    other = tmp_path / "notes.csv"
+    other.write_text("mine")
+    cases = [
+        (("export", every_suite, "--format", "table", "--out", other), "not an earlier export"),
+        (("export", every_suite, "--format", "table", "--out", tmp_path / "t.xlsx"), ".csv or .parquet"),
+        (("export", every_suite, every_suite, "--format", "lm-eval", "--out", tmp_path / "r.json"), "one run"),
+    ]
+    running = tmp_path / "running"
+    rc, _, err = cli("run", "--model", "fake:m", "--task", "econnli-zero", "--limit", "2", "-q", "--out", running)
+    assert rc == 0, err
+    meta = json.loads((running / "run.json").read_text())
+    (running / "run.json").write_text(json.dumps({**meta, "status": "running"}))
+    cases.append((("export", running, "--format", "table", "--out", tmp_path / "x.csv"), "not a finished run"))
+    for args, says in cases:
+        rc, _, err = cli(*args)
+        assert rc == 2 and says in err and len(err.strip().splitlines()) == 1, (args, err)
+    assert other.read_text() == "mine" and not (tmp_path / "x.csv").exists()
+    # an earlier export is replaced
+    out = tmp_path / "again.csv"
+    for _ in range(2):
+        rc, _, err = cli("export", every_suite, "--format", "table", "--out", out)
+        assert rc == 0, err
+
+
+def test_a_gate_folder_is_no_lm_eval_result(cli, tmp_path):
+    base = tmp_path / "base"
+    rc, _, err = cli("run", "--model", "fake:a", "--task", "econnli-zero", "--limit", "32", "-q", "--out", base)
+    assert rc == 0, err
+    gate = tmp_path / "gate"
+    rc, _, err = cli("gate", base, "--model", "fake:a", "--out", gate)
+    assert rc in (0, 3), err
+    meta = json.loads((gate / "run.json").read_text())
+    (gate / "run.json").write_text(json.dumps({**meta, "status": "complete"}))
+    rc, _, err = cli("export", gate, "--format", "lm-eval", "--out", tmp_path / "r.json")
+    assert rc == 2 and "gate" in err, err
