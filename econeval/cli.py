@@ -399,18 +399,19 @@ def view_cmd(run_dir, tasks, out):
 # ---- compare -----------------------------------------------------------------------------
 @cli.command("export")
 @click.argument("runs", nargs=-1, required=True, type=click.Path(file_okay=False, exists=True, path_type=Path))
-@click.option("--format", "fmt", required=True, type=click.Choice(["table", "lm-eval"]),
+@click.option("--format", "fmt", required=True, type=click.Choice(["table", "lm-eval", "inspect"]),
               help="table: one row per item (FILE.csv, or FILE.parquet with pyarrow); lm-eval: lm-evaluation-harness's "
-                   "results.json layout (one run).")
-@click.option("--out", "-o", required=True, type=click.Path(dir_okay=False, path_type=Path),
-              help="The file to write (an earlier export there is replaced; any other file is left alone).")
+                   "results.json layout (one run); inspect: a folder of Inspect eval logs, one per task (one run; inspect_ai).")
+@click.option("--out", "-o", required=True, type=click.Path(path_type=Path),
+              help="The file (a folder for inspect) to write; an earlier export there is replaced, anything else left alone.")
 def export_cmd(runs, fmt, out):
-    """Write finished runs in a shape other tools open: a tidy per-item table for pandas and R, or
-    lm-eval's results.json (docs/exports.md)."""
+    """Write finished runs in a shape other tools open: a tidy per-item table for pandas and R,
+    lm-eval's results.json, or Inspect eval logs (docs/exports.md)."""
     from .export import export
 
     n = export(list(runs), fmt, out)
-    click.echo(clean(f"econeval: {n:,} {'rows' if fmt == 'table' else 'tasks'} written to {out}"), err=True)
+    what = {"table": "rows", "lm-eval": "tasks", "inspect": "task logs"}[fmt]
+    click.echo(clean(f"econeval: {n:,} {what} written to {out}"), err=True)
 
 
 @cli.command("compare")

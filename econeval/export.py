@@ -4,6 +4,8 @@ reads it (verify.load_run), written in another tool's shape.
 - `table`: one row per item and task, flat columns of stable names and types (TABLE_COLUMNS, then
   one `metric_<name>` column per item metric), as CSV or Parquet (by --out's suffix; Parquet needs
   pyarrow: the `export` extra). pandas, R's arrow and readr read it as it is.
+- `inspect`: one Inspect eval log per task in a folder, built with inspect_ai's own types
+  (export_inspect.py; the `inspect` extra).
 - `lm-eval`: a results.json in lm-evaluation-harness's layout (`results` with `<metric>,none`
   keys, `versions`, `n-shot`, `higher_is_better`, `n-samples`, `config`), so scripts written for
   lm-eval output read econeval's headline numbers.
@@ -207,15 +209,18 @@ def _table(runs: list[LoadedRun], out: Path) -> bytes:
     return _parquet(columns, rows) if out.suffix == ".parquet" else _csv(columns, rows)
 
 
-FORMATS = ("table", "lm-eval")
+FORMATS = ("table", "lm-eval", "inspect")
+FOLDER_MARK = ".econeval_export"  # in an Inspect export's folder: a later export may replace the folder
 
 
 def export(folders: list[Path], fmt: str, out: Path) -> int:
-    """Write the runs in `fmt` to `out`; returns the rows (table) or tasks (lm-eval) written."""
+    """Write the runs in `fmt` to `out`; returns the rows (table), tasks (lm-eval) or logs (inspect) written."""
     if fmt == "table" and out.suffix not in (".csv", ".parquet"):
         raise UsageError(f"--out {out}: a table is written as .csv or .parquet", hint="name FILE.csv or FILE.parquet")
-    if fmt == "lm-eval" and len(folders) != 1:
-        raise UsageError("lm-eval's results.json holds one run: name one run folder", hint="export each run to its own file")
+    if fmt in ("lm-eval", "inspect") and len(folders) != 1:
+        raise UsageError(f"an {fmt} export holds one run: name one run folder", hint="export each run on its own")
+    if fmt == "inspect":
+        return _export_inspect(Path(folders[0]), out)
     check_output(out)
     if out.exists() and not _previous(out, fmt):
         raise UsageError(f"--out {out} exists and is not an earlier export of econeval's: it is left as it is",
@@ -229,3 +234,35 @@ def export(folders: list[Path], fmt: str, out: Path) -> int:
         data, count = dumps(doc) + b"\n", len(doc["results"])
     write_output(out, data)
     return count
+
+
+def _export_inspect(folder: Path, out: Path) -> int:
+    """One Inspect log per task in the folder `out` (new, or an earlier Inspect export, replaced
+    whole): written into a staging folder beside it, then renamed into place."""
+    import os
+    import shutil
+
+    from .export_inspect import eval_logs, write_logs
+    from .folder import folder_results
+
+    if out.is_symlink() or (out.exists() and not out.is_dir()):
+        raise UsageError(f"--out {out}: an Inspect export is a folder of logs, and this is not a folder", hint="name a new folder")
+    if out.exists() and any(out.iterdir()) and not (out / FOLDER_MARK).is_file():
+        raise UsageError(f"--out {out} is a folder that is not an earlier export of econeval's: it is left as it is",
+                         hint="name a new folder")
+    run = _finished(folder)
+    logs = eval_logs(run, folder_results(run.path))
+    out = out.absolute()
+    staging = out.parent / f".{out.name}.{os.getpid()}.exporting"
+    old = out.parent / f".{out.name}.{os.getpid()}.replaced"
+    staging.mkdir(parents=True)
+    try:
+        write_logs(logs, staging)
+        (staging / FOLDER_MARK).write_text("inspect/1\n")
+        if out.exists():
+            out.rename(old)
+        staging.rename(out)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(old, ignore_errors=True)
+    return len(logs)

