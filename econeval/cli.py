@@ -399,9 +399,10 @@ def view_cmd(run_dir, tasks, out):
 # ---- compare -----------------------------------------------------------------------------
 @cli.command("export")
 @click.argument("runs", nargs=-1, required=True, type=click.Path(file_okay=False, exists=True, path_type=Path))
-@click.option("--format", "fmt", required=True, type=click.Choice(["table", "lm-eval", "inspect"]),
+@click.option("--format", "fmt", required=True, type=click.Choice(["table", "lm-eval", "inspect", "every-eval-ever"]),
               help="table: one row per item (FILE.csv, or FILE.parquet with pyarrow); lm-eval: lm-evaluation-harness's "
-                   "results.json layout (one run); inspect: a folder of Inspect eval logs, one per task (one run; inspect_ai).")
+                   "results.json layout (one run); inspect: a folder of Inspect eval logs, one per task (one run; inspect_ai); "
+                   "every-eval-ever: the run's aggregate Every Eval Ever record (one run).")
 @click.option("--out", "-o", required=True, type=click.Path(path_type=Path),
               help="The file (a folder for inspect) to write; an earlier export there is replaced, anything else left alone.")
 def export_cmd(runs, fmt, out):
@@ -410,7 +411,7 @@ def export_cmd(runs, fmt, out):
     from .export import export
 
     n = export(list(runs), fmt, out)
-    what = {"table": "rows", "lm-eval": "tasks", "inspect": "task logs"}[fmt]
+    what = {"table": "rows", "lm-eval": "tasks", "inspect": "task logs", "every-eval-ever": "evaluation results"}[fmt]
     click.echo(clean(f"econeval: {n:,} {what} written to {out}"), err=True)
 
 

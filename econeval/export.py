@@ -6,11 +6,13 @@ reads it (verify.load_run), written in another tool's shape.
   pyarrow: the `export` extra). pandas, R's arrow and readr read it as it is.
 - `inspect`: one Inspect eval log per task in a folder, built with inspect_ai's own types
   (export_inspect.py; the `inspect` extra).
+- `every-eval-ever`: the run's aggregate record in the Every Eval Ever schema (export_eee.py).
 - `lm-eval`: a results.json in lm-evaluation-harness's layout (`results` with `<metric>,none`
   keys, `versions`, `n-shot`, `higher_is_better`, `n-samples`, `config`), so scripts written for
   lm-eval output read econeval's headline numbers.
 
-Every export carries a marker (`econeval_export`) so that a later export may replace it; any other
+Every export carries a marker (`econeval_export`; an Every Eval Ever record names econeval as its
+eval_library) so that a later export may replace it; any other
 existing file at --out is refused, as is a folder that is not a finished run. docs/exports.md
 says what maps to what.
 """
@@ -194,6 +196,12 @@ def _previous(path: Path, fmt: str) -> bool:
             return isinstance(doc := json.loads(head), dict) and MARK in doc
         except ValueError:
             return False
+    if fmt == "every-eval-ever":  # the schema allows no marker of ours: an EEE record of econeval's
+        try:
+            doc = json.loads(head)
+        except ValueError:
+            return False
+        return isinstance(doc, dict) and isinstance(doc.get("eval_library"), dict) and doc["eval_library"].get("name") == "econeval"
     if path.suffix == ".parquet":
         try:
             import pyarrow.parquet as pq
@@ -209,7 +217,7 @@ def _table(runs: list[LoadedRun], out: Path) -> bytes:
     return _parquet(columns, rows) if out.suffix == ".parquet" else _csv(columns, rows)
 
 
-FORMATS = ("table", "lm-eval", "inspect")
+FORMATS = ("table", "lm-eval", "inspect", "every-eval-ever")
 FOLDER_MARK = ".econeval_export"  # in an Inspect export's folder: a later export may replace the folder
 
 
@@ -217,7 +225,7 @@ def export(folders: list[Path], fmt: str, out: Path) -> int:
     """Write the runs in `fmt` to `out`; returns the rows (table), tasks (lm-eval) or logs (inspect) written."""
     if fmt == "table" and out.suffix not in (".csv", ".parquet"):
         raise UsageError(f"--out {out}: a table is written as .csv or .parquet", hint="name FILE.csv or FILE.parquet")
-    if fmt in ("lm-eval", "inspect") and len(folders) != 1:
+    if fmt in ("lm-eval", "inspect", "every-eval-ever") and len(folders) != 1:
         raise UsageError(f"an {fmt} export holds one run: name one run folder", hint="export each run on its own")
     if fmt == "inspect":
         return _export_inspect(Path(folders[0]), out)
@@ -229,6 +237,12 @@ def export(folders: list[Path], fmt: str, out: Path) -> int:
     if fmt == "table":
         data = _table(runs, out)
         count = sum(len(t) for r in runs for t in r.samples.values())
+    elif fmt == "every-eval-ever":
+        from .export_eee import record
+        from .folder import folder_results
+
+        doc = record(runs[0], folder_results(runs[0].path))
+        data, count = dumps(doc) + b"\n", len(doc["evaluation_results"])
     else:
         doc = lm_eval_doc(runs[0])
         data, count = dumps(doc) + b"\n", len(doc["results"])

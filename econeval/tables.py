@@ -26,7 +26,7 @@ class Metric:
     # items are right or wrong (each record's `correct` is a bool): McNemar's exact test applies
     paired_exact: bool = False
     count: bool = False  # a count of items: no direction, no verdict
-    bounds: tuple[float, float] = (0.0, 1.0)  # an item metric's range of values per item (econeval gate)
+    bounds: tuple[float, float] = (0.0, 1.0)  # its range: an item metric's per item (econeval gate), a headline's whole
 
     @property
     def direction(self) -> int:

@@ -228,3 +228,86 @@ def test_inspect_view_shows_the_exported_logs_in_chromium(cli, tmp_path, every_s
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def _eee_path(root: Path) -> Path:
+    """Where the Every Eval Ever datastore keeps a record: data/<benchmark>/<developer>/<model>/<uuid>.json."""
+    import uuid
+
+    where = root / "data" / "econeval" / "fake" / "m"
+    where.mkdir(parents=True, exist_ok=True)
+    return where / f"{uuid.uuid4()}.json"
+
+
+def test_every_eval_ever_records_hold_the_headline_numbers(cli, tmp_path, every_suite):
+    from econeval import registry
+
+    out = _eee_path(tmp_path)
+    rc, _, err = cli("export", every_suite, "--format", "every-eval-ever", "--out", out)
+    assert rc == 0, err
+    doc = json.loads(out.read_text())
+    assert doc["source_metadata"]["source_type"] == "evaluation_run" and doc["eval_library"]["name"] == "econeval"
+    results = json.loads((every_suite / "results.json").read_text())["tasks"]
+    got = {r["evaluation_result_id"]: r for r in doc["evaluation_results"]}
+    for name, res in results.items():
+        for metric, value in registry.get_task(name).headline(res).items():
+            if value is None:
+                assert f"{name}/{metric}" not in got  # not computed: no number written
+            else:
+                assert got[f"{name}/{metric}"]["score_details"]["score"] == value
+                assert got[f"{name}/{metric}"]["score_details"]["uncertainty"]["num_samples"] == res["n"]
+    rc, _, err = cli("export", every_suite, "--format", "every-eval-ever", "--out", out)  # an earlier record is replaced
+    assert rc == 0, err
+
+
+def _python312() -> str | None:
+    """A Python >= 3.12 for the every-eval-ever validator (pyenv's where the PATH has none)."""
+    import glob
+    import os
+    import shutil
+    import subprocess
+
+    candidates = [shutil.which(n) for n in ("python3.13", "python3.12")]
+    candidates += sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.1[2-9]*/bin/python3")))
+    for c in filter(None, candidates):
+        try:
+            ok = subprocess.run([c, "-c", "import sys; assert sys.version_info >= (3, 12)"], capture_output=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if ok.returncode == 0:
+            return c
+    return None
+
+
+@pytest.fixture(scope="module")
+def eee_validator(tmp_path_factory):
+    import subprocess
+
+    python = _python312()
+    if python is None:
+        pytest.skip("no Python >= 3.12 here: the every-eval-ever validator needs one")
+    venv = tmp_path_factory.mktemp("eee") / "venv"
+    subprocess.run([python, "-m", "venv", str(venv)], check=True, timeout=300)
+    got = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "every-eval-ever==0.3.0"],
+                         capture_output=True, text=True, timeout=900)
+    assert got.returncode == 0, got.stderr[-2000:]
+    return venv / "bin" / "python"
+
+
+@pytest.mark.slow  # a Python 3.12 environment with the every-eval-ever package
+def test_every_eval_ever_records_pass_the_packages_own_validator(cli, tmp_path, every_suite, eee_validator):
+    import subprocess
+
+    sample = tmp_path / "sample"
+    rc, _, err = cli("run", "--model", "fake:m", "--task", "econnli-zero", "--task", "steer-me", "--sample", "80", "-q",
+                     "--out", sample)
+    assert rc == 0, err
+    outs = [_eee_path(tmp_path), _eee_path(tmp_path)]
+    for run, out in zip((every_suite, sample), outs):
+        rc, _, err = cli("export", run, "--format", "every-eval-ever", "--out", out)
+        assert rc == 0, err
+    assert any("confidence_interval" in r["score_details"].get("uncertainty", {})
+               for r in json.loads(outs[1].read_text())["evaluation_results"])
+    check = subprocess.run([str(eee_validator), "-m", "every_eval_ever.validator.validate", "--format", "json",
+                            *map(str, outs)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert check.returncode == 0, check.stdout[-3000:] + check.stderr[-2000:]

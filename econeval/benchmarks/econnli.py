@@ -9,6 +9,7 @@ y_true and y_pred; a strict variant (unparsed = wrong) and a log-probability var
 from __future__ import annotations
 
 import csv
+import math
 import random
 from pathlib import Path
 from typing import Any
@@ -434,8 +435,8 @@ class GenTask(Task):
     description = "EconNLI generation of consequences, judged entailment/contradiction/irrelevant by --judge (Table 6)"
     roles = (MODEL, JUDGE)
     stages = 2  # the evaluated model's answer, then the judge's label
-    metrics = (Metric("Ent.", count=True), Metric("Con.", count=True), Metric("Irr.", count=True),
-               Metric("Con./Ent.(%)", lower_is_better=True))
+    metrics = (Metric("Ent.", count=True, bounds=(0.0, math.inf)), Metric("Con.", count=True, bounds=(0.0, math.inf)),
+               Metric("Irr.", count=True, bounds=(0.0, math.inf)), Metric("Con./Ent.(%)", lower_is_better=True, bounds=(0.0, math.inf)))
     item_metrics = ()  # the judge's labels make counts and a ratio, not a mean over items: `econeval gate` does not gate them
 
     def prepare(self, ctx):

@@ -308,8 +308,8 @@ class SteerMe(Task):
     protocol_seed = 42  # the authors' package's seed (NOTA placement, few-shot draws); --seed wins
     group_field = "element"
     stands_in_for_choices = True  # a later part quotes the letter chosen before it
-    metrics = (Metric("acc", paired_exact=True), Metric("norm acc"), Metric("ECE", lower_is_better=True),
-               Metric("Brier", lower_is_better=True))
+    metrics = (Metric("acc", paired_exact=True), Metric("norm acc", bounds=(-1.0, 1.0)), Metric("ECE", lower_is_better=True),
+               Metric("Brier", lower_is_better=True, bounds=(0.0, 2.0)))
     # over all items (an unanswered question counts as wrong; the paper's acc is over the answered
     # ones), and each item's Brier score of the renormalised option probabilities where it has them
     item_metrics = (Metric("accuracy", paired_exact=True), Metric("Brier", lower_is_better=True, bounds=(0.0, 2.0)))
