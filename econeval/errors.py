@@ -77,23 +77,22 @@ def hide_credentials(text: str) -> str:
     return _USERINFO.sub(r"\1[redacted]@", text)
 
 
+def map_strings(fn, obj):
+    """`fn` over every string of a JSON-like document (keys included)."""
+    if isinstance(obj, str):
+        return fn(obj)
+    if isinstance(obj, dict):
+        return {map_strings(fn, k): map_strings(fn, v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [map_strings(fn, v) for v in obj]
+    return obj
+
+
 def hide_credentials_tree(obj):
     """`hide_credentials` over every string of a JSON-like document (keys included)."""
-    if isinstance(obj, str):
-        return hide_credentials(obj)
-    if isinstance(obj, dict):
-        return {hide_credentials_tree(k): hide_credentials_tree(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [hide_credentials_tree(v) for v in obj]
-    return obj
+    return map_strings(hide_credentials, obj)
 
 
 def clean_tree(obj):
     """`clean` over every string of a JSON-like document (keys included)."""
-    if isinstance(obj, str):
-        return clean(obj)
-    if isinstance(obj, dict):
-        return {clean_tree(k): clean_tree(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [clean_tree(v) for v in obj]
-    return obj
+    return map_strings(clean, obj)
