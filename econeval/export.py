@@ -20,6 +20,7 @@ says what maps to what.
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import math
@@ -238,10 +239,18 @@ def export(folders: list[Path], fmt: str, out: Path) -> int:
         data = _table(runs, out)
         count = sum(len(t) for r in runs for t in r.samples.values())
     elif fmt == "every-eval-ever":
-        from .export_eee import record
+        from .export_eee import instances, record, samples_path
         from .folder import folder_results
 
         doc = record(runs[0], folder_results(runs[0].path))
+        beside = samples_path(out)
+        if beside is not None:  # the datastore's layout: the instance records beside the record, written first
+            lines = instances(runs[0], doc)
+            body = b"".join(dumps(line, pretty=False) + b"\n" for line in lines)
+            check_output(beside[0])
+            write_output(beside[0], body)
+            doc["detailed_evaluation_results"] = {"format": "jsonl", "file_path": beside[1], "hash_algorithm": "sha256",
+                                                  "checksum": hashlib.sha256(body).hexdigest(), "total_rows": len(lines)}
         data, count = dumps(doc) + b"\n", len(doc["evaluation_results"])
     else:
         doc = lm_eval_doc(runs[0])

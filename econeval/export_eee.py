@@ -3,13 +3,18 @@ schema (version SCHEMA), one evaluation result per task and headline metric, eac
 rests on and, where the run has one, its 95% interval. Plain JSON built here and checked in the
 tests with the `every-eval-ever` package's own validator (it needs Python >= 3.12, so econeval
 does not import it). A metric the run could not compute (null) is left out, never written as a
-number; instance-level records are not written (docs/exports.md).
+number. Where --out lies in the datastore's layout (data/<benchmark>/<developer>/<model>/<uuid>.json),
+the instance-level records go beside it (<uuid>_samples.jsonl), one per item of each task whose items
+are right or wrong, tied to that task's first headline result (docs/exports.md).
 """
 
 from __future__ import annotations
 
+import json
 import math
+import re
 import time
+from pathlib import Path
 from typing import Any
 
 from . import __version__, registry
@@ -52,6 +57,67 @@ def _model_info(meta: dict) -> dict:
         info["inference_engine"] = {"name": "llama.cpp (llama-cpp-python)",
                                     "version": str(_obj(meta.get("environment")).get("llama_cpp_python") or "unknown")}
     return info
+
+
+LAYOUT = re.compile(r"(?:^|/)(data/[^/]+/[^/]+/[^/]+/)([0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12})\.json$",
+                    re.IGNORECASE)
+
+
+def samples_path(out: Path) -> tuple[Path, str] | None:
+    """The instance records' file beside a record at `out` and its datastore path, where `out`
+    is in the datastore's layout; None elsewhere."""
+    m = LAYOUT.search(out.absolute().as_posix())
+    if not m:
+        return None
+    return out.with_name(f"{m.group(2)}_samples.jsonl"), f"{m.group(1)}{m.group(2)}_samples.jsonl"
+
+
+def instances(run: LoadedRun, doc: dict) -> list[dict]:
+    """One instance record per item of each task whose records are right or wrong (a boolean
+    `correct`), tied to the task's first headline result; other tasks' items have no
+    is_correct to give and are left to the aggregate."""
+    import hashlib
+
+    first: dict[str, str] = {}
+    for r in doc["evaluation_results"]:
+        first.setdefault(r["evaluation_name"], r["evaluation_result_id"])
+    out = []
+    for name, recs in run.samples.items():
+        task = registry.get_task(name)
+        if name not in first:
+            continue
+        for item_id, rec in recs.items():
+            if not isinstance(rec.get("correct"), bool) or rec.get("error") or rec.get("skipped"):
+                continue
+            prompts = {k: v for k, v in _obj(rec.get("prompts")).items() if isinstance(v, str)}
+            raw = next(iter(prompts.values()), "")
+            gold = rec.get("gold", rec.get("reference"))
+            reference = [] if gold is None else [gold if isinstance(gold, str) else json.dumps(gold, ensure_ascii=False)]
+            answers = [rec[k] for k in prompts if isinstance(rec.get(k), str)]
+            thinking = [v for v in _obj(rec.get("thinking")).values() if isinstance(v, str) and v]
+            parsed = rec.get("parsed")
+            calls = [c for c in _obj(rec.get("calls")).values() if isinstance(c, dict)]
+            tokens = {k: sum(c[k] for c in calls if isinstance(c.get(k), int)) for k in ("n_prompt_tokens", "n_tokens")}
+            meta = _strings({k: rec.get(k) for k in ("element", "setting", "module", "domain", "type", "subtask")})
+            out.append({
+                "schema_version": SCHEMA, "evaluation_id": doc["evaluation_id"], "model_id": doc["model_info"]["id"],
+                "evaluation_name": name, "evaluation_result_id": first[name], "sample_id": item_id,
+                "sample_hash": hashlib.sha256((raw + "".join(reference)).encode()).hexdigest(),
+                "interaction_type": "single_turn" if len(prompts) <= 1 else "multi_turn",
+                "input": {"raw": raw, "reference": reference},
+                "output": {"raw": answers, "reasoning_trace": thinking or None} if len(prompts) <= 1 else None,
+                "messages": None if len(prompts) <= 1 else [
+                    m for n, (k, v) in enumerate(prompts.items()) for m in (
+                        {"turn_idx": 2 * n, "role": "user", "content": v},
+                        {"turn_idx": 2 * n + 1, "role": "assistant", "content": rec.get(k) if isinstance(rec.get(k), str) else None})],
+                "answer_attribution": [{"turn_idx": 0, "source": "output.raw", "extracted_value": "" if parsed is None else
+                                        (parsed if isinstance(parsed, str) else json.dumps(parsed)),
+                                        "extraction_method": f"custom: {task.name}'s parse (the paper's)", "is_terminal": True}],
+                "evaluation": {"score": 1.0 if rec["correct"] else 0.0, "is_correct": rec["correct"]},
+                "token_usage": {"input_tokens": tokens["n_prompt_tokens"], "output_tokens": tokens["n_tokens"],
+                                "total_tokens": tokens["n_prompt_tokens"] + tokens["n_tokens"]} if calls else None,
+                "metadata": meta or None})
+    return out
 
 
 def record(run: LoadedRun, results: dict[str, dict]) -> dict[str, Any]:

@@ -256,6 +256,14 @@ def test_every_eval_ever_records_hold_the_headline_numbers(cli, tmp_path, every_
             else:
                 assert got[f"{name}/{metric}"]["score_details"]["score"] == value
                 assert got[f"{name}/{metric}"]["score_details"]["uncertainty"]["num_samples"] == res["n"]
+    # the instance records beside it: one per item that is right or wrong, tied to the task's first result
+    lines = [json.loads(line) for line in out.with_name(out.stem + "_samples.jsonl").read_text().splitlines()]
+    graded = [s for s in read_lines(every_suite / "samples.jsonl") if isinstance(s.get("correct"), bool)
+              and not s.get("error") and not s.get("skipped")]
+    assert len(lines) == len(graded) == doc["detailed_evaluation_results"]["total_rows"]
+    assert {(x["evaluation_name"], x["sample_id"], x["evaluation"]["is_correct"]) for x in lines} == \
+        {(s["task"], s["id"], s["correct"]) for s in graded}
+    assert doc["detailed_evaluation_results"]["file_path"] == f"data/econeval/fake/m/{out.stem}_samples.jsonl"
     rc, _, err = cli("export", every_suite, "--format", "every-eval-ever", "--out", out)  # an earlier record is replaced
     assert rc == 0, err
 
@@ -308,6 +316,8 @@ def test_every_eval_ever_records_pass_the_packages_own_validator(cli, tmp_path, 
         assert rc == 0, err
     assert any("confidence_interval" in r["score_details"].get("uncertainty", {})
                for r in json.loads(outs[1].read_text())["evaluation_results"])
-    check = subprocess.run([str(eee_validator), "-m", "every_eval_ever.validator.validate", "--format", "json",
-                            *map(str, outs)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    files = [str(p.relative_to(tmp_path)) for p in sorted((tmp_path / "data").rglob("*.json*"))]
+    assert len(files) == 4  # two records, each with its instance records
+    check = subprocess.run([str(eee_validator), "-m", "every_eval_ever.validator.validate", "--format", "json", *files],
+                           capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert check.returncode == 0, check.stdout[-3000:] + check.stderr[-2000:]
