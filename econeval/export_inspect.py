@@ -116,7 +116,15 @@ def eval_logs(run: LoadedRun, results: dict[str, dict]) -> dict[str, Any]:
     return out
 
 
+def log_name(created: str, task: str) -> str:
+    """A JSON log's file name as Inspect names its logs (`inspect view` lists a JSON log only when
+    its name starts with the run's ISO time): `<started, ':' as '-'>_<task>.json`."""
+    return f"{created[:25].replace(':', '-')}_{task}.json"
+
+
 def write_logs(logs: dict[str, Any], folder) -> None:
+    """Each log in Inspect's JSON log format: its `.eval` writer takes time quadratic in the samples
+    of one write (49 s for 6,400 STEER-ME items here, against 0.7 s as JSON)."""
     log, _, _ = _inspect()
     for name, one in logs.items():
-        log.write_eval_log(one, str(folder / f"{name}.eval"))
+        log.write_eval_log(one, str(folder / log_name(one.eval.created, name)))
