@@ -173,7 +173,9 @@ def lm_eval_doc(run: LoadedRun) -> dict[str, Any]:
         doc["n-samples"][name] = {"original": estimate.get("of", len(run.preps[name].items)), "effective": res.get("n")}
         doc["configs"][name] = {"task": name, "num_fewshot": doc["n-shot"][name], "description": task.description,
                                 "metadata": {"version": task.prompt_version, "table": res.get("table"),
-                                             "estimate": estimate.get("note")}}
+                                             "estimate": estimate.get("note"),
+                                             # a task that draws with its authors' seed says so (STEER-ME without --seed)
+                                             "seed": run.preps[name].settings.get("seed", run.meta.get("seed"))}}
     backend = run.meta.get("backend") or {}
     doc["config"] = {"model": backend.get("kind"), "model_args": _model(run.meta), "limit": run.meta.get("limit"),
                      "random_seed": run.meta.get("seed"), "bootstrap_iters": run.meta.get("bootstrap"),

@@ -94,6 +94,8 @@ def test_lm_eval_results_hold_the_headline_numbers(cli, tmp_path, every_suite):
     assert doc["n-shot"]["econlogicqa-5shot"] == 5 and doc["n-shot"]["cfbenchmark-few"] == 3
     assert doc["higher_is_better"]["steer-me"]["ECE"] is False
     assert doc["config"]["model_args"] == "m"
+    assert doc["configs"]["steer-me"]["metadata"]["seed"]["value"] == 42  # the authors' seed drew, not --seed's default
+    assert doc["configs"]["econnli-zero"]["metadata"]["seed"] == 1234
 
 
 def test_a_sample_runs_intervals_become_standard_errors(cli, tmp_path):
