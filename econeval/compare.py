@@ -117,20 +117,15 @@ def check_comparable(base_meta: dict, cand_meta: dict, tasks: list[str]) -> None
     """Refuse two runs whose numbers are not comparable: a task prepared differently (data,
     prompt version, settings, options) or another seed (few-shot draws, option orders differ).
     `compare`, `gate --replay` and a live gate's candidate all pass through here."""
-    import orjson
-
-    def plain(value):  # as run.json holds it
-        return orjson.loads(orjson.dumps(value, default=str))
-
     for t in tasks:
         b, c = (base_meta.get("tasks") or {}).get(t) or {}, (cand_meta.get("tasks") or {}).get(t) or {}
         if not c:
             raise UsageError(f"the candidate has no task {t}, which the baseline ran", hint="run the candidate on the baseline's tasks")
         for key in ("dataset", "prompt_version", "settings", "options"):
-            if plain(b.get(key)) != plain(c.get(key)):
+            if plain_json(b.get(key)) != plain_json(c.get(key)):
                 raise UsageError(f"{t}: the runs differ in {key}; their numbers are not comparable",
                                  hint="gate or compare runs of the same tasks, data, options and econeval")
-    if "backend" in cand_meta:  # a live gate's candidate before its run: gate.py checks what it asked for
+    if "backend" in cand_meta:  # a finished run (a live gate's candidate before its run has none: gate.py checks what it asks for)
         check_reasoning(base_meta, cand_meta)
         check_roles(base_meta, cand_meta, tasks)
     if base_meta.get("seed") != cand_meta.get("seed"):
@@ -159,6 +154,7 @@ def check_roles(base_meta: dict, cand_meta: dict, tasks: list[str]) -> None:
 
 
 def plain_json(value):
+    """A value as run.json holds it (tuples as lists, other objects as text), for comparing."""
     import orjson
 
     return orjson.loads(orjson.dumps(value, default=str))

@@ -23,7 +23,6 @@ import csv
 import hashlib
 import io
 import json
-import math
 import re
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,7 @@ from typing import Any
 from . import __version__, registry
 from .errors import UsageError
 from .results import check_output, dumps, read_regular, write_output
+from .export_read import TAXONOMY, interval, model_name, obj, text, tokens
 from .verify import LoadedRun, load_run
 
 MARK = "econeval_export"  # in every export: what a later export may replace
@@ -42,9 +42,6 @@ TABLE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("type", "string"), ("subtask", "string"), ("gold", "string"), ("parsed", "string"), ("correct", "bool"),
     ("unparsed_reason", "string"), ("error", "string"), ("skipped", "string"), ("n_prompt_tokens", "int"),
     ("n_generated_tokens", "int"), ("n_reasoning_tokens", "int"))
-_PLAIN = ("element", "setting", "module", "domain", "perspective", "type", "subtask")
-
-
 def _finished(folder: Path) -> LoadedRun:
     run = load_run(folder)
     status = run.meta.get("status")
@@ -54,27 +51,9 @@ def _finished(folder: Path) -> LoadedRun:
     return run
 
 
-def _text(value: Any) -> str | None:
-    """A value of varying type (a gold label, an order, an option index) as the table's text."""
-    if value is None:
-        return None
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-
-
-def _tokens(rec: dict, key: str) -> int | None:
-    calls = [c for c in (rec.get("calls") or {}).values() if isinstance(c, dict)]
-    got = [c[key] for c in calls if isinstance(c.get(key), int) and not isinstance(c.get(key), bool)]
-    return sum(got) if got else None
-
-
 def metric_column(name: str) -> str:
     """An item metric's column: `metric_` and its name in lower case, other characters as `_`."""
     return "metric_" + re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
-
-
-def _model(meta: dict) -> str | None:
-    model = (meta.get("backend") or {}).get("model")
-    return model.get("name") if isinstance(model, dict) else model if isinstance(model, str) else None
 
 
 def table_rows(runs: list[LoadedRun]) -> tuple[list[str], list[dict[str, Any]]]:
@@ -92,14 +71,14 @@ def table_rows(runs: list[LoadedRun]) -> tuple[list[str], list[dict[str, Any]]]:
                 values = task.item_values(rec) if ok else {}
                 correct = rec.get("correct")
                 row: dict[str, Any] = {
-                    "run": run.path.name, "model": _model(run.meta), "task": name, "item_id": item_id,
-                    "group": _text(rec.get(task.group_field)) if task.group_field else None,
-                    **{k: _text(rec.get(k)) for k in _PLAIN},
-                    "gold": _text(rec.get("gold", rec.get("reference"))), "parsed": _text(rec.get("parsed")),
+                    "run": run.path.name, "model": model_name(run.meta), "task": name, "item_id": item_id,
+                    "group": text(rec.get(task.group_field)) if task.group_field else None,
+                    **{k: text(rec.get(k)) for k in TAXONOMY},
+                    "gold": text(rec.get("gold", rec.get("reference"))), "parsed": text(rec.get("parsed")),
                     "correct": correct if isinstance(correct, bool) else None,
-                    "unparsed_reason": _text(rec.get("unparsed_reason")), "error": _text(rec.get("error")),
-                    "skipped": _text(rec.get("skipped")), "n_prompt_tokens": _tokens(rec, "n_prompt_tokens"),
-                    "n_generated_tokens": _tokens(rec, "n_tokens"), "n_reasoning_tokens": _tokens(rec, "n_reasoning_tokens")}
+                    "unparsed_reason": text(rec.get("unparsed_reason")), "error": text(rec.get("error")),
+                    "skipped": text(rec.get("skipped")), "n_prompt_tokens": tokens(rec, "n_prompt_tokens"),
+                    "n_generated_tokens": tokens(rec, "n_tokens"), "n_reasoning_tokens": tokens(rec, "n_reasoning_tokens")}
                 for m in task.item_metrics:
                     v = values.get(m.name)
                     row[metric_column(m.name)] = float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
@@ -135,10 +114,8 @@ def _parquet(columns: list[str], rows: list[dict]) -> bytes:
 
 def _stderr(result: dict, metric: str) -> float | str:
     """A metric's standard error from its 95% interval (half its width over 1.96), or lm-eval's "N/A"."""
-    iv = (result.get("intervals") or {}).get(metric) if isinstance(result.get("intervals"), dict) else None
-    if isinstance(iv, list) and len(iv) == 2 and all(isinstance(x, (int, float)) and math.isfinite(x) for x in iv):
-        return (iv[1] - iv[0]) / (2 * 1.959964)
-    return "N/A"
+    iv = interval(result, metric)
+    return (iv[1] - iv[0]) / (2 * 1.959964) if iv else "N/A"
 
 
 def lm_eval_doc(run: LoadedRun) -> dict[str, Any]:
@@ -163,8 +140,7 @@ def lm_eval_doc(run: LoadedRun) -> dict[str, Any]:
             direction = task.metric(metric).direction
             if direction:
                 better[metric] = direction > 0
-        got = res.get("estimate")
-        estimate: dict = got if isinstance(got, dict) else {}
+        estimate = obj(res.get("estimate"))
         doc["results"][name] = row
         doc["group_subtasks"][name] = []
         doc["versions"][name] = task.prompt_version
@@ -176,11 +152,10 @@ def lm_eval_doc(run: LoadedRun) -> dict[str, Any]:
                                              "estimate": estimate.get("note"),
                                              # a task that draws with its authors' seed says so (STEER-ME without --seed)
                                              "seed": run.preps[name].settings.get("seed", run.meta.get("seed"))}}
-    backend = run.meta.get("backend") or {}
-    doc["config"] = {"model": backend.get("kind"), "model_args": _model(run.meta), "limit": run.meta.get("limit"),
+    backend = obj(run.meta.get("backend"))
+    doc["config"] = {"model": backend.get("kind"), "model_args": model_name(run.meta), "limit": run.meta.get("limit"),
                      "random_seed": run.meta.get("seed"), "bootstrap_iters": run.meta.get("bootstrap"),
-                     "gen_kwargs": None, "model_sha256": (backend.get("model") or {}).get("sha256")
-                     if isinstance(backend.get("model"), dict) else None}
+                     "gen_kwargs": None, "model_sha256": obj(backend.get("model")).get("sha256")}
     doc["date"] = run.meta.get("started")
     doc["econeval_version"] = run.meta.get("econeval_version")
     doc["data_package"] = run.meta.get("data_package")

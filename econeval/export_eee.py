@@ -10,7 +10,6 @@ are right or wrong, tied to that task's first headline result (docs/exports.md).
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import time
@@ -18,21 +17,16 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__, registry
+from .export_read import TAXONOMY, interval, model_name, obj, prompts, text, tokens
 from .verify import LoadedRun
 
 SCHEMA = "0.3.0"
 SERVED = ("openai", "anthropic")  # backend kinds whose model runs elsewhere
 
 
-def _obj(value: Any) -> dict:
-    return value if isinstance(value, dict) else {}
-
-
 def _strings(d: dict) -> dict[str, str]:
-    """additional_details: every value a string, as the schema asks."""
-    import json
-
-    return {k: v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, default=str) for k, v in d.items() if v is not None}
+    """additional_details: every value a string, as the schema asks (a missing one left out)."""
+    return {k: t for k, v in d.items() if (t := text(v)) is not None}
 
 
 def _bound(x: float) -> float | str:
@@ -41,10 +35,10 @@ def _bound(x: float) -> float | str:
 
 
 def _model_info(meta: dict) -> dict:
-    backend = _obj(meta.get("backend"))
+    backend = obj(meta.get("backend"))
     kind = str(backend.get("kind") or "unknown")
-    model = _obj(backend.get("model"))
-    name = str(model.get("name") or "unknown")
+    model = obj(backend.get("model"))
+    name = str(model_name(meta) or "unknown")
     served = kind in SERVED
     info: dict[str, Any] = {
         "name": name, "id": name if "/" in name else f"{kind}/{name}",
@@ -52,10 +46,10 @@ def _model_info(meta: dict) -> dict:
         "additional_details": {"deployment_type": "externally_managed" if served else "self_deployed",
                                "model_availability": "open_weights" if kind == "llamacpp" else "unknown",
                                **_strings({"econeval_backend": kind, "sha256": model.get("sha256"), "path": model.get("path"),
-                                           "reasoning": _obj(backend.get("reasoning")).get("mode")})}}
+                                           "reasoning": obj(backend.get("reasoning")).get("mode")})}}
     if kind == "llamacpp":
         info["inference_engine"] = {"name": "llama.cpp (llama-cpp-python)",
-                                    "version": str(_obj(meta.get("environment")).get("llama_cpp_python") or "unknown")}
+                                    "version": str(obj(meta.get("environment")).get("llama_cpp_python") or "unknown")}
     return info
 
 
@@ -89,33 +83,30 @@ def instances(run: LoadedRun, doc: dict) -> list[dict]:
         for item_id, rec in recs.items():
             if not isinstance(rec.get("correct"), bool) or rec.get("error") or rec.get("skipped"):
                 continue
-            prompts = {k: v for k, v in _obj(rec.get("prompts")).items() if isinstance(v, str)}
-            raw = next(iter(prompts.values()), "")
-            gold = rec.get("gold", rec.get("reference"))
-            reference = [] if gold is None else [gold if isinstance(gold, str) else json.dumps(gold, ensure_ascii=False)]
-            answers = [rec[k] for k in prompts if isinstance(rec.get(k), str)]
-            thinking = [v for v in _obj(rec.get("thinking")).values() if isinstance(v, str) and v]
-            parsed = rec.get("parsed")
-            calls = [c for c in _obj(rec.get("calls")).values() if isinstance(c, dict)]
-            tokens = {k: sum(c[k] for c in calls if isinstance(c.get(k), int)) for k in ("n_prompt_tokens", "n_tokens")}
-            meta = _strings({k: rec.get(k) for k in ("element", "setting", "module", "domain", "type", "subtask")})
+            sent = prompts(rec)
+            raw = next(iter(sent.values()), "")
+            gold = text(rec.get("gold", rec.get("reference")))
+            reference = [] if gold is None else [gold]
+            answers = [rec[k] for k in sent if isinstance(rec.get(k), str)]
+            thinking = [v for v in obj(rec.get("thinking")).values() if isinstance(v, str) and v]
+            n_in, n_out = tokens(rec, "n_prompt_tokens"), tokens(rec, "n_tokens")
+            meta = _strings({k: rec.get(k) for k in TAXONOMY})
             out.append({
                 "schema_version": SCHEMA, "evaluation_id": doc["evaluation_id"], "model_id": doc["model_info"]["id"],
                 "evaluation_name": name, "evaluation_result_id": first[name], "sample_id": item_id,
                 "sample_hash": hashlib.sha256((raw + "".join(reference)).encode()).hexdigest(),
-                "interaction_type": "single_turn" if len(prompts) <= 1 else "multi_turn",
+                "interaction_type": "single_turn" if len(sent) <= 1 else "multi_turn",
                 "input": {"raw": raw, "reference": reference},
-                "output": {"raw": answers, "reasoning_trace": thinking or None} if len(prompts) <= 1 else None,
-                "messages": None if len(prompts) <= 1 else [
-                    m for n, (k, v) in enumerate(prompts.items()) for m in (
+                "output": {"raw": answers, "reasoning_trace": thinking or None} if len(sent) <= 1 else None,
+                "messages": None if len(sent) <= 1 else [
+                    m for n, (k, v) in enumerate(sent.items()) for m in (
                         {"turn_idx": 2 * n, "role": "user", "content": v},
                         {"turn_idx": 2 * n + 1, "role": "assistant", "content": rec.get(k) if isinstance(rec.get(k), str) else None})],
-                "answer_attribution": [{"turn_idx": 0, "source": "output.raw", "extracted_value": "" if parsed is None else
-                                        (parsed if isinstance(parsed, str) else json.dumps(parsed)),
+                "answer_attribution": [{"turn_idx": 0, "source": "output.raw", "extracted_value": text(rec.get("parsed")) or "",
                                         "extraction_method": f"custom: {task.name}'s parse (the paper's)", "is_terminal": True}],
                 "evaluation": {"score": 1.0 if rec["correct"] else 0.0, "is_correct": rec["correct"]},
-                "token_usage": {"input_tokens": tokens["n_prompt_tokens"], "output_tokens": tokens["n_tokens"],
-                                "total_tokens": tokens["n_prompt_tokens"] + tokens["n_tokens"]} if calls else None,
+                "token_usage": {"input_tokens": n_in, "output_tokens": n_out, "total_tokens": n_in + n_out}
+                if n_in is not None and n_out is not None else None,  # only counts the backend made
                 "metadata": meta or None})
     return out
 
@@ -130,8 +121,7 @@ def record(run: LoadedRun, results: dict[str, dict]) -> dict[str, Any]:
         task, res = registry.get_task(name), results.get(name)
         if not isinstance(res, dict):
             continue
-        intervals = _obj(res.get("intervals"))
-        estimate = _obj(res.get("estimate"))
+        estimate = obj(res.get("estimate"))
         source = {"dataset_name": task.benchmark, "source_type": "other",
                   "additional_details": _strings({"econeval_task": name, "prompt_version": task.prompt_version,
                                                   "dataset": entry.get("dataset"), "options": entry.get("options"),
@@ -142,10 +132,10 @@ def record(run: LoadedRun, results: dict[str, dict]) -> dict[str, Any]:
             spec = task.metric(metric)
             n = res.get("n") if isinstance(res.get("n"), int) else None
             uncertainty: dict[str, Any] = {"num_samples": n} if n is not None else {}
-            iv = intervals.get(metric)
-            if isinstance(iv, list) and len(iv) == 2 and all(isinstance(x, (int, float)) for x in iv):
+            iv = interval(res, metric)
+            if iv:
                 uncertainty["confidence_interval"] = {"lower": iv[0], "upper": iv[1], "confidence_level": 0.95,
-                                                      "method": str(intervals.get("method", "econeval"))[:500]}
+                                                      "method": str(obj(res.get("intervals")).get("method", "econeval"))[:500]}
             out.append({
                 "evaluation_result_id": f"{name}/{metric}", "evaluation_name": name, "source_data": source,
                 "evaluation_timestamp": started,
@@ -162,6 +152,6 @@ def record(run: LoadedRun, results: dict[str, dict]) -> dict[str, Any]:
                                 "source_organization_name": "econeval (a local run)", "evaluator_relationship": "other",
                                 "additional_details": _strings({"run_folder": str(run.path), "seed": meta.get("seed"),
                                                                 "limit": meta.get("limit"),
-                                                                "data_package": _obj(meta.get("data_package")).get("version")})},
+                                                                "data_package": obj(meta.get("data_package")).get("version")})},
             "eval_library": {"name": "econeval", "version": str(meta.get("econeval_version") or __version__)},
             "model_info": info, "evaluation_results": out}

@@ -15,6 +15,7 @@ from typing import Any
 
 from . import __version__, registry
 from .errors import UsageError
+from .export_read import TAXONOMY, interval, model_name, obj, prompts, text
 from .verify import LoadedRun
 
 SCORER = "econeval"
@@ -30,48 +31,32 @@ def _inspect():
     return log, model, scorer
 
 
-def _obj(value: Any) -> dict:
-    return value if isinstance(value, dict) else {}
-
-
-def _plain(value: Any) -> Any:
-    """A value as a score's value may hold it: a number, a text, a truth value or None."""
-    if value is None or isinstance(value, (str, bool, int, float)):
-        return value
-    import json
-
-    return json.dumps(value, ensure_ascii=False)
-
-
-def _sample(task, item_id: str, rec: dict, model_name: str):
+def _sample(task, item_id: str, rec: dict, model_id: str):
     log, model, scorer = _inspect()
-    prompts = _obj(rec.get("prompts"))
-    texts = {k: v for k, v in prompts.items() if isinstance(v, str)}
+    texts = prompts(rec)
     messages: list = []
     for name, prompt in texts.items():
         messages.append(model.ChatMessageUser(content=prompt))
         if isinstance(rec.get(name), str):
-            messages.append(model.ChatMessageAssistant(content=rec[name], model=model_name))
+            messages.append(model.ChatMessageAssistant(content=rec[name], model=model_id))
     answer = next((rec[k] for k in texts if isinstance(rec.get(k), str)), "")
     ok = not rec.get("error") and not rec.get("skipped")
-    values = {m.name: _plain(v) for m, v in ((m, task.item_values(rec).get(m.name)) for m in task.item_metrics)} if ok else {}
+    values = task.item_values(rec) if ok else {}
     why = rec.get("unparsed_reason") or rec.get("error") or rec.get("skipped")
-    parsed = _plain(rec.get("parsed"))
-    score = scorer.Score(value=values, answer=None if parsed is None else str(parsed),
-                         explanation=None if why is None else str(why),
+    score = scorer.Score(value={m.name: values.get(m.name) for m in task.item_metrics} if ok else {},
+                         answer=text(rec.get("parsed")), explanation=None if why is None else str(why),
                          metadata={"correct": rec.get("correct") if isinstance(rec.get("correct"), bool) else None})
-    gold = rec.get("gold", rec.get("reference"))
-    group = rec.get(task.group_field) if task.group_field else None
-    meta = {k: _plain(rec.get(k)) for k in ("element", "setting", "module", "domain", "type", "subtask") if k in rec}
-    if group is not None:
-        meta["group"] = _plain(group)
+    meta = {k: text(rec.get(k)) for k in TAXONOMY if k in rec}
+    if task.group_field and rec.get(task.group_field) is not None:
+        meta["group"] = text(rec[task.group_field])
     if isinstance(rec.get("thinking"), dict):
         meta["reasoning"] = rec["thinking"]  # never parsed
     for k in ("error", "skipped"):
         if rec.get(k):
             meta[k] = str(rec[k])
-    return log.EvalSample(id=item_id, epoch=1, input=next(iter(texts.values()), ""), target="" if gold is None else str(_plain(gold)),
-                          messages=messages, output=model.ModelOutput.from_content(model=model_name, content=answer),
+    gold = text(rec.get("gold", rec.get("reference"))) or ""
+    return log.EvalSample(id=item_id, epoch=1, input=next(iter(texts.values()), ""), target=gold,
+                          messages=messages, output=model.ModelOutput.from_content(model=model_id, content=answer),
                           scores={SCORER: score}, metadata=meta)
 
 
@@ -79,24 +64,22 @@ def eval_logs(run: LoadedRun, results: dict[str, dict]) -> dict[str, Any]:
     """Each task's EvalLog (task name → log)."""
     log, _, _ = _inspect()
     meta = run.meta
-    backend = meta.get("backend") or {}
-    model_info = _obj(backend.get("model"))
-    model_name = f"{backend.get('kind', 'econeval')}/{model_info.get('name') or 'model'}"
+    backend = obj(meta.get("backend"))
+    model_info = obj(backend.get("model"))
+    model_id = f"{backend.get('kind', 'econeval')}/{model_name(meta) or 'model'}"
     out: dict[str, Any] = {}
     for name, entry in meta.get("tasks", {}).items():
         task, prep, res = registry.get_task(name), run.preps[name], results.get(name)
         if not isinstance(res, dict):
             continue  # not run for this model: no results to log
         recs = run.samples.get(name, {})
-        samples = [_sample(task, item_id, rec, model_name) for item_id, rec in recs.items()]
-        intervals = _obj(res.get("intervals"))
+        samples = [_sample(task, item_id, rec, model_id) for item_id, rec in recs.items()]
         metrics = {}
         for metric, value in task.headline(res).items():
             if isinstance(value, (int, float)) and not isinstance(value, bool):
-                iv = intervals.get(metric)
-                metrics[metric] = log.EvalMetric(name=metric, value=value,
-                                                 metadata={"interval_95": iv} if isinstance(iv, list) else None)
-        estimate = _obj(res.get("estimate"))
+                iv = interval(res, metric)
+                metrics[metric] = log.EvalMetric(name=metric, value=value, metadata={"interval_95": list(iv)} if iv else None)
+        estimate = obj(res.get("estimate"))
         scored = res.get("n_scored") if isinstance(res.get("n_scored"), int) else None
         results_ = log.EvalResults(total_samples=len(recs), completed_samples=len(recs), scores=[log.EvalScore(
             name=SCORER, scorer=SCORER, scored_samples=scored, unscored_samples=None if scored is None else len(recs) - scored,
@@ -106,7 +89,7 @@ def eval_logs(run: LoadedRun, results: dict[str, dict]) -> dict[str, Any]:
             task_description=task.description, task_attribs={"benchmark": task.benchmark, "suite": task.suite},
             task_args=entry.get("options") or {},
             dataset=log.EvalDataset(name=task.benchmark, samples=len(prep.items), sample_ids=list(recs)),
-            model=model_name, config=log.EvalConfig(limit=meta.get("limit")),
+            model=model_id, config=log.EvalConfig(limit=meta.get("limit")),
             packages={"econeval": str(meta.get("econeval_version") or __version__)},
             metadata={"seed": meta.get("seed"), "dataset": entry.get("dataset"), "data_package": meta.get("data_package"),
                       "model": model_info, "identity": meta.get("identity"), "run_folder": str(run.path),

@@ -10,8 +10,10 @@ index K is recorded beside it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
+from typing import Iterator
 
 from . import __version__, registry
 from .errors import UsageError
@@ -111,26 +113,22 @@ def merge(folders: list[Path], out: Path) -> dict:
         return _merge(folders, out, named)
 
 
-def _merge_lock(out: Path, named: Path):
+@contextlib.contextmanager
+def _merge_lock(out: Path, named: Path) -> Iterator[None]:
     """One merge at a time into the folder that holds `out`: an exclusive lock on that folder itself
     (nothing is written for it), held for the whole merge; a second merge waits, then finds `out`
     taken. So no merge removes or renames the staging folder of a live one."""
-    import contextlib
     import fcntl
 
-    @contextlib.contextmanager
-    def held():
-        try:
-            fd = os.open(out.parent, os.O_RDONLY | os.O_DIRECTORY)
-        except OSError as exc:
-            raise UsageError(f"cannot merge into {named}: {out.parent}: {exc.strerror}") from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
-        finally:
-            os.close(fd)
-
-    return held()
+    try:
+        fd = os.open(out.parent, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError as exc:
+        raise UsageError(f"cannot merge into {named}: {out.parent}: {exc.strerror}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def _merge(folders: list[Path], out: Path, named: Path) -> dict:

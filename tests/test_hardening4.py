@@ -266,6 +266,17 @@ def test_report_reads_wrongly_typed_run_json_fields(cli, tmp_path, edit):
     assert rc in (0, 2) and "Traceback" not in err and "internal error" not in err, err
 
 
+@pytest.mark.parametrize("edit", [{"identity": True}, {"backend": [1]}, {"roles": "x"}, {"identity": {"roles": [1]}}])
+def test_gate_and_compare_refuse_run_json_objects_of_another_type(cli, tmp_path, edit):
+    run = _run(cli, tmp_path / "run", n=4)
+    other = _run(cli, tmp_path / "other", n=4)
+    meta = json.loads((run / "run.json").read_text())
+    (run / "run.json").write_text(json.dumps({**meta, **edit}))
+    for args in (("gate", run, "--replay", other), ("gate", other, "--replay", run), ("compare", other, run)):
+        rc, _, err = cli(*args)
+        assert rc == 2 and "not a run description" in err and len(err.strip().splitlines()) == 1, (args, err)
+
+
 def test_gate_refuses_a_task_entry_that_is_not_an_object(cli, tmp_path):
     run = _run(cli, tmp_path / "run", n=4)
     meta = json.loads((run / "run.json").read_text())
@@ -280,6 +291,8 @@ def test_gate_refuses_a_task_entry_that_is_not_an_object(cli, tmp_path):
     {"id": "econnli/test/0", "calls": {"response": {"kind": "generate"}}},
     {"id": "econnli/test/0", "response": "No", "calls": {"response": "x"}},
     {"id": "econnli/test/0", "response": "No", "calls": {"response": {"kind": "nope"}}},
+    {"id": "econnli/test/0", "calls": {"response": {"kind": "similarity"}}},  # found by the fuzzer: KeyError
+    {"id": "econnli/test/0", "x": "No", "calls": {"x": {"kind": "generate"}}},  # not the task's request
 ])
 def test_score_checks_prediction_lines_with_calls(cli, tmp_path, line):
     pred = tmp_path / "p.jsonl"
@@ -316,6 +329,7 @@ def _package(root: Path, **change):
     {"part": "one"}, {"correct_index": "b"}, {"options": None}, {"question_text": None},
     {"options": [str(i) for i in range(100_000)]}, {"options": "ABCD"},
     {"grading": "consistency", "correct_index": None, "consistency_rule": "r1:9x"},
+    {"grading": "sometimes"},
 ])
 def test_the_steer_me_package_reader_refuses_malformed_rows(cli, tmp_path, change):
     pkg = _package(tmp_path / "pkg", **change)
