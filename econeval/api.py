@@ -22,14 +22,15 @@ from . import __version__, config, data, registry, runner, shards
 from . import roles as role_specs
 from .context import RunContext, check_task_options, given_seed
 from .scoring import aggregate, score_records, select_items
-from .selection import Selection, from_flags
+from .selection import Full, Selection
 from .backends.base import Settings
 from .errors import Interrupted, UsageError, hide_credentials
 from .folder import RunFolder
 from .predictions import prediction_outputs
 from .results import read_jsonl
-from .runmeta import CHUNK, partial_identity, role_entry, scored_meta
-from .types import EMBEDDER, JUDGE, MODEL, ResultsDoc
+from .runfiles import SAMPLES
+from .runmeta import CHUNK, partial_identity, role_entry, scored_record
+from .types import EMBEDDER, JUDGE, MODEL, Prepared, ResultsDoc, task_roles
 
 
 def role_args(roles: dict[str, str] | None = None, judge: str | None = None, embedder: str | None = None) -> dict[str, str]:
@@ -68,14 +69,14 @@ def _role_factories(ctx: RunContext, specs: dict[str, config.ModelSpec], seed: i
 
 
 def evaluate(model: str | config.ModelSpec | None = None, tasks: Sequence[str] = (), suite: str | None = None,
-             limit: int | None = None, out: str | Path | None = None, seed: int | None = None,
+             selection: Selection | None = None, out: str | Path | None = None, seed: int | None = None,
              task_options: dict[str, Any] | None = None, model_options: dict[str, Any] | None = None,
              judge: str | None = None, embedder: str | None = None, roles: dict[str, str] | None = None,
              n_ctx: int | None = None, chat: str | None = None,
              bootstrap: int = 1000, progress: bool | Callable[[dict], None] | None = None, argv: list[str] | None = None,
-             say: Callable[[str], None] | None = None, shard: tuple[int, int] | None = None, new: bool = False,
-             config_file: dict | None = None, sample: str | float | int | None = None, budget: str | float | None = None,
-             selection: Selection | None = None, per_task_options: dict[str, dict[str, Any]] | None = None) -> ResultsDoc:
+             say: Callable[[str], None] | None = None, new: bool = False, config_file: dict | None = None,
+             per_task_options: dict[str, dict[str, Any]] | None = None,
+             prepared: dict[str, Prepared] | None = None) -> ResultsDoc:
     """Evaluate `model` (a model file, a models.toml name, `PREFIX:NAME` for a served model,
     a ModelSpec, or None for the default) on `tasks` (names) or a `suite` (default: all), write
     the run folder `out` and return the results document. Without `out` the folder is the
@@ -92,16 +93,12 @@ def evaluate(model: str | config.ModelSpec | None = None, tasks: Sequence[str] =
     {"adaptation": "cot-hidden"}); `model_options` likewise for the backends of the evaluated
     model and the judge (e.g. {"parallel": 4}, {"base_url": "http://127.0.0.1:8000/v1"}); an
     option nothing declares is refused. `chat` (auto, on, off) overrides the model's chat mode.
-    `shard` (K, N) runs only the chunks of shard K of N into `out`/shard-K-of-N (`merge` joins them).
-    `config_file`: what run.json records of a `--config` file (runconfig.py).
-    `sample` (instead of `limit`): a seeded stratified sample of each task, N items or a fraction
-    (sampling.py); its numbers are estimates of the full set's, with intervals to match.
-    `budget` (seconds, or "10m", "90s", "1h"): the items run in a seeded order that grows a
-    stratified sample of every task, the tasks' chunks interleaved, and no chunk starts once the
-    budget (counted from this call) is spent; what ran is reported as estimates of the full set's
-    numbers. `limit`, `sample`, `budget` and `shard` name a selection (selection.py); `selection`
-    names one directly instead (the gate's order). `per_task_options`: task → its own option
-    values (over `task_options`).
+    `selection` (selection.py; default every item) names the items: `Limit(20)`, a stratified
+    `StratifiedSample(0.1)`, a budget's growing samples, a `Shard` (run into `out`/shard-K-of-N;
+    `merge` joins them); `selection.from_flags(limit=, sample=, budget=, shard=)` makes one from
+    the command line's flags. `config_file`: what run.json records of a `--config` file
+    (runconfig.py). `per_task_options`: task → its own option values (over `task_options`).
+    `prepared`: tasks prepared already (a gate's, as its baseline prepared them).
 
     Returns the results document with one key added: `run_folder`, the folder written."""
     seed, seed_given = given_seed(seed)
@@ -115,12 +112,9 @@ def evaluate(model: str | config.ModelSpec | None = None, tasks: Sequence[str] =
     named.update({name: role_specs.with_options(s, split[name]) for name, s in text.items()})
     settings = Settings(seed=seed, n_ctx=n_ctx)
     planned = role_specs.plan(spec, settings)  # the model's options parsed and validated once
-    if shard is not None and out is None:
+    selection = selection or Full()
+    if selection.shard() is not None and out is None:
         raise UsageError("--shard needs --out DIR (a folder every shard can reach; each writes DIR/shard-K-of-N)")
-    if selection is None:
-        selection = from_flags(limit=limit, sample=sample, budget=budget, shard=shard)
-    elif any(v is not None for v in (limit, sample, budget, shard)):
-        raise UsageError("a selection with --limit, --sample, --budget or --shard: the selection names the items")
     ctx = RunContext(seed=seed, seed_given=seed_given, task_options=dict(task_options or {}), bootstrap=bootstrap,
                      per_task=dict(per_task_options or {}))
     _role_factories(ctx, named, seed)
@@ -128,7 +122,7 @@ def evaluate(model: str | config.ModelSpec | None = None, tasks: Sequence[str] =
     show = sys.stderr.isatty() if progress is None else progress is True
     say = say or ((lambda msg: print(msg, file=sys.stderr, flush=True)) if show else (lambda msg: None))
     try:
-        preps = runner.prepare(selected, ctx)  # data, options and embedder problems show before a model loads
+        preps = runner.prepare(selected, ctx, prepared=prepared)  # data, options and embedder problems show before a model loads
         out = Path(out) if out else default_folder(spec, selected, preps, ctx, settings, named, args, new, selection.shard())
         if (where := selection.shard()) is not None:
             out = shards.folder_for(out, where)
@@ -242,7 +236,7 @@ def score_predictions(task: str, predictions: str | Path, seed: int | None = Non
         doc: ResultsDoc = {"econeval_version": __version__, "model": None, "predictions": str(predictions),
                            "tasks": {t.name: aggregate(t, records, prep, n_boot=bootstrap, seed=seed)}}
         if out:
-            used = runner.task_roles(t, prep)
+            used = task_roles(t, prep)
             infos = {role: role_entry(ctx.role(role).info(), role in ctx.given) for role in used if role != MODEL and ctx.made(role)}
             _write_scored_folder(Path(out), t, prep, (seed, seed_given), predictions, records, doc, infos, argv)
     finally:
@@ -254,11 +248,11 @@ def _write_scored_folder(out: Path, task, prep, seed: tuple[int, bool], predicti
                          infos: dict, argv: list[str] | None) -> None:
     folder = RunFolder.open(out)
     try:
-        if folder.meta is not None or (out / "samples.jsonl").exists():
+        if folder.record is not None or folder.has(SAMPLES):
             raise UsageError(f"{out} already holds a run", hint="choose a new --out folder")
-        meta = scored_meta(task, prep, seed=seed[0], seed_given=seed[1], predictions=str(predictions),
-                           predictions_sha256=data.sha256_file(predictions), argv=argv, roles=infos)
-        folder.write_complete(records, doc, meta)
+        record = scored_record(task, prep, seed=seed[0], seed_given=seed[1], predictions=str(predictions),
+                               predictions_sha256=data.sha256_file(predictions), argv=argv, roles=infos)
+        folder.write_complete(records, doc, record)
     finally:
         folder.close()
 

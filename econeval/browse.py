@@ -14,9 +14,11 @@ from typing import Any
 
 from . import config, registry
 from .errors import UsageError, clean_tree
-from .folder import folder_results, iter_samples
+from .finished import open_run
+from .folder import iter_samples
 from .reasoning import THINKING
-from .results import read_json
+from .record import NO_TASKS
+from .runfiles import RUN_JSON, SAMPLES
 
 
 def _running(folder: Path) -> bool:
@@ -49,38 +51,31 @@ def _headline(results: dict) -> dict[str, dict]:
 
 
 def describe(folder: Path) -> dict[str, Any] | None:
-    """One run folder as `econeval runs` lists it (None: not a run folder)."""
+    """One run folder as `econeval runs` lists it (None: not a run folder); a damaged run.json is
+    listed with what it holds."""
     try:
-        meta = read_json(folder / "run.json")
-    except (OSError, ValueError):
+        run = open_run(folder, strict=False)
+    except UsageError:
         return None
-    if not isinstance(meta, dict) or "tasks" not in meta:
+    record = run.record
+    if NO_TASKS in record.problems:  # not a run's record
         return None
-    status = meta.get("status", "?")
+    status = record.status or "?"
     if status == "running" and not _running(folder):
         status = "stopped"  # the process is gone without marking it (killed): rerun to resume
     saved = None
-    if (folder / "samples.jsonl").is_file():
+    if (folder / SAMPLES).is_file():
         try:
-            saved = sum(1 for _ in iter_samples(folder / "samples.jsonl"))  # counted, not held in memory
+            saved = sum(1 for _ in iter_samples(folder / SAMPLES))  # counted, not held in memory
         except UsageError:
             saved = None
     try:
-        results = folder_results(folder)
+        results = run.results
     except UsageError:  # a damaged results file: the run is still listed, without numbers
         results = {}
-    given = meta.get("backend")
-    backend: dict = given if isinstance(given, dict) else {}
-    named = backend.get("model")
-    named = named if isinstance(named, dict) else {}  # a damaged run.json is listed with what it holds
-    model = named.get("name") or named.get("predictions") or "?"
-    tasks = meta.get("tasks")
-    started, limit = meta.get("started"), meta.get("limit")
-    return {"folder": str(folder), "status": str(status), "model": str(model),
-            "tasks": [str(t) for t in tasks] if isinstance(tasks, (dict, list)) else [],
-            "items_saved": saved, "started": started if isinstance(started, str) else None,
-            "limit": limit if isinstance(limit, int) and not isinstance(limit, bool) else None,
-            "headline": _headline(results if isinstance(tasks, dict) else {})}
+    return {"folder": str(folder), "status": str(status), "model": str(record.model_name or record.predictions or "?"),
+            "tasks": record.task_names, "items_saved": saved, "started": record.started, "limit": record.limit,
+            "headline": _headline(results)}
 
 
 def list_runs(paths: list[Path]) -> list[dict]:
@@ -90,7 +85,7 @@ def list_runs(paths: list[Path]) -> list[dict]:
     found = []
     for p in paths:
         p = Path(p)
-        if (p / "run.json").is_file():
+        if (p / RUN_JSON).is_file():
             cands = [p]
         elif p.is_dir():
             cands = sorted(q for q in p.iterdir() if q.is_dir() and not q.is_symlink())
@@ -231,7 +226,7 @@ def write_view(folder: Path, out: Path, tasks: tuple[str, ...] = ()) -> int:
     from .results import atomic_writer
 
     folder = Path(folder)
-    path = folder / "samples.jsonl"
+    path = folder / SAMPLES
     if not path.is_file():
         raise UsageError(f"{folder} has no samples.jsonl (not a run folder, or nothing saved yet)")
     total, chosen = 0, list[tuple[str, str | None]]()  # every chosen line counted; the task and group of those shown kept
@@ -242,7 +237,7 @@ def write_view(folder: Path, out: Path, tasks: tuple[str, ...] = ()) -> int:
                 chosen.append((t[:200], (g or "")[:200] or None))
     if not chosen:
         raise UsageError(f"{folder} holds no samples" + (f" of {', '.join(tasks)}" if tasks else ""))
-    meta = describe(folder) or {"model": "?", "status": "?"}
+    listed = describe(folder) or {"model": "?", "status": "?"}
     e = html.escape
 
     def options(values, label):
@@ -251,7 +246,7 @@ def write_view(folder: Path, out: Path, tasks: tuple[str, ...] = ()) -> int:
     left_out = (f" · the first {len(chosen):,} of {total:,} items shown: name tasks (--task) to see others"
                 if total > len(chosen) else "")
     groups = sorted({g for _, g in chosen if g})
-    head = (f"<h1>econeval view: {e(folder.name)}</h1><p>model {e(str(meta['model']))} · status {e(str(meta['status']))} · "
+    head = (f"<h1>econeval view: {e(folder.name)}</h1><p>model {e(str(listed['model']))} · status {e(str(listed['status']))} · "
             f"{total:,} items{e(left_out)} · {e(str(folder))}</p>"
             f'<div id="filters"><select id="f-task">{options(sorted({t for t, _ in chosen}), "every task")}</select>'
             f'<select id="f-outcome">{options(["correct", "wrong", "unparsed", "scored", "skipped", "error"], "every outcome")}</select>'

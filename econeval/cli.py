@@ -254,13 +254,15 @@ def run(model, suite, tasks, limit, sample, budget, seed, n_ctx, chat, model_opt
     options = _collect_options(task_option, kw)
     model_options = _collect_model_options(model_option, kw)
     from . import shards
+    from .selection import from_flags
 
-    doc = evaluate(model=model, tasks=tasks, suite=suite, limit=limit, out=out, seed=seed, task_options=options,
+    selection = from_flags(limit=limit, sample=sample, budget=budget, shard=shards.parse(shard, shard_count))
+    doc = evaluate(model=model, tasks=tasks, suite=suite, selection=selection, out=out, seed=seed, task_options=options,
                    model_options=model_options, judge=judge, embedder=embedder, n_ctx=n_ctx,
                    roles=_roles_given(role, ("judge", judge), ("embedder", embedder)),
                    chat=chat, bootstrap=n_boot,
-                   progress=not quiet, argv=[*program(), *sys.argv[1:]], shard=shards.parse(shard, shard_count), new=new,
-                   config_file=click.get_current_context().meta.get("econeval_config"), sample=sample, budget=budget)
+                   progress=not quiet, argv=[*program(), *sys.argv[1:]], new=new,
+                   config_file=click.get_current_context().meta.get("econeval_config"))
     folder = doc.pop("run_folder")
     if as_json:
         _echo_json(doc)
@@ -497,15 +499,13 @@ def gate_cmd(baseline, model, max_drop, alpha, budget, metrics, replay, junit, n
                   judge=judge, roles=_roles_given(role, ("judge", judge), ("embedder", embedder)) or None, progress=not quiet,
                   argv=[*program(), *sys.argv[1:]])
     if junit:
-        write_junit(junit, junit_xml(result["rows"], max_drop))
+        write_junit(junit, junit_xml(result.rows, result.max_drop))
     if fmt == "json":
-        _echo_json(result)
+        _echo_json(result.as_dict())
     else:
-        from .compare import Row
-
-        click.echo(clean(render(result["rows"], [Row(**r) for r in result["not_gated"]], result["notes"], result["verdict_line"])))
-        click.echo(clean(f"candidate run folder: {result['candidate']}"))
-    sys.exit({"pass": 0, "regression": 1, "inconclusive": 3}[result["verdict"]])
+        click.echo(clean(render(result)))
+        click.echo(clean(f"candidate run folder: {result.candidate}"))
+    sys.exit({"pass": 0, "regression": 1, "inconclusive": 3}[result.verdict])
 
 
 # ---- list / models -----------------------------------------------------------------------

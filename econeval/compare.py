@@ -23,13 +23,20 @@ from typing import Any
 from . import registry
 from .junit import Case, suite
 from .errors import UsageError
-from .folder import identity_differences
+from .finished import FinishedRun, open_checked
 from .intervals import percentile_interval
+from .record import RunRecord, identity_differences, plain_json
 from .tables import Metric
-from .verify import LoadedRun, load_run
+
+COLUMNS = ("task", "metric", "n", "baseline", "candidate", "diff", "low", "high", "p_mcnemar", "verdict", "detectable")
+GATE_COLUMNS = ("task", "metric", "n", "of", "failed", "baseline", "candidate", "diff", "low", "high", "verdict", "further_items")
+
 
 @dataclass
 class Row:
+    """One metric of one task, baseline against candidate: compare's paired bootstrap, or the gate's
+    anytime-valid interval (`of`, `failed`, `further_items`)."""
+
     task: str
     metric: str
     n: int
@@ -39,11 +46,21 @@ class Row:
     low: float | None
     high: float | None
     p_mcnemar: float | None
-    verdict: str  # ok | regression | improvement | inconclusive | n/a
+    verdict: str  # ok | pass | regression | improvement | inconclusive | undecided | n/a
     detectable: float | None = None  # the smallest drop detectable at 80% power with these items (2.80 bootstrap SEs)
+    of: int | None = None  # the gate: the baseline's items with a value
+    failed: int | None = None  # the gate: candidate items without a valid value, counted as the worst value
+    further_items: int | None = None  # the gate: about how many more items would decide an inconclusive metric
 
-    def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+    def as_dict(self, columns: tuple[str, ...] = COLUMNS) -> dict[str, Any]:
+        return {c: getattr(self, c) for c in columns}
+
+
+def verdict_of(verdicts) -> str:
+    """The verdict of a set of metrics' verdicts (compare's and the gate's): regression if any
+    metric regressed, else inconclusive if any is open, else pass."""
+    seen = set(verdicts)
+    return "regression" if "regression" in seen else "inconclusive" if "inconclusive" in seen else "pass"
 
 
 BOOTSTRAP = 1000  # paired resamples (compare and the report's comparison use the same, so they agree)
@@ -61,8 +78,7 @@ class Comparison:
     def verdict(self) -> str:
         """regression (exit 1) if any metric regressed, else inconclusive (exit 3) if any metric's
         interval reaches below -max_drop (too few items to rule such a drop out), else pass."""
-        verdicts = {r.verdict for r in self.rows}
-        return "regression" if "regression" in verdicts else "inconclusive" if "inconclusive" in verdicts else "pass"
+        return verdict_of(r.verdict for r in self.rows)
 
     def verdict_line(self) -> str:
         bad = [f"{r.task} {r.metric}" for r in self.rows if r.verdict == "regression"]
@@ -98,14 +114,14 @@ def mcnemar_exact(b: int, c: int) -> float:
     return min(1.0, 2 * tail)
 
 
-def compare(base_dir: Path | LoadedRun, cand_dir: Path | LoadedRun, max_drop: float = 0.02, metrics: tuple[str, ...] = (),
+def compare(base_dir: Path | FinishedRun, cand_dir: Path | FinishedRun, max_drop: float = 0.02, metrics: tuple[str, ...] = (),
             n_boot: int = BOOTSTRAP, seed: int = SEED, allow_missing: bool = False) -> Comparison:
-    """The comparison of two run folders (or of folders already read with `verify.load_run`); a
-    folder that is not as econeval writes it, or a candidate lacking what the baseline has (unless
+    """The comparison of two run folders (or of runs already opened, finished.py); a folder that
+    is not as econeval writes it, or a candidate lacking what the baseline has (unless
     `allow_missing`), is a usage error (exit 2), never a regression (exit 1)."""
     try:
-        base = base_dir if isinstance(base_dir, LoadedRun) else load_run(base_dir)
-        cand = cand_dir if isinstance(cand_dir, LoadedRun) else load_run(cand_dir)
+        base = base_dir if isinstance(base_dir, FinishedRun) else open_checked(base_dir)
+        cand = cand_dir if isinstance(cand_dir, FinishedRun) else open_checked(cand_dir)
         return _compare(base, cand, max_drop, metrics, n_boot, seed, allow_missing)
     except (KeyError, TypeError, AttributeError, IndexError, ValueError) as exc:
         where = [getattr(d, "path", d) for d in (base_dir, cand_dir)]
@@ -113,33 +129,41 @@ def compare(base_dir: Path | LoadedRun, cand_dir: Path | LoadedRun, max_drop: fl
                          f"({type(exc).__name__}: {exc})", hint="the folder was edited or written by another tool") from None
 
 
-def check_comparable(base_meta: dict, cand_meta: dict, tasks: list[str]) -> None:
-    """Refuse two runs whose numbers are not comparable: a task prepared differently (data,
-    prompt version, settings, options) or another seed (few-shot draws, option orders differ).
-    `compare`, `gate --replay` and a live gate's candidate all pass through here."""
-    for t in tasks:
-        b, c = (base_meta.get("tasks") or {}).get(t) or {}, (cand_meta.get("tasks") or {}).get(t) or {}
+def check_prepared(base: RunRecord, identities: dict[str, dict | None]) -> None:
+    """Refuse a candidate whose tasks are prepared otherwise than the baseline's (data, prompt
+    version, settings, options): `identities` is task → what makes its numbers comparable
+    (RunRecord.task_identity). A live gate checks its candidate's tasks so before a model loads."""
+    for t, c in identities.items():
         if not c:
             raise UsageError(f"the candidate has no task {t}, which the baseline ran", hint="run the candidate on the baseline's tasks")
-        for key in ("dataset", "prompt_version", "settings", "options"):
-            if plain_json(b.get(key)) != plain_json(c.get(key)):
+        b = base.task_identity(t) or {}
+        for key, value in c.items():
+            if b.get(key) != value:
                 raise UsageError(f"{t}: the runs differ in {key}; their numbers are not comparable",
                                  hint="gate or compare runs of the same tasks, data, options and econeval")
-    if "backend" in cand_meta:  # a finished run (a live gate's candidate before its run has none: gate.py checks what it asks for)
-        check_reasoning(base_meta, cand_meta)
-        check_roles(base_meta, cand_meta, tasks)
-    if base_meta.get("seed") != cand_meta.get("seed"):
-        raise UsageError(f"the runs used different seeds ({base_meta.get('seed')} and {cand_meta.get('seed')}): few-shot "
+
+
+def check_seed(base: RunRecord, seed) -> None:
+    if base.seed != seed:
+        raise UsageError(f"the runs used different seeds ({base.seed} and {seed}): few-shot "
                          "draws and option orders differ, so their numbers are not comparable")
 
 
-def check_roles(base_meta: dict, cand_meta: dict, tasks: list[str]) -> None:
+def check_comparable(base: RunRecord, cand: RunRecord, tasks: list[str]) -> None:
+    """Refuse two runs whose numbers are not comparable: a task prepared differently, another
+    reasoning, another model in a role, or another seed (few-shot draws, option orders differ).
+    `compare`, `gate --replay` and a live gate's candidate all pass through here."""
+    check_prepared(base, {t: cand.task_identity(t) for t in tasks})
+    check_reasoning(base, cand)
+    check_roles(base, cand, tasks)
+    check_seed(base, cand.seed)
+
+
+def check_roles(base: RunRecord, cand: RunRecord, tasks: list[str]) -> None:
     """Refuse two runs whose tasks' roles were filled by different models (another judge, another
     embedder or the same weights pooled otherwise): the same answers would score differently."""
-    from .folder import named_roles, role_identities
-
-    b, c = (role_identities(m.get("identity") or {}) for m in (base_meta, cand_meta))
-    named = named_roles(base_meta) | named_roles(cand_meta)
+    b, c = base.role_identities(), cand.role_identities()
+    named = base.named_roles | cand.named_roles
     used = {r for t in tasks if t in registry.tasks() for r in registry.get_task(t).roles} | (set(b) & set(c))
     for role in sorted(used - {"model"}):
         # a role each run's own evaluated model filled (a judge by default) is that model: not compared
@@ -153,19 +177,12 @@ def check_roles(base_meta: dict, cand_meta: dict, tasks: list[str]) -> None:
                              hint=f"score both runs with the same {role} (econeval score --out rescores answers)")
 
 
-def plain_json(value):
-    """A value as run.json holds it (tuples as lists, other objects as text), for comparing."""
-    import orjson
-
-    return orjson.loads(orjson.dumps(value, default=str))
-
-
-def check_reasoning(base_meta: dict, cand_meta: dict) -> None:
+def check_reasoning(base: RunRecord, cand: RunRecord) -> None:
     """Refuse two runs whose reasoning differs (the mode; where the model reasoned, the budget and
     effort; whether it reasoned at all): a thinking run is not paired with one that did not think."""
     from . import reasoning
 
-    b, c = (reasoning.record_key(m.get("backend")) for m in (base_meta, cand_meta))
+    b, c = base.reasoning_key(), cand.reasoning_key()
     if b != c:
         raise UsageError(f"the runs differ in reasoning ({reasoning.describe_key(b)} in the baseline, "
                          f"{reasoning.describe_key(c)} in the candidate); their numbers are not comparable",
@@ -187,36 +204,35 @@ def _dropped(base: dict, cand: dict, tasks: list[str]) -> dict[str, dict]:
     return out
 
 
-def run_differences(base_meta: dict, cand_meta: dict) -> list[str]:
+def run_differences(base: RunRecord, cand: RunRecord) -> list[str]:
     """What differs between two runs besides their items: identity (model, settings, schedule),
     econeval version, data package."""
-    bi, ci = base_meta.get("identity") or {}, cand_meta.get("identity") or {}
+    bi, ci = base.identity, cand.identity
     out = identity_differences({k: v for k, v in bi.items() if k != "tasks"}, {k: v for k, v in ci.items() if k != "tasks"},
                                sides=("in the baseline", "in the candidate"))
-    for label, get in (("econeval version", lambda m: m.get("econeval_version")),
-                       ("data package", lambda m: (m.get("data_package") or {}).get("version")),
-                       ("schedule", lambda m: (m.get("backend") or {}).get("schedule"))):
-        if get(base_meta) != get(cand_meta):
-            out.append(f"{label}: {get(base_meta)} in the baseline, {get(cand_meta)} in the candidate")
+    for label, get in (("econeval version", lambda r: r.econeval_version), ("data package", lambda r: r.data_version),
+                       ("schedule", lambda r: r.backend_schedule)):
+        if get(base) != get(cand):
+            out.append(f"{label}: {get(base)} in the baseline, {get(cand)} in the candidate")
     return out
 
 
-def _compare(loaded: LoadedRun, other: LoadedRun, max_drop: float, metrics: tuple[str, ...], n_boot: int, seed: int,
+def _compare(loaded: FinishedRun, other: FinishedRun, max_drop: float, metrics: tuple[str, ...], n_boot: int, seed: int,
              allow_missing: bool) -> Comparison:
     if not (isinstance(max_drop, (int, float)) and math.isfinite(max_drop) and max_drop >= 0):
         raise UsageError(f"--max-drop must be a finite number at least 0, not {max_drop!r}")
-    base_meta, base = loaded.meta, loaded.samples
-    cand_meta, cand = other.meta, other.samples
-    common = [t for t in base_meta.get("tasks", {}) if t in cand_meta.get("tasks", {})]
+    base_rec, base = loaded.record, loaded.samples
+    cand_rec, cand = other.record, other.samples
+    common = [t for t in base_rec.tasks if t in cand_rec.tasks]
     if not common:
         raise UsageError("the two runs have no task in common")
-    dropped = _dropped(base, cand, list(base_meta.get("tasks", {})))
+    dropped = _dropped(base, cand, base_rec.task_names)
     if dropped and not allow_missing:
-        what = [f"task {t} ({d['of']:,} items)" if t not in cand_meta.get("tasks", {}) else f"{t}: {d['missing']:,} of {d['of']:,} items"
+        what = [f"task {t} ({d['of']:,} items)" if t not in cand_rec.tasks else f"{t}: {d['missing']:,} of {d['of']:,} items"
                 for t, d in dropped.items()]
         raise UsageError(f"the candidate lacks what the baseline scored ({'; '.join(what)}): a gate over the rest "
                          "could pass by omission", hint="finish the candidate run, or pass --allow-missing to compare what both have")
-    check_comparable(base_meta, cand_meta, common)
+    check_comparable(base_rec, cand_rec, common)
     rows: list[Row] = []
     available: set[str] = set()
     rng = random.Random(seed)
@@ -253,7 +269,7 @@ def _compare(loaded: LoadedRun, other: LoadedRun, max_drop: float, metrics: tupl
     if unknown:
         raise UsageError(f"no task of these runs has the metric {', '.join(repr(m) for m in unknown)}",
                          hint=f"their metrics: {', '.join(sorted(available))}")
-    return Comparison(rows, dropped, run_differences(base_meta, cand_meta), max_drop)
+    return Comparison(rows, dropped, run_differences(base_rec, cand_rec), max_drop)
 
 
 POWER_Z = 1.959964 + 0.841621  # two-sided 5% test at 80% power: z(0.975) + z(0.80)

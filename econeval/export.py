@@ -1,5 +1,5 @@
 """Results other tools open (`econeval export`): a run folder, read and verified as `compare`
-reads it (verify.load_run), written in another tool's shape.
+reads it (finished.open_checked), written in another tool's shape.
 
 - `table`: one row per item and task, flat columns of stable names and types (TABLE_COLUMNS, then
   one `metric_<name>` column per item metric), as CSV or Parquet (by --out's suffix; Parquet needs
@@ -30,8 +30,8 @@ from typing import Any
 from . import __version__, registry
 from .errors import UsageError
 from .results import check_output, dumps, read_regular, write_output
-from .export_read import TAXONOMY, interval, model_name, obj, text, tokens
-from .verify import LoadedRun, load_run
+from .export_read import TAXONOMY, interval, obj, text, tokens
+from .finished import FinishedRun, open_checked
 
 MARK = "econeval_export"  # in every export: what a later export may replace
 TABLE_VERSION = 1
@@ -42,9 +42,9 @@ TABLE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("type", "string"), ("subtask", "string"), ("gold", "string"), ("parsed", "string"), ("correct", "bool"),
     ("unparsed_reason", "string"), ("error", "string"), ("skipped", "string"), ("n_prompt_tokens", "int"),
     ("n_generated_tokens", "int"), ("n_reasoning_tokens", "int"))
-def _finished(folder: Path) -> LoadedRun:
-    run = load_run(folder)
-    status = run.meta.get("status")
+def _finished(folder: Path) -> FinishedRun:
+    run = open_checked(folder)
+    status = run.record.status
     if status != "complete":
         raise UsageError(f"{folder} is not a finished run (its status is {status!r})",
                          hint="finish it first: the same `econeval run` command resumes it")
@@ -56,12 +56,12 @@ def metric_column(name: str) -> str:
     return "metric_" + re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
 
 
-def table_rows(runs: list[LoadedRun]) -> tuple[list[str], list[dict[str, Any]]]:
+def table_rows(runs: list[FinishedRun]) -> tuple[list[str], list[dict[str, Any]]]:
     """The table's column names and its rows, in each run's task and samples order."""
     metrics: list[str] = []
     rows: list[dict[str, Any]] = []
     for run in runs:
-        for name in run.meta.get("tasks", {}):
+        for name in run.record.tasks:
             task = registry.get_task(name)
             for m in task.item_metrics:
                 if metric_column(m.name) not in metrics:
@@ -71,7 +71,7 @@ def table_rows(runs: list[LoadedRun]) -> tuple[list[str], list[dict[str, Any]]]:
                 values = task.item_values(rec) if ok else {}
                 correct = rec.get("correct")
                 row: dict[str, Any] = {
-                    "run": run.path.name, "model": model_name(run.meta), "task": name, "item_id": item_id,
+                    "run": run.path.name, "model": run.record.model_name, "task": name, "item_id": item_id,
                     "group": text(rec.get(task.group_field)) if task.group_field else None,
                     **{k: text(rec.get(k)) for k in TAXONOMY},
                     "gold": text(rec.get("gold", rec.get("reference"))), "parsed": text(rec.get("parsed")),
@@ -118,17 +118,15 @@ def _stderr(result: dict, metric: str) -> float | str:
     return (iv[1] - iv[0]) / (2 * 1.959964) if iv else "N/A"
 
 
-def lm_eval_doc(run: LoadedRun) -> dict[str, Any]:
+def lm_eval_doc(run: FinishedRun) -> dict[str, Any]:
     """The run's headline numbers in lm-eval's results.json layout."""
-    from .folder import folder_results
-
-    if run.meta.get("gate"):
+    if run.record.gate:
         raise UsageError(f"{run.path} is a gate's folder: its items are the gate's sample, not a task's results",
                          hint="export the baseline or candidate run, or use --format table")
-    results = folder_results(run.path)
+    results = run.results
     doc: dict[str, Any] = {"results": {}, "groups": {}, "group_subtasks": {}, "configs": {}, "versions": {}, "n-shot": {},
                            "higher_is_better": {}, "n-samples": {}}
-    for name in run.meta.get("tasks", {}):
+    for name in run.record.tasks:
         task, res = registry.get_task(name), results.get(name)
         if not isinstance(res, dict):
             continue  # a task with no results (not run for this model): nothing to report
@@ -151,14 +149,13 @@ def lm_eval_doc(run: LoadedRun) -> dict[str, Any]:
                                 "metadata": {"version": task.prompt_version, "table": res.get("table"),
                                              "estimate": estimate.get("note"),
                                              # a task that draws with its authors' seed says so (STEER-ME without --seed)
-                                             "seed": run.preps[name].settings.get("seed", run.meta.get("seed"))}}
-    backend = obj(run.meta.get("backend"))
-    doc["config"] = {"model": backend.get("kind"), "model_args": model_name(run.meta), "limit": run.meta.get("limit"),
-                     "random_seed": run.meta.get("seed"), "bootstrap_iters": run.meta.get("bootstrap"),
-                     "gen_kwargs": None, "model_sha256": obj(backend.get("model")).get("sha256")}
-    doc["date"] = run.meta.get("started")
-    doc["econeval_version"] = run.meta.get("econeval_version")
-    doc["data_package"] = run.meta.get("data_package")
+                                             "seed": run.preps[name].settings.get("seed", run.record.seed)}}
+    doc["config"] = {"model": run.record.backend_kind, "model_args": run.record.model_name, "limit": run.record.limit,
+                     "random_seed": run.record.seed, "bootstrap_iters": run.record.bootstrap,
+                     "gen_kwargs": None, "model_sha256": run.record.model_sha256}
+    doc["date"] = run.record.started
+    doc["econeval_version"] = run.record.econeval_version
+    doc["data_package"] = run.record.data_package
     doc[MARK] = "lm-eval/1"
     return doc
 
@@ -190,7 +187,7 @@ def _previous(path: Path, fmt: str) -> bool:
     return head.startswith(f"# {MARK} ".encode())
 
 
-def _table(runs: list[LoadedRun], out: Path) -> bytes:
+def _table(runs: list[FinishedRun], out: Path) -> bytes:
     columns, rows = table_rows(runs)
     return _parquet(columns, rows) if out.suffix == ".parquet" else _csv(columns, rows)
 
@@ -217,9 +214,8 @@ def export(folders: list[Path], fmt: str, out: Path) -> int:
         count = sum(len(t) for r in runs for t in r.samples.values())
     elif fmt == "every-eval-ever":
         from .export_eee import instances, record, samples_path
-        from .folder import folder_results
 
-        doc = record(runs[0], folder_results(runs[0].path))
+        doc = record(runs[0])
         beside = samples_path(out)
         if beside is not None:  # the datastore's layout: the instance records beside the record, written first
             lines = instances(runs[0], doc)
@@ -243,7 +239,6 @@ def _export_inspect(folder: Path, out: Path) -> int:
     import shutil
 
     from .export_inspect import eval_logs, write_logs
-    from .folder import folder_results
 
     if out.is_symlink() or (out.exists() and not out.is_dir()):
         raise UsageError(f"--out {out}: an Inspect export is a folder of logs, and this is not a folder", hint="name a new folder")
@@ -251,7 +246,7 @@ def _export_inspect(folder: Path, out: Path) -> int:
         raise UsageError(f"--out {out} is a folder that is not an earlier export of econeval's: it is left as it is",
                          hint="name a new folder")
     run = _finished(folder)
-    logs = eval_logs(run, folder_results(run.path))
+    logs = eval_logs(run)
     out = out.absolute()
     staging = out.parent / f".{out.name}.{os.getpid()}.exporting"
     old = out.parent / f".{out.name}.{os.getpid()}.replaced"

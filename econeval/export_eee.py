@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__, registry
-from .export_read import TAXONOMY, interval, model_name, obj, prompts, text, tokens
-from .verify import LoadedRun
+from .export_read import TAXONOMY, interval, obj, prompts, text, tokens
+from .finished import FinishedRun
+from .record import RunRecord
 
 SCHEMA = "0.3.0"
 SERVED = ("openai", "anthropic")  # backend kinds whose model runs elsewhere
@@ -34,11 +35,10 @@ def _bound(x: float) -> float | str:
     return x if math.isfinite(x) else ("Infinity" if x > 0 else "-Infinity")
 
 
-def _model_info(meta: dict) -> dict:
-    backend = obj(meta.get("backend"))
-    kind = str(backend.get("kind") or "unknown")
-    model = obj(backend.get("model"))
-    name = str(model_name(meta) or "unknown")
+def _model_info(rec: RunRecord) -> dict:
+    kind = str(rec.backend_kind or "unknown")
+    model = rec.model
+    name = str(rec.model_name or "unknown")
     served = kind in SERVED
     info: dict[str, Any] = {
         "name": name, "id": name if "/" in name else f"{kind}/{name}",
@@ -46,10 +46,10 @@ def _model_info(meta: dict) -> dict:
         "additional_details": {"deployment_type": "externally_managed" if served else "self_deployed",
                                "model_availability": "open_weights" if kind == "llamacpp" else "unknown",
                                **_strings({"econeval_backend": kind, "sha256": model.get("sha256"), "path": model.get("path"),
-                                           "reasoning": obj(backend.get("reasoning")).get("mode")})}}
+                                           "reasoning": rec.reasoning.get("mode")})}}
     if kind == "llamacpp":
         info["inference_engine"] = {"name": "llama.cpp (llama-cpp-python)",
-                                    "version": str(obj(meta.get("environment")).get("llama_cpp_python") or "unknown")}
+                                    "version": str(obj(rec.environment).get("llama_cpp_python") or "unknown")}
     return info
 
 
@@ -66,7 +66,7 @@ def samples_path(out: Path) -> tuple[Path, str] | None:
     return out.with_name(f"{m.group(2)}_samples.jsonl"), f"{m.group(1)}{m.group(2)}_samples.jsonl"
 
 
-def instances(run: LoadedRun, doc: dict) -> list[dict]:
+def instances(run: FinishedRun, doc: dict) -> list[dict]:
     """One instance record per item of each task whose records are right or wrong (a boolean
     `correct`), tied to the task's first headline result; other tasks' items have no
     is_correct to give and are left to the aggregate."""
@@ -90,7 +90,7 @@ def instances(run: LoadedRun, doc: dict) -> list[dict]:
             answers = [rec[k] for k in sent if isinstance(rec.get(k), str)]
             thinking = [v for v in obj(rec.get("thinking")).values() if isinstance(v, str) and v]
             n_in, n_out = tokens(rec, "n_prompt_tokens"), tokens(rec, "n_tokens")
-            meta = _strings({k: rec.get(k) for k in TAXONOMY})
+            labels = _strings({k: rec.get(k) for k in TAXONOMY})
             out.append({
                 "schema_version": SCHEMA, "evaluation_id": doc["evaluation_id"], "model_id": doc["model_info"]["id"],
                 "evaluation_name": name, "evaluation_result_id": first[name], "sample_id": item_id,
@@ -107,17 +107,18 @@ def instances(run: LoadedRun, doc: dict) -> list[dict]:
                 "evaluation": {"score": 1.0 if rec["correct"] else 0.0, "is_correct": rec["correct"]},
                 "token_usage": {"input_tokens": n_in, "output_tokens": n_out, "total_tokens": n_in + n_out}
                 if n_in is not None and n_out is not None else None,  # only counts the backend made
-                "metadata": meta or None})
+                "metadata": labels or None})
     return out
 
 
-def record(run: LoadedRun, results: dict[str, dict]) -> dict[str, Any]:
-    meta = run.meta
-    info = _model_info(meta)
+def record(run: FinishedRun) -> dict[str, Any]:
+    """The run's aggregate Every Eval Ever record."""
+    rec, results = run.record, run.results
+    info = _model_info(rec)
     created = str(int(time.time()))
-    started = str(meta.get("started"))
+    started = str(rec.started)
     out: list[dict] = []
-    for name, entry in meta.get("tasks", {}).items():
+    for name, entry in rec.tasks.items():
         task, res = registry.get_task(name), results.get(name)
         if not isinstance(res, dict):
             continue
@@ -150,8 +151,7 @@ def record(run: LoadedRun, results: dict[str, dict]) -> dict[str, Any]:
             "retrieved_timestamp": created,
             "source_metadata": {"source_name": "econeval", "source_type": "evaluation_run",
                                 "source_organization_name": "econeval (a local run)", "evaluator_relationship": "other",
-                                "additional_details": _strings({"run_folder": str(run.path), "seed": meta.get("seed"),
-                                                                "limit": meta.get("limit"),
-                                                                "data_package": obj(meta.get("data_package")).get("version")})},
-            "eval_library": {"name": "econeval", "version": str(meta.get("econeval_version") or __version__)},
+                                "additional_details": _strings({"run_folder": str(run.path), "seed": rec.seed,
+                                                                "limit": rec.limit, "data_package": rec.data_version})},
+            "eval_library": {"name": "econeval", "version": str(rec.econeval_version or __version__)},
             "model_info": info, "evaluation_results": out}

@@ -15,8 +15,8 @@ from typing import Any
 
 from . import __version__, registry
 from .errors import UsageError
-from .export_read import TAXONOMY, interval, model_name, obj, prompts, text
-from .verify import LoadedRun
+from .export_read import TAXONOMY, interval, obj, prompts, text
+from .finished import FinishedRun
 
 SCORER = "econeval"
 
@@ -46,29 +46,28 @@ def _sample(task, item_id: str, rec: dict, model_id: str):
     score = scorer.Score(value={m.name: values.get(m.name) for m in task.item_metrics} if ok else {},
                          answer=text(rec.get("parsed")), explanation=None if why is None else str(why),
                          metadata={"correct": rec.get("correct") if isinstance(rec.get("correct"), bool) else None})
-    meta = {k: text(rec.get(k)) for k in TAXONOMY if k in rec}
+    labels = {k: text(rec.get(k)) for k in TAXONOMY if k in rec}
     if task.group_field and rec.get(task.group_field) is not None:
-        meta["group"] = text(rec[task.group_field])
+        labels["group"] = text(rec[task.group_field])
     if isinstance(rec.get("thinking"), dict):
-        meta["reasoning"] = rec["thinking"]  # never parsed
+        labels["reasoning"] = rec["thinking"]  # never parsed
     for k in ("error", "skipped"):
         if rec.get(k):
-            meta[k] = str(rec[k])
+            labels[k] = str(rec[k])
     gold = text(rec.get("gold", rec.get("reference"))) or ""
     return log.EvalSample(id=item_id, epoch=1, input=next(iter(texts.values()), ""), target=gold,
                           messages=messages, output=model.ModelOutput.from_content(model=model_id, content=answer),
-                          scores={SCORER: score}, metadata=meta)
+                          scores={SCORER: score}, metadata=labels)
 
 
-def eval_logs(run: LoadedRun, results: dict[str, dict]) -> dict[str, Any]:
+def eval_logs(run: FinishedRun) -> dict[str, Any]:
     """Each task's EvalLog (task name → log)."""
+    results = run.results
     log, _, _ = _inspect()
-    meta = run.meta
-    backend = obj(meta.get("backend"))
-    model_info = obj(backend.get("model"))
-    model_id = f"{backend.get('kind', 'econeval')}/{model_name(meta) or 'model'}"
+    rec = run.record
+    model_id = f"{rec.backend_kind or 'econeval'}/{rec.model_name or 'model'}"
     out: dict[str, Any] = {}
-    for name, entry in meta.get("tasks", {}).items():
+    for name, entry in rec.tasks.items():
         task, prep, res = registry.get_task(name), run.preps[name], results.get(name)
         if not isinstance(res, dict):
             continue  # not run for this model: no results to log
@@ -85,16 +84,16 @@ def eval_logs(run: LoadedRun, results: dict[str, dict]) -> dict[str, Any]:
             name=SCORER, scorer=SCORER, scored_samples=scored, unscored_samples=None if scored is None else len(recs) - scored,
             metrics=metrics, metadata={"table": res.get("table"), "estimate": estimate.get("note"), "n": res.get("n")})])
         spec = log.EvalSpec(
-            created=str(meta.get("started")), task=f"econeval/{name}", task_version=task.prompt_version,
+            created=str(rec.started), task=f"econeval/{name}", task_version=task.prompt_version,
             task_description=task.description, task_attribs={"benchmark": task.benchmark, "suite": task.suite},
             task_args=entry.get("options") or {},
             dataset=log.EvalDataset(name=task.benchmark, samples=len(prep.items), sample_ids=list(recs)),
-            model=model_id, config=log.EvalConfig(limit=meta.get("limit")),
-            packages={"econeval": str(meta.get("econeval_version") or __version__)},
-            metadata={"seed": meta.get("seed"), "dataset": entry.get("dataset"), "data_package": meta.get("data_package"),
-                      "model": model_info, "identity": meta.get("identity"), "run_folder": str(run.path),
+            model=model_id, config=log.EvalConfig(limit=rec.limit),
+            packages={"econeval": str(rec.econeval_version or __version__)},
+            metadata={"seed": rec.seed, "dataset": entry.get("dataset"), "data_package": rec.data_package,
+                      "model": rec.model, "identity": rec.identity, "run_folder": str(run.path),
                       "n_shot": task.n_shot(prep)})
-        stats = log.EvalStats(started_at=str(meta.get("started")), completed_at=str(meta.get("finished") or meta.get("started")))
+        stats = log.EvalStats(started_at=str(rec.started), completed_at=str(rec.finished or rec.started))
         out[name] = log.EvalLog(version=2, status="success", eval=spec, results=results_, stats=stats, samples=samples)
     return out
 

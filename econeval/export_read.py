@@ -31,11 +31,6 @@ def tokens(rec: dict, key: str) -> int | None:
     return sum(got) if got else None
 
 
-def model_name(meta: dict) -> str | None:
-    model = obj(meta.get("backend")).get("model")
-    return model.get("name") if isinstance(model, dict) else model if isinstance(model, str) else None
-
-
 def prompts(rec: dict) -> dict[str, str]:
     """The record's prompts by request name, in the order they were sent."""
     return {k: v for k, v in obj(rec.get("prompts")).items() if isinstance(v, str)}

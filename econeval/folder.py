@@ -6,8 +6,8 @@
   with what differs, when run.json names another run (model, tasks, settings, data, seed) or
   another run format, when run.json cannot be read, when samples.jsonl exists without run.json,
   and when a line of samples.jsonl other than a torn last line does not parse.
-- results.json holds the table of the largest `--limit` run into the folder; a smaller one
-  writes `results-limit-N.json` beside it, never over it.
+- The files' names, and the reading and writing of run.json, are record.py's; which results file
+  a run writes is its selection's (selection.py).
 """
 
 from __future__ import annotations
@@ -17,21 +17,14 @@ import os
 import socket
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 import orjson
 
 from .errors import UsageError
+from .record import RunRecord, identity_differences
+from .runfiles import LOCK, RESULTS, RUN_JSON, SAMPLES, is_member
 from .results import open_regular, read_json, write_json
-
-LOCK = ".lock"
-MEMBERS = (LOCK, "run.json", "samples.jsonl", "results.json", "results-partial.json")
-
-
-def _is_member(name: str) -> bool:
-    """A file econeval writes in a run folder (an atomic write's leftover temporary file too)."""
-    return name in MEMBERS or (name.startswith(("results-limit-", "results-sample-")) and name.endswith(".json")) \
-        or (name.startswith(".") and name.endswith(".tmp"))
 
 
 def check_members(path: Path) -> None:
@@ -47,7 +40,7 @@ def check_members(path: Path) -> None:
         raise UsageError(f"cannot use {path} as a run folder: {exc.strerror}", hint="choose another --out") from None
     for name in names:
         st = os.lstat(path / name)
-        if not _is_member(name):
+        if not is_member(name):
             raise UsageError(f"{path} is not a run folder (it holds {name!r}, which econeval did not write)",
                              hint="choose a new or empty --out folder")
         if stat.S_ISLNK(st.st_mode):
@@ -58,8 +51,8 @@ def check_members(path: Path) -> None:
 
 
 class RunFolder:
-    def __init__(self, path: Path, lock_fd: int, meta: dict | None):
-        self.path, self._lock_fd, self.meta = path, lock_fd, meta
+    def __init__(self, path: Path, lock_fd: int, record: RunRecord | None):
+        self.path, self._lock_fd, self.record = path, lock_fd, record
 
     @classmethod
     def open(cls, path: Path) -> "RunFolder":
@@ -82,56 +75,44 @@ class RunFolder:
         os.ftruncate(fd, 0)
         os.pwrite(fd, stamp.encode(), 0)
         try:
-            meta = cls._read_meta(path)
-            if meta is None and (path / "samples.jsonl").is_file() and (path / "samples.jsonl").stat().st_size:
+            record = cls._read_record(path)
+            if record is None and (path / SAMPLES).is_file() and (path / SAMPLES).stat().st_size:
                 raise UsageError(f"{path} holds samples.jsonl but no run.json: it cannot be told which run the samples belong to",
                                  hint="choose a new --out folder")
         except BaseException:
             os.close(fd)
             raise
-        return cls(path, fd, meta)
+        return cls(path, fd, record)
 
     @staticmethod
-    def _read_meta(path: Path) -> dict | None:
-        p = path / "run.json"
-        if not p.exists():
+    def _read_record(path: Path) -> RunRecord | None:
+        if not (path / RUN_JSON).exists():
             return None
-        try:
-            meta = read_json(p)
-        except (OSError, orjson.JSONDecodeError) as exc:
-            raise UsageError(f"{p} cannot be read ({exc}); the folder is left as it is", hint="choose a new --out folder") from None
-        if not isinstance(meta, dict):
-            raise UsageError(f"{p} is not a run.json written by econeval", hint="choose a new --out folder")
-        return meta
+        return RunRecord.read(path, strict=False, hint="the folder is left as it is; choose a new --out folder")
 
     def check_identity(self, identity: dict, partial: bool = False) -> None:
         """Refuse a folder holding another run, saying what differs in the user's terms. A run
         of some of the folder's tasks, or of more tasks, is the same run: only the tasks both
         have are compared (and the judge and embedder where both use one). `partial`: compare
         only what `identity` holds (before the model is loaded)."""
-        if self.meta is None:
+        if self.record is None:
             return
-        old = self.meta.get("identity")
-        if self.meta.get("run_format") != identity["run_format"] or not isinstance(old, dict):
+        old = self.record
+        if old.run_format != identity["run_format"] or "identity" in old.problems or not old.identity:
             raise UsageError(f"{self.path} was written by another version of econeval (run format "
-                             f"{self.meta.get('run_format', 1)}, this one writes {identity['run_format']}) and cannot be resumed",
+                             f"{old.run_format or 1}, this one writes {identity['run_format']}) and cannot be resumed",
                              hint="choose a new --out folder (or run without --out: a new folder is made)")
-        diffs = identity_differences(old, identity, partial)
+        diffs = identity_differences(old.identity, identity, partial)
         if diffs:
             raise UsageError(f"{self.path} holds a different run ({'; '.join(diffs[:4])}{'; …' if len(diffs) > 4 else ''})",
                              hint="rerun with the folder's settings to resume it, or pass --new (or another --out) for a new run")
 
-    def results_name(self, limit: int | None) -> str:
-        """results.json, unless the folder already holds a run over more items."""
-        if not self.meta or not (self.path / "results.json").exists():
-            return "results.json"
-        old = self.meta.get("limit")
-        smaller = limit is not None and (old is None or limit < old)
-        return f"results-limit-{limit}.json" if smaller else "results.json"
+    def has(self, name: str) -> bool:
+        return (self.path / name).exists()
 
-    def write_meta(self, meta: dict) -> None:
-        write_json(self.path / "run.json", meta)
-        self.meta = meta
+    def write_record(self, record: RunRecord) -> None:
+        record.write(self.path)
+        self.record = record
 
     def read_results(self, name: str) -> dict:
         """The tasks of the folder's results file `name` ({} when there is none or it cannot be read)."""
@@ -145,9 +126,9 @@ class RunFolder:
         write_json(self.path / name, doc)
 
     def samples(self) -> "SampleLog":
-        return SampleLog(self.path / "samples.jsonl")
+        return SampleLog(self.path / SAMPLES)
 
-    def write_complete(self, records: list[dict], doc: dict, meta: dict, results_name: str = "results.json") -> None:
+    def write_complete(self, records: list[dict], doc: dict, record: RunRecord, results_name: str = RESULTS) -> None:
         """A finished run written at once (score --out, merge): samples, the results, run.json."""
         log = self.samples()
         try:
@@ -155,133 +136,12 @@ class RunFolder:
         finally:
             log.close()
         self.write_results(results_name, doc)
-        self.write_meta(meta)
+        self.write_record(record)
 
     def close(self) -> None:
         if self._lock_fd >= 0:
             os.close(self._lock_fd)  # releases the flock
             self._lock_fd = -1
-
-
-_LEGACY_ROLES = ("judge", "embedder")  # run.json's and the identity's role keys before they had `roles`
-
-
-def roles_of(meta: dict) -> dict[str, dict]:
-    """A run.json's roles: name → entry, the roles its tasks used (folders written before roles
-    were open kept `judge` and `embedder` as top-level keys, and so does their identity)."""
-    got = meta.get("roles")
-    if isinstance(got, dict):
-        return {k: v for k, v in got.items() if isinstance(v, dict)}
-    return {k: meta[k] for k in _LEGACY_ROLES if isinstance(meta.get(k), dict)}
-
-
-def named_roles(meta: dict) -> frozenset[str]:
-    """The roles a model was named for in a run.json (in the earlier layout: a judge entry)."""
-    if isinstance(meta.get("roles"), dict):
-        return frozenset(k for k, v in roles_of(meta).items() if v.get("named"))
-    return frozenset({"judge"}) if meta.get("judge") is not None else frozenset()
-
-
-def role_identities(identity: dict) -> dict:
-    """An identity's roles: name → the identity of the model that filled it."""
-    got = identity.get("roles")
-    if isinstance(got, dict):
-        return got
-    return {k: identity[k] for k in _LEGACY_ROLES if identity.get(k) is not None}
-
-
-FOLDER_SIDES = ("in the folder", "now")  # how a difference names the two identities compared
-
-
-def identity_differences(old: dict, new: dict, partial: bool = False, sides: tuple[str, str] = FOLDER_SIDES) -> list[str]:
-    """What differs between a folder's identity and a run's, as the user would name it."""
-    out: list[str] = []
-    for k in sorted(set(old) | set(new), key=str):
-        if k == "tasks":
-            both = [t for t in new.get("tasks", {}) if t in old.get("tasks", {})]
-            for t in both:
-                out.extend(differences(old["tasks"][t], new["tasks"][t], f"tasks.{t}", partial, sides))
-        elif k == "roles" or k in _LEGACY_ROLES:
-            continue  # below: a role is compared only where both runs use it
-        elif not (partial and k not in new):
-            out.extend(differences(old.get(k), new.get(k), k, partial, sides))
-    old_roles, new_roles = role_identities(old), role_identities(new)
-    for k in sorted(set(old_roles) & set(new_roles)):
-        out.extend(differences(old_roles[k], new_roles[k], k, partial, sides))
-    return out
-
-
-def merged_identity(old: dict | None, new: dict) -> dict:
-    """The identity of a folder after a run of some or more of its tasks: every task, each role
-    that any of them uses."""
-    if not old:
-        return new
-    out = {k: v for k, v in {**old, **new}.items() if k not in _LEGACY_ROLES}
-    out["tasks"] = {**old.get("tasks", {}), **new.get("tasks", {})}
-    out["roles"] = {**role_identities(old), **role_identities(new)}
-    return out
-
-
-def _label(path: str) -> str:
-    """An identity path in the user's terms: `model.settings.parallel` is `parallel`,
-    `tasks.T.options.X` is `task option X of T`."""
-    parts = path.split(".")
-    if parts[:2] == ["model", "settings"] and len(parts) > 2:
-        return ".".join(parts[2:])
-    if parts[0] == "tasks" and len(parts) > 3 and parts[2] == "options":
-        return f"task option {'.'.join(parts[3:])} of {parts[1]}"
-    return {"model.model": "the model's weights", "model.n_ctx": "n_ctx", "model.chat_mode": "chat",
-            "seed": "seed"}.get(path, path)
-
-
-def _short(v) -> str:
-    s = v if isinstance(v, str) else orjson.dumps(v).decode()
-    return s if len(s) <= 72 else s[:69] + "…"
-
-
-def differences(old: Any, new: Any, where: str = "", partial: bool = False,
-                sides: tuple[str, str] = FOLDER_SIDES) -> list[str]:
-    """Readable paths where two identity documents differ (`partial`: keys `new` lacks are not
-    compared; `sides`: how the two are named)."""
-    if isinstance(old, dict) and isinstance(new, dict):
-        out = []
-        for k in sorted(set(old) | set(new), key=str):
-            path = f"{where}.{k}" if where else str(k)
-            if k not in old:
-                out.append(f"{_label(path)}: {_short(new[k])} {sides[1]}, not set {sides[0]}")
-            elif k not in new:
-                if not partial:
-                    out.append(f"{_label(path)}: {_short(old[k])} {sides[0]}, not set {sides[1]}")
-            else:
-                out.extend(differences(old[k], new[k], path, partial, sides))
-        return out
-    if old != new:
-        return [f"{_label(where)}: {_short(old)} {sides[0]}, {_short(new)} {sides[1]}"]
-    return []
-
-
-def folder_results(path: Path) -> dict[str, dict]:
-    """Each task's result in a run folder's results files: results.json first (the folder's
-    largest run), then results-partial.json (a --budget run or a gate that stopped early),
-    results-limit-*.json and results-sample-*.json. A file that cannot be read
-    as a results document is refused."""
-    results: dict[str, dict] = {}
-    names = ["results.json", "results-partial.json", *sorted(p.name for p in path.glob("results-limit-*.json")),
-             *sorted(p.name for p in path.glob("results-sample-*.json"))]
-    for name in names:
-        file = path / name
-        if not file.is_file():
-            continue
-        try:
-            doc = read_json(file)
-        except (OSError, ValueError) as exc:
-            raise UsageError(f"{file} cannot be read: {exc}") from None
-        tasks = doc.get("tasks") if isinstance(doc, dict) else None
-        if not isinstance(tasks, dict):
-            raise UsageError(f"{file} is not a results document (no 'tasks' table)")
-        for task, res in tasks.items():
-            results.setdefault(task, res)
-    return results
 
 
 def _scan(path: Path) -> Iterator[tuple[tuple[str, str] | None, dict | None, int]]:

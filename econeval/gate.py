@@ -33,11 +33,15 @@ from typing import Any
 import numpy as np
 
 from . import registry
-from .junit import Case, suite
+from .compare import GATE_COLUMNS, Row, check_comparable, check_prepared, check_reasoning, verdict_of
 from .errors import UsageError
+from .finished import FinishedRun, open_checked
+from .junit import Case, suite
+from .record import RunRecord, comparable
+from .runfiles import RUN_JSON
 from .sequential import Interval, MarginPair
-from .types import Task
-from .verify import LoadedRun, load_run, read_meta, task_options
+from .types import Task, task_roles
+from .verify import prepared_from
 
 REPLAY_CHUNK = 16  # items per step when a finished run is replayed
 
@@ -95,16 +99,16 @@ class Gated:
     def verdict(self, final: bool) -> str:
         return self.pair.verdict() or ("inconclusive" if final else "undecided")
 
-    def row(self, final: bool) -> dict[str, Any]:
+    def row(self, final: bool) -> Row:
         n, span = self.n, self.hi - self.lo
         low, high = self.shown.bounds() if n else (None, None)
         to_diff = (lambda w: self.direction * span * w)
         lo_hi = sorted((to_diff(low), to_diff(high))) if n else (None, None)
         verdict = self.verdict(final)
-        return {"task": self.task, "metric": self.metric, "n": n, "of": self.population, "failed": self.failed,
-                "baseline": self.baseline_sum / n if n else None, "candidate": self.candidate_sum / n if n else None,
-                "diff": (self.candidate_sum - self.baseline_sum) / n if n else None, "low": lo_hi[0], "high": lo_hi[1],
-                "verdict": verdict, "further_items": self.further_items(low, high) if verdict == "inconclusive" else None}
+        return Row(self.task, self.metric, n, self.baseline_sum / n if n else None, self.candidate_sum / n if n else None,
+                   (self.candidate_sum - self.baseline_sum) / n if n else None, lo_hi[0], lo_hi[1], None, verdict,
+                   of=self.population, failed=self.failed,
+                   further_items=self.further_items(low, high) if verdict == "inconclusive" else None)
 
     def further_items(self, low: float | None, high: float | None) -> int | None:
         """About how many more items a decision needs at the observed spread: the interval's
@@ -132,9 +136,16 @@ class TaskGate:
     rows: list[Gated]
     taken: int = 0
     blocked: str | None = None  # a replay lacks the next item of the order
+    received: dict[str, dict] = field(default_factory=dict)  # a live run's records so far, by item id
 
     def decided(self) -> bool:
         return all(g.verdict(final=False) in ("pass", "regression") for g in self.rows)
+
+    def feed(self, records: list[dict]) -> None:
+        """A live run's new records (a chunk's, or those a resumed run finds saved): kept, and the
+        next items of the order taken as far as they reach."""
+        self.received.update((r["id"], r) for r in records)
+        self.take(self.received)
 
     def take(self, records: dict[str, dict], upto: int | None = None) -> None:
         """Take the next items of the order that `records` holds (at most `upto` in all), stopping
@@ -176,13 +187,13 @@ class Gate:
     started: float = field(default_factory=time.monotonic)
 
     @classmethod
-    def build(cls, meta: dict, samples: dict[str, dict[str, dict]], max_drop: float, alpha: float,
+    def build(cls, seed: int, tasks: list[str], samples: dict[str, dict[str, dict]], max_drop: float, alpha: float,
               metrics: tuple[str, ...] = (), where: Path | None = None) -> "Gate":
-        seed = meta.get("seed", 1234)
+        """The gate over the baseline's `tasks` and their records (`samples`: task → item id → record)."""
         plans: list[tuple[Task, dict[str, dict[str, float | None]], list[Any], dict[str, int]]] = []
         not_gated: dict[str, str] = {}
         every: set[str] = set()
-        for t in meta.get("tasks", {}):
+        for t in tasks:
             task = registry.get_task(t)
             every |= {m.name for m in task.item_metrics}
             mine = [m for m in task.item_metrics if not metrics or m.name in metrics]
@@ -216,31 +227,33 @@ class Gate:
                     raise UsageError(f"--max-drop {max_drop} is not below the range of {task.name} {m.name} "
                                      f"([{m.bounds[0]}, {m.bounds[1]}]): every verdict would be pass",
                                      hint=f"a margin in the metric's units, below {span}")
-        tasks = {}
+        gated = {}
         for task, values, mine, counts in plans:
             rows = [Gated(task.name, m.name, m.direction, m.bounds[0], m.bounds[1], counts[m.name], max_drop, alpha, alpha / k)
                     for m in mine]
-            tasks[task.name] = TaskGate(task, gate_order(task.name, values, seed), values, rows)
-        return cls(tasks, max_drop, alpha, not_gated)
+            gated[task.name] = TaskGate(task, gate_order(task.name, values, seed), values, rows)
+        return cls(gated, max_drop, alpha, not_gated)
 
     def watch(self, task: Task, records: list[dict]) -> tuple[bool, str | None]:
-        """After each chunk of a live run: take the task's new items (in the gate's order);
-        (every metric of the task decided?, a progress note)."""
+        """After each chunk of a live run, its new records: take the task's next items (in the
+        gate's order); (every metric of the task decided?, a progress note)."""
         tg = self.tasks.get(task.name)
         if tg is None:
             return True, None
-        tg.take({r["id"]: r for r in records})
+        tg.feed(records)
         shown = [g.row(final=False) for g in tg.rows]
-        note = "; ".join(f"Δ{r['metric']} [{r['low']:+.3f}, {r['high']:+.3f}] {r['verdict']}" for r in shown if r["n"])
+        note = "; ".join(f"Δ{r.metric} [{r.low:+.3f}, {r.high:+.3f}] {r.verdict}" for r in shown if r.n)
         return tg.decided(), note or None
 
-    def replay(self, by_task: dict[str, dict[str, dict]], only_untaken: bool = False) -> None:
+    def received(self) -> dict[str, dict[str, dict]]:
+        """A live run's records, task → item id → record: what the candidate's folder holds of the
+        gated tasks (nothing is read back)."""
+        return {t: dict(tg.received) for t, tg in self.tasks.items()}
+
+    def replay(self, by_task: dict[str, dict[str, dict]]) -> None:
         """A finished candidate folder, as a run would have fed it: chunk by chunk, until decided
-        or the folder lacks the next item of the order (`only_untaken`: the tasks nothing has
-        been taken of yet, as when a resumed gate had nothing left to run)."""
+        or the folder lacks the next item of the order."""
         for tg in self.tasks.values():
-            if only_untaken and tg.taken:
-                continue
             records = by_task.get(tg.task.name, {})
             while not tg.decided() and tg.taken < len(tg.order):
                 before = tg.taken
@@ -251,13 +264,8 @@ class Gate:
                                   f"the {tg.taken:,} before it")
                     break
 
-    def rows(self) -> list[dict[str, Any]]:
+    def rows(self) -> list[Row]:
         return [g.row(final=True) for tg in self.tasks.values() for g in tg.rows]
-
-    @staticmethod
-    def verdict_of(rows: list[dict]) -> str:
-        verdicts = {r["verdict"] for r in rows}
-        return "regression" if "regression" in verdicts else "inconclusive" if "inconclusive" in verdicts else "pass"
 
 
 def _in_range(value: float, lo: float, hi: float) -> bool:
@@ -295,17 +303,15 @@ def gate_folder(baseline: Path, model: str | None, run: dict[str, Any]) -> Path:
     return config.named_folder("gates", f"{Path(model or 'default').name}-vs-{baseline.name}", what)
 
 
-def _check_roles(meta: dict, tasks: list[Task], preps: dict, named: dict[str, str]) -> None:
+def _check_roles(base: RunRecord, tasks: list[Task], preps: dict, named: dict[str, str]) -> None:
     """The roles the baseline named a model for are named for the candidate too (a judge that is
     the evaluated model, or another one, scores by another protocol), and no others."""
     from . import roles as role_specs
-    from .folder import named_roles, roles_of
-    from .runner import task_roles
 
     used = {r for t in tasks for r in task_roles(t, preps[t.name])}
-    theirs = named_roles(meta) & used
+    theirs = base.named_roles & used
     for name in sorted(theirs):
-        model = (roles_of(meta).get(name) or {}).get("name") or "?"
+        model = base.role(name).get("name") or "?"
         flag = f"--{name} MODEL" if name in ("judge", "embedder") else f"--role {name}=MODEL"
         if name not in named:
             raise UsageError(f"the baseline named {model} for the role {name}: the candidate needs it too",
@@ -319,27 +325,20 @@ def _check_roles(meta: dict, tasks: list[Task], preps: dict, named: dict[str, st
                          hint=f"leave out the model named for {name}")
 
 
-def baseline_population(base: LoadedRun) -> dict[str, dict]:
+def baseline_population(base: FinishedRun) -> dict[str, dict]:
     """Each task's baseline population, stated and checked: the items its results count, the
     sample lines there are, and how many are errors or skipped (left out of the gate). A baseline
     whose lines fall short of what its results count, whose errors or skips exceed what its results
     record, or whose results count fewer items than a complete, unlimited run has, is refused:
     the gate never passes on what is left of a narrowed baseline."""
-    from .folder import folder_results
     from .scoring import select_items
 
-    results = folder_results(base.path)
-    meta = base.meta
-    backend = meta.get("backend")
-    scored = isinstance(backend, dict) and backend.get("kind") == "predictions"  # `score --out`: the items predicted
-    whole = meta.get("status") == "complete" and meta.get("limit") is None and not meta.get("gate") \
-        and not meta.get("stopped_early") and not meta.get("shard") and not scored
     out: dict[str, dict] = {}
     for t, prep in base.preps.items():
         recs = base.samples.get(t, {})
         errors = sum(1 for r in recs.values() if r.get("error"))
         skipped = sum(1 for r in recs.values() if r.get("skipped") and not r.get("error"))
-        got = results.get(t)
+        got = base.results.get(t)
         res: dict = got if isinstance(got, dict) else {}
         n, n_err, n_skip = (res.get(k) for k in ("n", "n_errors", "n_skipped"))
         counts = [x if isinstance(x, int) and not isinstance(x, bool) else None for x in (n, n_err, n_skip)]
@@ -352,7 +351,7 @@ def baseline_population(base: LoadedRun) -> dict[str, dict]:
             raise UsageError(f"{where}: the baseline marks {errors:,} items errors and {skipped:,} skipped, its results "
                              f"{counts[1]} and {counts[2]}: the folder contradicts itself",
                              hint="the samples were edited or written by another tool; rerun the baseline")
-        if whole and counts[0] is not None and not res.get("estimate"):
+        if base.record.whole and counts[0] is not None and not res.get("estimate"):
             full = len(select_items(registry.get_task(t), prep, None))
             if counts[0] < full:
                 raise UsageError(f"{where}: run.json says the run is complete and unlimited, yet its results count "
@@ -365,13 +364,13 @@ def baseline_population(base: LoadedRun) -> dict[str, dict]:
     return out
 
 
-def _differences(base: LoadedRun, cand: LoadedRun) -> list[str]:
+def _differences(base: FinishedRun, cand: FinishedRun) -> list[str]:
     """What `compare` lists as differing between the runs besides their items, or, where nothing
     differs, that the candidate is the baseline's own run (its folder renamed or copied): the gate
     then measures nothing about a new model."""
     from .compare import run_differences
 
-    differ = run_differences(base.meta, cand.meta)
+    differ = run_differences(base.record, cand.record)
     if differ:
         return [f"differs: {d}" for d in differ]
     if base.samples == cand.samples:
@@ -379,7 +378,7 @@ def _differences(base: LoadedRun, cand: LoadedRun) -> list[str]:
     return ["the candidate has the baseline's model and settings (a rerun): the gate measures run-to-run variation"]
 
 
-def _check_asked_reasoning(meta: dict, model: str | None, model_options: dict | None) -> None:
+def _check_asked_reasoning(base: RunRecord, model: str | None, model_options: dict | None) -> None:
     """Before the candidate loads: the reasoning mode it asks for (and its budget, where the baseline
     reasoned) is the baseline's."""
     from . import reasoning
@@ -387,10 +386,10 @@ def _check_asked_reasoning(meta: dict, model: str | None, model_options: dict | 
 
     given = {**role_specs.resolve(model).options, **(model_options or {})}
     mode, tokens = str(given.get("reasoning", "auto")), given.get("reasoning_tokens")
-    base = reasoning.record_key(meta.get("backend"))
-    if mode != base["mode"] or (base["reasons"] and tokens is not None and str(tokens) != str(base["tokens"])):
+    key = base.reasoning_key()
+    if mode != key["mode"] or (key["reasons"] and tokens is not None and str(tokens) != str(key["tokens"])):
         asked = f"reasoning {mode}" + (f", {tokens} reasoning tokens" if tokens is not None else "")
-        raise UsageError(f"the runs differ in reasoning ({reasoning.describe_key(base)} in the baseline, {asked} for the "
+        raise UsageError(f"the runs differ in reasoning ({reasoning.describe_key(key)} in the baseline, {asked} for the "
                          "candidate); their numbers are not comparable",
                          hint="run the candidate with the baseline's --reasoning and --reasoning-tokens")
 
@@ -400,70 +399,102 @@ def _check_own_folder(out: Path, base_dir: Path) -> None:
     if out.resolve() == base_dir.resolve():
         raise UsageError(f"the candidate's run folder is the baseline's ({out}): the gate would write into its baseline",
                          hint="name another --out (or none: the gate's own folder)")
-    if (out / "run.json").exists():
-        meta = read_meta(out)
-        if not meta.get("gate"):
-            raise UsageError(f"{out} holds an ordinary run: its items ran in the dataset's order, not the gate's",
-                             hint="the gate needs a folder of its own: name another --out (or none)")
+    if (out / RUN_JSON).exists() and not RunRecord.read(out).gate:
+        raise UsageError(f"{out} holds an ordinary run: its items ran in the dataset's order, not the gate's",
+                         hint="the gate needs a folder of its own: name another --out (or none)")
+
+
+@dataclass
+class GateResult:
+    """What a gate decided: the gated rows (compare's `Row`, the anytime-valid interval), compare's
+    paired bootstrap rows of the numbers it does not gate, the verdict by compare's rule, its line."""
+
+    baseline: str
+    candidate: str
+    max_drop: float
+    alpha: float
+    rows: list[Row]
+    not_gated: list[Row]
+    tasks_not_gated: dict[str, str]
+    notes: list[str]
+    verdict: str
+    verdict_line: str
+    items_used: int
+    items_total: int
+    candidate_failed: int
+    baseline_population: dict[str, dict]
+    seconds: float
+
+    def as_dict(self) -> dict[str, Any]:
+        out = dict(self.__dict__)
+        out["rows"] = [r.as_dict(GATE_COLUMNS) for r in self.rows]
+        out["not_gated"] = [r.as_dict() for r in self.not_gated]
+        return out
 
 
 def gate(baseline: str | Path, model: str | None = None, max_drop: float = 0.02, alpha: float = 0.05,
          budget: str | float | None = None, metrics: tuple[str, ...] = (), replay: str | Path | None = None,
-         **run: Any) -> dict[str, Any]:
+         **run: Any) -> GateResult:
     """Run the gate; `run` passes on to api.evaluate (out, model_options, n_ctx, chat, embedder,
     judge, progress, argv, new, say). `replay`: a finished candidate run folder instead of a
     model, its items taken in the gate's order, chunk by chunk, until the gate decides (what the
-    gate would have run). Returns the rows, what is not gated, the verdict and its line."""
-    from .compare import check_comparable, check_reasoning
-
+    gate would have run)."""
     if not (0 < alpha < 1):
         raise UsageError(f"--alpha must lie between 0 and 1, not {alpha}")
     if not (math.isfinite(max_drop) and max_drop >= 0):
         raise UsageError(f"--max-drop must be a finite number at least 0, not {max_drop}")
-    base_dir = Path(baseline)
-    base = load_run(base_dir)
+    base = open_checked(baseline)
     population = baseline_population(base)
-    g = Gate.build(base.meta, base.samples, max_drop, alpha, tuple(metrics), base_dir)
+    g = Gate.build(base.record.run_seed, base.record.task_names, base.samples, max_drop, alpha, tuple(metrics), base.path)
     if replay is None:
-        from . import api, runner
-        from .context import RunContext
-        from .runmeta import task_identity
-        from .selection import Ordered, deadline_of
-
-        deadline = deadline_of(budget, g.started)
-        out = Path(run.pop("out", None) or gate_folder(base_dir, model, run))
-        _check_own_folder(out, base_dir)
-        tasks = [tg.task for tg in g.tasks.values()]
-        options = {t: task_options(base.meta, t) for t in g.tasks}
-        seed = base.meta.get("seed", 1234) if base.meta.get("seed_given", True) else None  # None: the tasks' protocol seeds again
-        named = api.role_args(run.get("roles"), run.get("judge"), run.get("embedder"))
-        _check_roles(base.meta, tasks, base.preps, named)
-        # the candidate's tasks prepared as its run will prepare them (its roles, the baseline's options and
-        # seed): comparable before a model loads
-        ctx = RunContext(seed=base.meta.get("seed", 1234), seed_given=seed is not None, per_task=options,
-                         given=frozenset(named))
-        mine = runner.prepare(tasks, ctx, make_roles=False)
-        check_comparable(base.meta, {"seed": base.meta.get("seed"), "tasks": task_identity(tasks, mine)}, list(g.tasks))
-        _check_asked_reasoning(base.meta, model, run.get("model_options"))
-        selection = Ordered("random", deadline=deadline, watcher=g.watch, only={t: set(tg.order) for t, tg in g.tasks.items()})
-        doc = api.evaluate(model=model, tasks=list(g.tasks), seed=seed, per_task_options=options,
-                           selection=selection, out=out, **run)
-        folder = Path(str(doc.get("run_folder")))
-        cand = load_run(folder)
-        check_reasoning(base.meta, cand.meta)  # whether the candidate reasoned is known after its run
-        g.replay(cand.samples, only_untaken=True)  # a resumed gate: what earlier runs of it finished
+        cand = _run_candidate(base, g, model, budget, run)
     else:
-        folder = Path(replay)
-        cand = load_run(folder)
-        check_comparable(base.meta, cand.meta, list(g.tasks))
+        cand = open_checked(replay)
+        check_comparable(base.record, cand.record, list(g.tasks))
         lacking = [t for t, tg in g.tasks.items() if not set(cand.samples.get(t, {})) & set(tg.order)]
         if lacking:
-            raise UsageError(f"{folder} has no item of {', '.join(lacking)} that the baseline scored: a replay cannot gate it",
+            raise UsageError(f"{cand.path} has no item of {', '.join(lacking)} that the baseline scored: a replay cannot gate it",
                              hint="replay a run of the baseline's tasks")
         g.replay(cand.samples)
+    return _result(base, cand, g, population)
+
+
+def _run_candidate(base: FinishedRun, g: Gate, model: str | None, budget: str | float | None, run: dict[str, Any]) -> FinishedRun:
+    """The candidate run on the baseline's tasks as the baseline prepared them (each prepared once),
+    its items in the gate's order, each chunk's records fed to the gate; what it returns is the
+    candidate as the gate received it (its samples are not read back)."""
+    from . import api
+    from .runmeta import task_identity
+    from .selection import Ordered, deadline_of
+
+    record = base.record
+    deadline = deadline_of(budget, g.started)
+    out = Path(run.pop("out", None) or gate_folder(base.path, model, run))
+    _check_own_folder(out, base.path)
+    tasks = [tg.task for tg in g.tasks.values()]
+    preps = {t.name: base.preps[t.name] for t in tasks}
+    named = api.role_args(run.get("roles"), run.get("judge"), run.get("embedder"))
+    _check_roles(record, tasks, preps, named)
+    if frozenset(named) != record.named_roles:  # its roles may settle its tasks otherwise: prepared as its run would
+        preps = {t.name: prepared_from(record, t, given=frozenset(named)) for t in tasks}
+    # the candidate's tasks as this econeval prepares them are the baseline's: comparable before a model loads
+    check_prepared(record, {t: comparable(entry) for t, entry in task_identity(tasks, preps).items()})
+    _check_asked_reasoning(record, model, run.get("model_options"))
+    selection = Ordered("random", deadline=deadline, watcher=g.watch, only={t: set(tg.order) for t, tg in g.tasks.items()})
+    seed = record.run_seed if record.seed_was_given else None  # None: the tasks' protocol seeds again
+    doc = api.evaluate(model=model, tasks=list(g.tasks), seed=seed, per_task_options={t: record.task_options(t) for t in g.tasks},
+                       selection=selection, out=out, prepared=preps, **run)
+    folder = Path(str(doc.get("run_folder")))
+    cand = FinishedRun(folder, RunRecord.read(folder), samples=g.received(), preps=preps)
+    check_reasoning(record, cand.record)  # whether the candidate reasoned is known after its run
+    return cand
+
+
+def _result(base: FinishedRun, cand: FinishedRun, g: Gate, population: dict[str, dict]) -> GateResult:
+    max_drop, alpha = g.max_drop, g.alpha
     rows = g.rows()
-    verdict = Gate.verdict_of(rows)
-    extra, extra_note = _not_gated(base, cand, g, max_drop)  # the folders as read above: not read again
+    verdict = verdict_of(r.verdict for r in rows)
+    extra, extra_note = _not_gated(base, cand, g, max_drop)
     used = sum(tg.taken for tg in g.tasks.values())
     total = sum(len(tg.order) for tg in g.tasks.values())
     failed = sum(max((r.failed for r in tg.rows), default=0) for tg in g.tasks.values())
@@ -478,45 +509,43 @@ def gate(baseline: str | Path, model: str | None = None, max_drop: float = 0.02,
     blocked = [f"{t}: {tg.blocked}" for t, tg in g.tasks.items() if tg.blocked]
     notes = (blocked + [f"not gated: {what_}: {why}" for what_, why in g.not_gated.items()] + ([extra_note] if extra_note else [])
              + [p["note"] for t, p in population.items() if t in g.tasks and p["note"]] + _differences(base, cand))
-    return {"baseline": str(base_dir), "candidate": str(folder), "max_drop": max_drop, "alpha": alpha, "rows": rows,
-            "not_gated": [x.as_dict() for x in extra], "tasks_not_gated": g.not_gated, "notes": notes, "verdict": verdict,
-            "verdict_line": line, "items_used": used, "items_total": total, "candidate_failed": failed,
-            "baseline_population": {t: {k: v for k, v in p.items() if k != "note"} for t, p in population.items()},
-            "seconds": round(took, 1)}
+    return GateResult(str(base.path), str(cand.path), max_drop, alpha, rows, extra, g.not_gated, notes, verdict, line, used,
+                      total, failed, {t: {k: v for k, v in p.items() if k != "note"} for t, p in population.items()},
+                      round(took, 1))
 
 
-def render(rows: list[dict], extra: list, notes: list[str], line: str) -> str:
+def render(result: GateResult) -> str:
     cols = ("task", "metric", "n", "of", "failed", "baseline", "candidate", "diff", "low", "high", "verdict")
     # the interval's ends are the means it rules out (at or beyond them): shown as "above" and "below"
     heads = tuple({"low": "above", "high": "below"}.get(c, c) for c in cols)
     fmt = (lambda v: "-" if v is None else f"{v:.4f}" if isinstance(v, float) else str(v))
-    table = [heads] + [tuple(fmt(r[c]) for c in cols) for r in rows]
+    table = [heads] + [tuple(fmt(getattr(r, c)) for c in cols) for r in result.rows]
     width = [max(len(x[i]) for x in table) for i in range(len(cols))]
     out = ["  ".join(x[i].ljust(width[i]) for i in range(len(cols))) for x in table]
-    for r in rows:
-        if r["verdict"] == "inconclusive" and r["further_items"] is not None:
-            out.append(f"  {r['task']} {r['metric']}: about {r['further_items']:,} more item(s) would decide it at the "
+    for r in result.rows:
+        if r.verdict == "inconclusive" and r.further_items is not None:
+            out.append(f"  {r.task} {r.metric}: about {r.further_items:,} more item(s) would decide it at the "
                        "observed spread")
-    out += [f"  {n}" for n in notes]
-    if extra:
+    out += [f"  {n}" for n in result.notes]
+    if result.not_gated:
         out += ["", "not gated (paired bootstrap over the paired items; not means over items):"]
         out += [f"  {x.task} {x.metric}: baseline {fmt(x.baseline)}, candidate {fmt(x.candidate)}, diff {fmt(x.diff)} "
-                f"[{fmt(x.low)}, {fmt(x.high)}]" for x in extra]
-    return "\n".join(out + ["", line])
+                f"[{fmt(x.low)}, {fmt(x.high)}]" for x in result.not_gated]
+    return "\n".join(out + ["", result.verdict_line])
 
 
-def junit(rows: list[dict], max_drop: float) -> str:
+def junit(rows: list[Row], max_drop: float) -> str:
     """JUnit XML (junit.py): a regression a failure, an undecided metric a skipped case."""
     cases = []
     for r in rows:
-        what = (f"diff {r['diff']:+.4f}, anytime-valid interval [{r['low']:+.4f}, {r['high']:+.4f}], margin {max_drop}, "
-                f"{r['n']} of {r['of']} items, {r['failed']} without a valid value") if r["n"] else "no paired item"
-        cases.append(Case(r["task"], r["metric"], failure="regression: " + what if r["verdict"] == "regression" else None,
-                          skipped="inconclusive: " + what if r["verdict"] == "inconclusive" else None))
+        what = (f"diff {r.diff:+.4f}, anytime-valid interval [{r.low:+.4f}, {r.high:+.4f}], margin {max_drop}, "
+                f"{r.n} of {r.of} items, {r.failed} without a valid value") if r.n else "no paired item"
+        cases.append(Case(r.task, r.metric, failure="regression: " + what if r.verdict == "regression" else None,
+                          skipped="inconclusive: " + what if r.verdict == "inconclusive" else None))
     return suite("econeval gate", cases)
 
 
-def _not_gated(base: LoadedRun, cand: LoadedRun, g: Gate, max_drop: float) -> tuple[list, str | None]:
+def _not_gated(base: FinishedRun, cand: FinishedRun, g: Gate, max_drop: float) -> tuple[list[Row], str | None]:
     """compare's paired bootstrap rows for the headline numbers the gate does not decide (and why
     there are none, where compare cannot give them)."""
     from .compare import compare

@@ -36,7 +36,7 @@ class Benchmark:
     """What a benchmark registers besides its tasks.
 
     build     build(source_folder) -> {file name: rows}: its data package step (`econeval data build`)
-    tables    tables(runs: list[tables.RunView]) -> list[tables.Table]: its paper tables (`econeval report`)
+    tables    tables(runs: list[finished.FinishedRun]) -> list[tables.Table]: its paper tables (`econeval report`)
     commands  "module:attribute" of a click command or group added to the CLI (imported by the CLI only)
     """
 

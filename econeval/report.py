@@ -13,48 +13,40 @@ from typing import Any
 
 from . import reasoning, registry
 from .errors import UsageError, clean_tree
-from .folder import folder_results
-from .results import read_json
-from .tables import RunView, as_dict, cell
+from .finished import FinishedRun, open_run
+from .record import RunRecord
+from .tables import as_dict, cell
 
 
-def load_run(folder: Path) -> RunView:
-    folder = Path(folder)
-    try:
-        meta = read_json(folder / "run.json")
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"{folder} is not a run folder (no readable run.json: {exc})") from None
-    if not isinstance(meta, dict):
-        raise UsageError(f"{folder}/run.json is not a run description (not a JSON object)")
-    results = folder_results(folder)
-    if not results:
+def _open(folder: Path) -> FinishedRun:
+    """A run folder as a report reads it: a field of another type in an edited run.json read as absent."""
+    run = open_run(folder, strict=False)
+    if not run.results:
         raise UsageError(f"{folder} has no results yet (the run did not finish; rerun it to resume)")
-    return RunView(folder, meta, results)
+    return run
 
 
-def _settings(meta: dict) -> dict[str, Any]:
-    """What a run is, in the user's terms: each differing entry labels the runs of a report (a
-    field of the wrong type, in an edited run.json, is read as absent)."""
+def _settings(record: RunRecord) -> dict[str, Any]:
+    """What a run is, in the user's terms: each differing entry labels the runs of a report."""
     def obj(value: Any) -> dict:
         return value if isinstance(value, dict) else {}
 
-    model = obj(obj(meta.get("identity")).get("model"))
+    model = record.model_identity
     out = {"n_ctx": model.get("n_ctx"), "chat": model.get("chat_mode"), **obj(model.get("settings")),
-           "seed": meta.get("seed"), "limit": meta.get("limit"), "econeval": meta.get("econeval_version"),
-           "data": obj(meta.get("data_package")).get("version")}
-    for task, opts in obj(meta.get("options")).items():
+           "seed": record.seed, "limit": record.limit, "econeval": record.econeval_version, "data": record.data_version}
+    for task, opts in (record.options or {}).items():
         for k, v in obj(opts).items():
             out[f"{task} {k}"] = v
     return out
 
 
-def _labels(runs: list[RunView]) -> None:
+def _labels(runs: list[FinishedRun]) -> None:
     """Each run's label: its model, and what differs between it and the others (parallel 8,
     --limit 2, ...); the folder's name where nothing else tells two runs apart."""
-    settings = [_settings(r.meta) for r in runs]
+    settings = [_settings(r.record) for r in runs]
     keys = sorted({k for s in settings for k in s})
     differ = [k for k in keys if len({repr(s.get(k)) for s in settings}) > 1]
-    keys_ = [reasoning.record_key(r.meta.get("backend")) for r in runs]
+    keys_ = [r.record.reasoning_key() for r in runs]
     plain = all(k["mode"] == "auto" and not k["reasons"] for k in keys_)  # no run reasoned or set a mode: no label
     differ = [k for k in differ if k != "reasoning"]
     for r, s, key in zip(runs, settings, keys_):
@@ -67,10 +59,10 @@ def _labels(runs: list[RunView]) -> None:
         seen[r.label] = seen.get(r.label, 0) + 1
     for r in runs:
         if seen[r.label] > 1:
-            r.label = f"{r.label} [{r.folder.name}]"
+            r.label = f"{r.label} [{r.path.name}]"
 
 
-def tables(runs: list[RunView]) -> list:
+def tables(runs: list[FinishedRun]) -> list:
     """Every registered benchmark's tables for these runs, in registration order."""
     out: list = []
     for bench in registry.benchmarks().values():
@@ -87,21 +79,20 @@ def tables(runs: list[RunView]) -> list:
 def build(folders: list[Path]) -> dict[str, Any]:
     """The report document: runs, tables (paper rows and run rows, each with its figures), and
     the paired comparison of each later run against the first when the runs share tasks."""
-    runs = [load_run(Path(f)) for f in folders]
+    runs = [_open(Path(f)) for f in folders]
     if not runs:
         raise UsageError("name at least one run folder")
     _labels(runs)
-    doc = {"runs": [{"label": r.label, "folder": str(r.folder), "model": r.model, "limit": r.meta.get("limit"),
-                     "seed": r.meta.get("seed"), "econeval_version": r.meta.get("econeval_version"),
-                     "data_package": dp.get("version") if isinstance(dp := r.meta.get("data_package"), dict) else None,
-                     "tasks": sorted(r.results)} for r in runs],
+    doc = {"runs": [{"label": r.label, "folder": str(r.path), "model": r.model, "limit": r.record.limit,
+                     "seed": r.record.seed, "econeval_version": r.record.econeval_version,
+                     "data_package": r.record.data_version, "tasks": sorted(r.results)} for r in runs],
            "tables": [as_dict(t) for t in tables(runs)], "compare": []}
     if len(runs) > 1:
         from . import compare
 
         for cand in runs[1:]:
             try:
-                result = compare.compare(runs[0].folder, cand.folder, allow_missing=True)  # `compare`'s defaults: the same intervals
+                result = compare.compare(runs[0].path, cand.path, allow_missing=True)  # `compare`'s defaults: the same intervals
             except UsageError as exc:
                 doc["compare"].append({"baseline": runs[0].label, "candidate": cand.label, "refused": str(exc)})
                 continue

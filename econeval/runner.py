@@ -21,16 +21,18 @@ from . import __version__, registry
 from .context import RunContext, check_task_options
 from .errors import Interrupted, UsageError
 from .signals import Guard
-from .folder import RunFolder, merged_identity, roles_of
+from .folder import RunFolder
 from .metrics import logprob_problem
 from .progress import RunProgress, TaskLine
 from .projection import SAMPLE, project
 from .projection import lines_of as projection_lines
 from .reasoning import THINKING
-from .runmeta import now, role_entry, run_meta
+from .record import RunRecord, merged_timing
+from .runfiles import PARTIAL, RESULTS
+from .runmeta import role_entry, run_record
 from .scoring import aggregate, score_records
 from .selection import Full, Selection
-from .types import MODEL, Completion, OptionScores, Prepared, Task
+from .types import MODEL, Completion, OptionScores, Prepared, Task, task_roles
 
 
 # ---- one chunk -------------------------------------------------------------------------------
@@ -110,13 +112,18 @@ def complete_outputs(task: Task, items: list[dict], outputs: list[dict], prep: P
 
 
 # ---- a run -----------------------------------------------------------------------------------
-def prepare(tasks: list[Task], ctx: RunContext, make_roles: bool = True) -> dict[str, Prepared]:
+def prepare(tasks: list[Task], ctx: RunContext, make_roles: bool = True,
+            prepared: dict[str, Prepared] | None = None) -> dict[str, Prepared]:
     """Load each task's data and settle its options (and make the roles they use that the
     evaluated model does not fill: the embedder, a judge named): every input problem shows before
-    the model is loaded."""
+    the model is loaded. `prepared`: tasks prepared already (a gate's, as its baseline prepared
+    them), taken as they are."""
     check_task_options(tasks, ctx.task_options)
     preps = {}
     for t in tasks:
+        if prepared and t.name in prepared:
+            preps[t.name] = prepared[t.name]
+            continue
         prep = t.prepare(ctx)
         prep.options = ctx.options_for(t)
         preps[t.name] = prep
@@ -125,10 +132,6 @@ def prepare(tasks: list[Task], ctx: RunContext, make_roles: bool = True) -> dict
             if role in ctx.given or registry.role(role).fallback != "model":
                 ctx.role(role)
     return preps
-
-
-def task_roles(task: Task, prep: Prepared) -> tuple[str, ...]:
-    return prep.roles if prep.roles is not None else task.roles
 
 
 def role_infos(tasks: list[Task], preps: dict[str, Prepared], ctx: RunContext) -> dict[str, dict]:
@@ -162,18 +165,16 @@ def run(tasks: list[Task], backend, out_dir: Path, ctx: RunContext, preps: dict[
     preps = preps or prepare(tasks, ctx)
     ctx.role_made(MODEL, backend)
     info = backend.info()
-    tasks, not_run = _applicable(tasks, preps, info.details.get("reasoning") or {}, say or (lambda _m: None))
-    meta = run_meta(tasks, preps, info, role_infos(tasks, preps, ctx), seed=ctx.seed, limit=selection.limit,
-                    bootstrap=ctx.bootstrap, argv=argv, shard=selection.shard(), seed_given=ctx.seed_given)
-    if config:
-        meta["config"] = config
-    if not_run:
-        meta["not_run"] = not_run
+    say = say or (lambda _m: None)
+    tasks, not_run = _applicable(tasks, preps, info.details.get("reasoning") or {}, say)
+    record = run_record(tasks, preps, info, role_infos(tasks, preps, ctx), seed=ctx.seed, limit=selection.limit,
+                        bootstrap=ctx.bootstrap, argv=argv, shard=selection.shard(), seed_given=ctx.seed_given,
+                        config=config, not_run=not_run)
     own = folder is None
     folder = folder or RunFolder.open(out_dir)
     try:
-        return _run_locked(tasks, backend, folder, ctx, selection, preps, meta, show_progress, say or (lambda _m: None),
-                           on_progress)
+        folder.check_identity(record.identity)
+        return _Run(tasks, backend, folder, ctx, selection, preps, record, say).go(show_progress, on_progress)
     finally:
         if own:
             folder.close()
@@ -234,145 +235,173 @@ def _segment_end(acc: dict, backend, prog: RunProgress) -> None:
     prog.end()
 
 
-def _timing(old: dict, now_: dict[str, dict]) -> dict[str, dict]:
-    """run.json's timing: this run's tasks that ran items, the folder's earlier entries for the rest
-    (a run of some of a folder's tasks, or one with nothing left to run, keeps what was measured)."""
-    out = dict(old.get("timing") or {})
-    for task, entry in now_.items():
-        if entry.get("items_run") or task not in out:
-            out[task] = entry
-    return out
+class _Run:
+    """One run into a locked folder whose identity was checked: the chunks of the plan not yet
+    saved, each written whole, then the results and the record's end."""
 
+    def __init__(self, tasks: list[Task], backend, folder: RunFolder, ctx: RunContext, selection: Selection,
+                 preps: dict[str, Prepared], record: RunRecord, say: Callable[[str], None]):
+        self.tasks, self.backend, self.folder, self.ctx = tasks, backend, folder, ctx
+        self.selection, self.preps, self.record, self.say = selection, preps, record, say
+        self.old = folder.record
+        if self.old is not None:  # the same run, or some or more of its tasks: the folder describes all of them
+            record.resume(self.old)
+        self.plan = _plan(tasks, preps, selection, ctx.seed, record.schedule["chunk_items"])  # type: ignore[index]
+        self.notes = selection.notes(folder.has(RESULTS), self.old, record.run_seed)
+        record.note(self.notes)
+        self.results_name = self.notes.results
+        self.timing: dict[str, dict] = {}
+        self.stopped: set[str] = set()  # tasks the watcher needs no more items of
+        self.budget_spent = False
+        self.chunk_no = 0
 
-def _run_locked(tasks, backend, folder: RunFolder, ctx: RunContext, selection: Selection, preps, meta, show_progress, say,
-                on_progress) -> dict:
-    folder.check_identity(meta["identity"])
-    old = folder.meta or {}
-    if old:  # the same run, or some or more of its tasks: the folder describes all of them
-        meta["started"] = old.get("started", meta["started"])
-        meta["resumed"] = old.get("resumed", 0) + 1
-        meta["identity"] = merged_identity(old.get("identity"), meta["identity"])
-        for key in ("tasks", "options"):
-            meta[key] = {**(old.get(key) or {}), **meta[key]}
-        meta["roles"] = {**roles_of(old), **meta["roles"]}
-    meta.update(selection.marks(old))
-    plan = _plan(tasks, preps, selection, ctx.seed, meta["schedule"]["chunk_items"])
-    results_name = selection.results_name(folder, meta, old)
-    results: dict[str, Any] = {}
-    timing: dict[str, Any] = {}
-    chunk_no = 0
-    log = folder.samples()
-    built: dict[str, dict[str, dict]] = {}  # task → item id → its first-stage requests (built once)
-    lines = []
-    for task in tasks:
-        items = [it for ch in plan[task.name] for it in ch]
-        todo = [it for it in items if (task.name, it["id"]) not in log.done]
-        built[task.name] = {}
-        lines.append(TaskLine(task.name, len(items), len(items) - len(todo), *_sizes(task, preps[task.name], todo, built[task.name],
-                                                                                  getattr(backend, "reasoning_tokens_for", lambda r: 0))))
-    saved, total = sum(x.saved for x in lines), sum(x.total for x in lines)
-    if saved:
-        say(f"econeval: resuming {folder.path}: {saved:,} of {total:,} items done, {total - saved:,} to run")
-    prog = RunProgress(lines, counters=backend.counters, show=show_progress, callback=on_progress)
+    def items(self, task: Task) -> list[dict]:
+        return [it for ch in self.plan[task.name] for it in ch]
 
-    def ack(signum: int, writing: bool) -> None:
-        doing = (f"finishing the write of chunk {chunk_no}" if writing else
-                 f"the model stops within its current step; chunk {chunk_no} (in progress) is dropped and runs again on resume")
-        prog.say(f"econeval: {signal.Signals(signum).name}: stopping: {doing}; "
-                 f"{prog.snapshot()['saved']:,} of {total:,} items are saved")
+    def saved(self, task: Task) -> list[dict]:
+        """The task's records in the folder, in the plan's order."""
+        return [self.log.done[k] for it in self.items(task) if (k := (task.name, it["id"])) in self.log.done]
 
-    with Guard(ack) as sig:
-        if total > saved:  # what the rest will cost, at the rates this device has now
-            prompts = {t: list(islice((str(r.prompt) for reqs in b.values() for r in reqs.values()), SAMPLE))
-                       for t, b in built.items()}
-            if (projection := project(lines, prompts, backend)) is not None:
-                meta["projection"] = projection
-                for text in projection_lines(projection, meta["backend"].get("device") or "this machine"):
-                    if show_progress:
-                        prog.say(text)  # beside the live display on a terminal
-        sig.write(folder.write_meta, meta)
-        stopped: set[str] = set()  # tasks the watcher needs no more items of
-        budget_spent = False
-        spent: dict[str, dict] = {}  # task → its seconds and counters so far, and where its current segment began
-        try:
-            current = None
-            by_name = {x.name: x for x in lines}
-            for task, whole in _schedule(tasks, plan, interleave=selection.interleave, cost=lambda t: _item_cost(by_name[t.name])):
-                chunk = [it for it in whole if (task.name, it["id"]) not in log.done]
-                if not chunk or task.name in stopped:
-                    continue
-                if selection.deadline is not None and time.monotonic() >= selection.deadline:
-                    budget_spent = True  # no chunk starts after the budget: the one in flight is the overshoot
-                    break
-                if current != task.name:
-                    if current:
-                        _segment_end(spent[current], backend, prog)
-                    prog.begin(task.name)
-                    spent.setdefault(task.name, {"seconds": 0.0, "counters": {}}).update(c0=backend.counters(), t0=time.monotonic())
-                    current = task.name
-                chunk_no += 1
-                prep = preps[task.name]
-                outputs = run_chunk(task, chunk, prep, ctx, progress=prog.advance, first=built[task.name])
-                sig.write(log.append, score_records(task, chunk, outputs, prep))
-                prog.saved(len(chunk), sum(len(str(p)) for o in outputs for p in (o.get("prompts") or {}).values()))
-                if selection.watches:  # a budget's progress note, a gate's verdicts
-                    done = [log.done[k] for ch in plan[task.name] for it in ch if (k := (task.name, it["id"])) in log.done]
-                    enough, note = selection.watch(task, done)
-                    prog.note(task.name, note)
-                    if enough:
-                        stopped.add(task.name)
-            if current:
-                _segment_end(spent[current], backend, prog)
-            not_reached: list[str] = []  # a --budget spent before the task's first chunk
-            for task in tasks:
-                prep = preps[task.name]
-                items = [it for ch in plan[task.name] for it in ch]
-                line = next(x for x in lines if x.name == task.name)
-                used = spent.get(task.name, {"seconds": 0.0, "counters": {}})
-                seconds = used["seconds"]
-                timing[task.name] = {"items_run": line.items_done, "seconds": round(seconds, 3),
-                                     "items_per_s": round(line.items_done / seconds, 3) if line.items_done and seconds else None,
-                                     **used["counters"]}
-                kept = [log.done[(task.name, it["id"])] for it in items if (task.name, it["id"]) in log.done]
-                partial = selection.interleave and len(kept) < len(items)
-                design = selection.design(task, items, kept)
-                if kept or not partial:
-                    results[task.name] = aggregate(task, kept, prep, n_boot=ctx.bootstrap, seed=ctx.seed, sample=design)
-                else:
-                    not_reached.append(task.name)
-            if selection.interleave and (budget_spent or stopped):
-                meta["stopped_early"] = {"why": "budget spent" if budget_spent else "decided", "at": now(),
-                                         "tasks_stopped": sorted(stopped), "tasks_not_reached": not_reached}
-                if any(r.get("estimate") for r in results.values()) or not results:
-                    results_name = "results-partial.json"
-                    meta["partial_results"] = {**meta.get("partial_results", {}), results_name: selection.stopped_note()}
-        except Interrupted as exc:
-            prog.close()
-            meta.update(status="interrupted", interrupted=now(), timing=_timing(old, timing))
-            folder.write_meta(meta)
-            exc.marked = True  # the CLI says run.json is marked interrupted only when it is
-            exc.saved = (prog.snapshot()["saved"], total)
-            raise
-        except BaseException as exc:  # an error: the folder says why it stopped (what was written stays)
-            prog.close()
-            meta.update(status="failed", failed=now(), error=f"{type(exc).__name__}: {exc}"[:500], timing=_timing(old, timing))
+    def go(self, show_progress: bool, on_progress: Callable[[dict], None] | None) -> dict:
+        self.log = self.folder.samples()
+        self.built: dict[str, dict[str, dict]] = {}  # task → item id → its first-stage requests (built once)
+        self.lines = [self._line(task) for task in self.tasks]
+        saved, self.total = sum(x.saved for x in self.lines), sum(x.total for x in self.lines)
+        if saved:
+            self.say(f"econeval: resuming {self.folder.path}: {saved:,} of {self.total:,} items done, {self.total - saved:,} to run")
+        self.prog = RunProgress(self.lines, counters=self.backend.counters, show=show_progress, callback=on_progress)
+        with Guard(self._ack) as sig:
+            if self.total > saved:
+                self._project(show_progress)
+            sig.write(self.folder.write_record, self.record)
             try:
-                folder.write_meta(meta)
-            except OSError:
-                pass  # the disk that failed the samples may fail this too: run.json then says "running"
-            raise
-        finally:
-            log.close()
-        prog.close()
-        earlier = folder.read_results(results_name)  # the folder's other tasks keep their numbers
-        doc = {"econeval_version": __version__, "model": meta["backend"]["model"]["name"], "limit": selection.limit,
-               **({"not_reached": meta["stopped_early"]["tasks_not_reached"]}
-                  if (meta.get("stopped_early") or {}).get("tasks_not_reached") else {}),
-               **({"not_run": meta["not_run"]} if meta.get("not_run") else {}),
-               **selection.doc(),
-               "tasks": {**{k: v for k, v in earlier.items() if k not in results}, **results}}
-        sig.write(folder.write_results, results_name, doc)
-        meta.update(status="complete", finished=now(), timing=_timing(old, timing), backend=backend.info().to_json(),
-                    peak_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1))
-        sig.write(folder.write_meta, meta)
-    return {**doc, "tasks": results}
+                self._chunks(sig)
+                results = self._aggregate()
+            except Interrupted as exc:
+                self.prog.close()
+                self.record.interrupt(merged_timing(self.old, self.timing))
+                self.folder.write_record(self.record)
+                exc.marked = True  # the CLI says run.json is marked interrupted only when it is
+                exc.saved = (self.prog.snapshot()["saved"], self.total)
+                raise
+            except BaseException as exc:  # an error: the folder says why it stopped (what was written stays)
+                self.prog.close()
+                self.record.fail(f"{type(exc).__name__}: {exc}", merged_timing(self.old, self.timing))
+                try:
+                    self.folder.write_record(self.record)
+                except OSError:
+                    pass  # the disk that failed the samples may fail this too: run.json then says "running"
+                raise
+            finally:
+                self.log.close()
+            self.prog.close()
+            doc = self._doc(results)
+            sig.write(self.folder.write_results, self.results_name, doc)
+            self.record.complete(merged_timing(self.old, self.timing), self.backend.info().to_json(),
+                                 round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1))
+            sig.write(self.folder.write_record, self.record)
+        return {**doc, "tasks": results}
+
+    def _line(self, task: Task) -> TaskLine:
+        items = self.items(task)
+        todo = [it for it in items if (task.name, it["id"]) not in self.log.done]
+        self.built[task.name] = {}
+        reasoning = getattr(self.backend, "reasoning_tokens_for", lambda r: 0)
+        return TaskLine(task.name, len(items), len(items) - len(todo), *_sizes(task, self.preps[task.name], todo,
+                                                                              self.built[task.name], reasoning))
+
+    def _ack(self, signum: int, writing: bool) -> None:
+        doing = (f"finishing the write of chunk {self.chunk_no}" if writing else
+                 f"the model stops within its current step; chunk {self.chunk_no} (in progress) is dropped and runs again on resume")
+        self.prog.say(f"econeval: {signal.Signals(signum).name}: stopping: {doing}; "
+                      f"{self.prog.snapshot()['saved']:,} of {self.total:,} items are saved")
+
+    def _project(self, show_progress: bool) -> None:
+        """What the rest will cost, at the rates this device has now."""
+        prompts = {t: list(islice((str(r.prompt) for reqs in b.values() for r in reqs.values()), SAMPLE))
+                   for t, b in self.built.items()}
+        if (projection := project(self.lines, prompts, self.backend)) is not None:
+            self.record.projection = projection
+            for text in projection_lines(projection, self.record.device or "this machine"):
+                if show_progress:
+                    self.prog.say(text)  # beside the live display on a terminal
+
+    def _chunks(self, sig) -> None:
+        """Run the plan's chunks not saved yet, in the selection's order, until the budget or the
+        watcher stops them; the watcher sees each task's saved records first, then each chunk's."""
+        selection, prog, backend = self.selection, self.prog, self.backend
+        if selection.watches:
+            for task in self.tasks:
+                if (done := self.saved(task)):
+                    self._watch(task, done)
+        spent: dict[str, dict] = {}  # task → its seconds and counters so far, and where its current segment began
+        current = None
+        by_name = {x.name: x for x in self.lines}
+        for task, whole in _schedule(self.tasks, self.plan, interleave=selection.interleave,
+                                     cost=lambda t: _item_cost(by_name[t.name])):
+            chunk = [it for it in whole if (task.name, it["id"]) not in self.log.done]
+            if not chunk or task.name in self.stopped:
+                continue
+            if selection.deadline is not None and time.monotonic() >= selection.deadline:
+                self.budget_spent = True  # no chunk starts after the budget: the one in flight is the overshoot
+                break
+            if current != task.name:
+                if current:
+                    _segment_end(spent[current], backend, prog)
+                prog.begin(task.name)
+                spent.setdefault(task.name, {"seconds": 0.0, "counters": {}}).update(c0=backend.counters(), t0=time.monotonic())
+                current = task.name
+            self.chunk_no += 1
+            prep = self.preps[task.name]
+            outputs = run_chunk(task, chunk, prep, self.ctx, progress=prog.advance, first=self.built[task.name])
+            records = score_records(task, chunk, outputs, prep)
+            sig.write(self.log.append, records)
+            prog.saved(len(chunk), sum(len(str(p)) for o in outputs for p in (o.get("prompts") or {}).values()))
+            if selection.watches:  # a budget's progress note, a gate's verdicts
+                self._watch(task, records)
+        if current:
+            _segment_end(spent[current], backend, prog)
+        for task in self.tasks:
+            line = by_name[task.name]
+            used = spent.get(task.name, {"seconds": 0.0, "counters": {}})
+            seconds = used["seconds"]
+            self.timing[task.name] = {"items_run": line.items_done, "seconds": round(seconds, 3),
+                                      "items_per_s": round(line.items_done / seconds, 3) if line.items_done and seconds else None,
+                                      **used["counters"]}
+
+    def _watch(self, task: Task, records: list[dict]) -> None:
+        enough, note = self.selection.watch(task, records)
+        self.prog.note(task.name, note)
+        if enough:
+            self.stopped.add(task.name)
+
+    def _aggregate(self) -> dict[str, Any]:
+        """Each task's result over its saved items; what stopped early noted in the record (its
+        estimates go to results-partial.json)."""
+        results: dict[str, Any] = {}
+        not_reached: list[str] = []  # a --budget spent before the task's first chunk
+        selection, ctx = self.selection, self.ctx
+        for task in self.tasks:
+            items, kept = self.items(task), self.saved(task)
+            partial = selection.interleave and len(kept) < len(items)
+            if kept or not partial:
+                results[task.name] = aggregate(task, kept, self.preps[task.name], n_boot=ctx.bootstrap, seed=ctx.seed,
+                                               sample=selection.design(task, items, kept))
+            else:
+                not_reached.append(task.name)
+        if selection.interleave and (self.budget_spent or self.stopped):
+            self.record.stop_early("budget spent" if self.budget_spent else "decided", sorted(self.stopped), not_reached)
+            if any(r.get("estimate") for r in results.values()) or not results:
+                self.results_name = PARTIAL
+                self.record.add_partial(PARTIAL, selection.stopped_note())
+        return results
+
+    def _doc(self, results: dict[str, Any]) -> dict[str, Any]:
+        """The results document: this run's tasks, the folder's other tasks as they were."""
+        earlier = self.folder.read_results(self.results_name)  # the folder's other tasks keep their numbers
+        record = self.record
+        return {"econeval_version": __version__, "model": record.model_name, "limit": self.selection.limit,
+                **({"not_reached": record.tasks_not_reached} if record.tasks_not_reached else {}),
+                **({"not_run": record.not_run} if record.not_run else {}),
+                **self.selection.doc(),
+                "tasks": {**{k: v for k, v in earlier.items() if k not in results}, **results}}

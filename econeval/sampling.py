@@ -62,19 +62,26 @@ def parse_duration(spec: str | float | int) -> float:
     return value
 
 
-def width_note(task, records: list[dict]) -> tuple[bool, str | None]:
-    """A budget run's progress note: the half-width of a normal 95% interval of the task's first
-    item metric over the items so far (a display; the results carry the stratified bootstrap)."""
-    if not task.item_metrics:
-        return False, None
-    metric = task.item_metrics[0]
-    scored = [task.item_values(r).get(metric.name) for r in records if not r.get("skipped") and not r.get("error")]
-    values = [v for v in scored if v is not None]
-    if len(values) < 2:
-        return False, None
-    m = sum(values) / len(values)
-    var = sum((v - m) ** 2 for v in values) / (len(values) - 1)
-    return False, f"{metric.name} {m:.3f} ±{1.96 * math.sqrt(var / len(values)):.3f}"
+class WidthNote:
+    """A budget run's progress note, fed each chunk's new records: the half-width of a normal 95%
+    interval of the task's first item metric over the items so far (a display; the results carry
+    the stratified bootstrap). Running sums per task: nothing is fed twice."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, list[float]] = {}
+
+    def __call__(self, task, records: list[dict]) -> tuple[bool, str | None]:
+        if not task.item_metrics:
+            return False, None
+        metric = task.item_metrics[0]
+        scored = [task.item_values(r).get(metric.name) for r in records if not r.get("skipped") and not r.get("error")]
+        values = self.values.setdefault(task.name, [])
+        values += [v for v in scored if v is not None]
+        if len(values) < 2:
+            return False, None
+        m = sum(values) / len(values)
+        var = sum((v - m) ** 2 for v in values) / (len(values) - 1)
+        return False, f"{metric.name} {m:.3f} ±{1.96 * math.sqrt(var / len(values)):.3f}"
 
 
 def size(spec: float | int, population: int) -> int:

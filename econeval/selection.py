@@ -4,7 +4,7 @@ one object the runner executes.
 - `Full()`: every item, in the dataset's order; results.json.
 - `Limit(n)`: the first n items of each task (the task's own `limit_items`); results.json, or
   results-limit-N.json beside a larger run's.
-- `Sample(spec)`: a seeded stratified sample (sampling.py), N items per task or a fraction; its
+- `StratifiedSample(spec)`: a seeded stratified sample (sampling.py), N items per task or a fraction; its
   numbers are estimates of the full set's; results-sample-SPEC.json.
 - `Ordered(order, ...)`: every item in a seeded order ("nested": `--budget`'s growing stratified
   samples; "random": the gate's uniformly random order), the tasks' chunks interleaved, the
@@ -16,7 +16,9 @@ one object the runner executes.
   chunk is whose.
 
 `from_flags` turns the command line's --limit / --sample / --budget / --shard into one, refusing
-the combinations that cannot be one selection.
+the combinations that cannot be one selection: the one place where flags become a selection.
+A selection writes nothing into the run's record: `notes(...)` returns what the record keeps of it
+(its results file, the folder's largest --limit, a sample's designs, a gate's order).
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .errors import UsageError
+from .record import Notes, RunRecord
+from .runfiles import limit_results, sample_results
 from .scoring import select_items
 from .types import Prepared, Task
 
@@ -55,13 +59,21 @@ class Selection:
         """After each chunk: (no more items for this task?, a note for its progress line)."""
         return False, None
 
-    def results_name(self, folder, meta: dict, old: dict) -> str:
-        """The results file this run writes, recording in `meta` what the folder needs to know."""
-        name = folder.results_name(self.limit)
-        if name != "results.json":
-            meta["limit"] = old.get("limit")
-            meta["partial_results"] = {**old.get("partial_results", {}), name: self.limit}
-        return name
+    def notes(self, has_results: bool, old: RunRecord | None, seed: int) -> Notes:
+        """The results file this run writes and what the record keeps of it (`has_results`: the
+        folder holds results.json; `old`: the folder's record): results.json, unless the folder
+        holds a run over more items."""
+        smaller = has_results and old is not None and self.limit is not None and (old.limit is None or self.limit < old.limit)
+        gate = self.gate_mark(old)
+        if not smaller:
+            return Notes(gate=gate)
+        name = limit_results(self.limit)  # type: ignore[arg-type]
+        return Notes(name, folder_limit=True, old_limit=old.limit if old else None,
+                     partial_results={**((old.partial_results if old else None) or {}), name: self.limit}, gate=gate)
+
+    def gate_mark(self, old: RunRecord | None) -> dict | None:
+        """What the record keeps of a gate's folder (a gate's folder stays one)."""
+        return old.gate if old is not None and old.gate else None
 
     def design(self, task: Task, items: list[dict], kept: list[dict]) -> dict | None:
         """A task's sample design when what ran estimates the full set's numbers (None: it is the set)."""
@@ -75,9 +87,6 @@ class Selection:
         """What run.json's partial_results records of a run that stopped early."""
         return {}
 
-    def marks(self, old: dict) -> dict[str, Any]:
-        """What run.json records of the folder beyond this run (a gate's folder stays one)."""
-        return {"gate": old["gate"]} if old.get("gate") else {}
 
 
 class Full(Selection):
@@ -96,7 +105,7 @@ class Limit(Selection):
 
 
 @dataclass
-class Sample(Selection):
+class StratifiedSample(Selection):
     spec: float | int
     designs: dict[str, dict] = field(default_factory=dict)  # task → its sample design (run.json)
 
@@ -106,12 +115,13 @@ class Sample(Selection):
         picked, self.designs[task.name] = stratified(prep.items, task.strata, self.spec, seed, task.name)
         return task.finalize_items(picked, prep)
 
-    def results_name(self, folder, meta, old):
-        name = f"results-sample-{self.spec}.json"  # a sample never writes results.json
-        meta["limit"] = old.get("limit")
-        meta["samples"] = {**old.get("samples", {}), name: {"sample": self.spec, "seed": meta["seed"], "tasks": self.designs}}
-        meta["partial_results"] = {**old.get("partial_results", {}), name: {"sample": self.spec}}
-        return name
+    def notes(self, has_results, old, seed):
+        name = sample_results(self.spec)  # a sample never writes results.json
+        return Notes(name, folder_limit=True, old_limit=old.limit if old else None,
+                     samples={**((old.samples if old else None) or {}),
+                              name: {"sample": self.spec, "seed": seed, "tasks": self.designs}},
+                     partial_results={**((old.partial_results if old else None) or {}), name: {"sample": self.spec}},
+                     gate=self.gate_mark(old))
 
     def design(self, task, items, kept):
         return self.designs.get(task.name)
@@ -146,10 +156,10 @@ class Ordered(Selection):
         """What run.json's partial_results records of a run that stopped early."""
         return {"order": self.order}
 
-    def marks(self, old):
+    def gate_mark(self, old):
         from .sampling import RANDOM_SCHEME
 
-        return {"gate": {"order": RANDOM_SCHEME}} if self.order == "random" else super().marks(old)
+        return {"order": RANDOM_SCHEME} if self.order == "random" else super().gate_mark(old)
 
     def design(self, task, items, kept):
         from .sampling import RANDOM_SCHEME, SCHEME, design
@@ -182,8 +192,8 @@ class Shard(Selection):
     def shard(self):
         return self.k, self.n
 
-    def results_name(self, folder, meta, old):
-        return self.inner.results_name(folder, meta, old)
+    def notes(self, has_results, old, seed):
+        return self.inner.notes(has_results, old, seed)
 
     def design(self, task, items, kept):
         return self.inner.design(task, items, kept)
@@ -208,7 +218,7 @@ def from_flags(limit: int | None = None, sample: str | float | int | None = None
                shard: tuple[int, int] | None = None, started: float | None = None) -> Selection:
     """The selection the command line's flags name (one of --limit, --sample, --budget; --shard
     around the first two). `started`: when the budget's clock started (default: now)."""
-    from .sampling import parse, width_note
+    from .sampling import WidthNote, parse
 
     if sample is not None and limit is not None:
         raise UsageError("--sample and --limit together: a sample is drawn from all items", hint="pass one of them")
@@ -221,9 +231,9 @@ def from_flags(limit: int | None = None, sample: str | float | int | None = None
     if deadline is not None:
         if limit is not None or spec is not None:
             raise UsageError("--budget with --limit or --sample: a budget run takes its own growing sample", hint="pass one of them")
-        base = Ordered("nested", deadline=deadline, watcher=width_note)
+        base = Ordered("nested", deadline=deadline, watcher=WidthNote())
     elif spec is not None:
-        base = Sample(spec)
+        base = StratifiedSample(spec)
     elif limit is not None:
         base = Limit(limit)
     else:

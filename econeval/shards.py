@@ -17,12 +17,14 @@ from typing import Iterator
 
 from . import __version__, registry
 from .errors import UsageError
+from .finished import FinishedRun, open_run
 from .folder import RunFolder, read_samples
-from .results import read_json
-from .runmeta import now, task_identity
+from .record import RunRecord, now
+from .runfiles import RESULTS, RUN_JSON, SAMPLES
+from .runmeta import task_identity
 from .scoring import aggregate
-from .selection import Full, Limit, Sample, Selection, Shard
-from .verify import check_records, prepared_from
+from .selection import Full, Limit, Selection, Shard, StratifiedSample
+from .verify import check_records
 
 
 def parse(spec: str | None, count: int | None = None, environ=os.environ) -> tuple[int, int] | None:
@@ -72,31 +74,28 @@ def folder_for(out: Path, shard: tuple[int, int]) -> Path:
     return Path(out) / f"shard-{shard[0]}-of-{shard[1]}"
 
 
-def _load(folder: Path) -> dict:
-    try:
-        meta = read_json(Path(folder) / "run.json")
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"{folder} is not a run folder ({exc})") from None
-    if not isinstance(meta, dict) or not isinstance(meta.get("shard"), dict) or not isinstance(meta.get("identity"), dict):
+def _load(folder: Path) -> FinishedRun:
+    if not (Path(folder) / RUN_JSON).is_file():
+        raise UsageError(f"{folder} is not a run folder (it has no run.json)")
+    run = open_run(folder)
+    record = run.record
+    if record.shard is None or not record.identity:
         raise UsageError(f"{folder} is not a shard folder (its run.json has no shard)", hint="shards come from run --shard K/N")
-    if meta.get("status") != "complete":
-        raise UsageError(f"{folder} is {meta.get('status', 'not finished')}, not complete",
+    if record.status != "complete":
+        raise UsageError(f"{folder} is {record.status or 'not finished'}, not complete",
                          hint="rerun that shard's command to finish it, then merge")
-    shard, schedule = meta["shard"], meta.get("schedule")
 
     def whole(value, low: int) -> bool:
         return isinstance(value, int) and not isinstance(value, bool) and value >= low
 
-    bad = ("shard.count is not a whole number of at least 1" if not whole(shard.get("count"), 1) else
-           "shard.index is not a whole number of at least 1" if not whole(shard.get("index"), 1) else
-           "it has no schedule" if not isinstance(schedule, dict) else
-           "schedule.chunk_items is not a whole number of at least 1" if not whole(schedule.get("chunk_items"), 1) else
-           "bootstrap is not a whole number" if not whole(meta.get("bootstrap", 1000), 0) else
-           "seed is not a whole number" if not whole(meta.get("seed"), 0) else
-           "its tasks are not a table" if not isinstance(meta.get("tasks"), dict) else None)
+    bad = ("shard.count is not a whole number of at least 1" if not whole(record.shard_count, 1) else
+           "shard.index is not a whole number of at least 1" if not whole(record.shard_index, 1) else
+           "it has no schedule" if record.schedule is None else
+           "schedule.chunk_items is not a whole number of at least 1" if not whole(record.chunk_items, 1) else
+           "seed is not a whole number" if not whole(record.seed, 0) else None)
     if bad:
         raise UsageError(f"{folder}/run.json is not a shard's run.json: {bad}", hint="merge the folders run --shard K/N wrote")
-    return meta
+    return run
 
 
 def merge(folders: list[Path], out: Path) -> dict:
@@ -136,96 +135,113 @@ def _merge(folders: list[Path], out: Path, named: Path) -> dict:
         raise UsageError(f"{named} exists and is not a folder", hint="merge into a new folder")
     if out.exists() and any(out.iterdir()):
         raise UsageError(f"{named} is not empty", hint="merge into a new folder")
-    metas = [(Path(f), _load(f)) for f in folders]
-    first_folder, first = metas[0]
-    n = first["shard"].get("count")
-    seen: dict[int, Path] = {}
-    for folder, meta in metas:
-        if meta["identity"] != first["identity"] or meta.get("limit") != first.get("limit"):
-            what = "identity differs" if meta["identity"] != first["identity"] else \
-                f"--limit {meta.get('limit')} there, {first.get('limit')} here"
+    runs = [_load(f) for f in folders]
+    seen = _check_one_run(runs)
+    first = runs[0].record
+    by_shard = {k: read_samples(run.path / SAMPLES)[0] for k, run in seen.items()}
+    tasks = [registry.get_task(t) for t in first.tasks]
+    preps = runs[0].preps  # each task prepared once, as the shards' record says
+    if task_identity(tasks, preps) != first.identity_tasks():  # before any record is read or scored
+        raise UsageError("the shards were run on other data or options than this econeval has",
+                         hint="merge with the econeval version and data package the shards used")
+    for k, recs in by_shard.items():  # every scored record re-derived from its stored response
+        for task in tasks:
+            check_records(task, preps[task.name], {i: r for (t, i), r in recs.items() if t == task.name}, seen[k].path)
+    records: list[dict] = []
+    results: dict = {}
+    spec = _sample_of(first)
+    inner: Selection = StratifiedSample(spec) if spec is not None else Limit(first.limit) if first.limit is not None else Full()
+    selection = Shard(inner, 1, first.shard_count)  # asked which chunk is whose
+    for task in tasks:
+        prep = preps[task.name]
+        items = selection.items(task, prep, first.run_seed)
+        task_records = _task_records(task.name, items, first.chunk_items, selection, by_shard)
+        records += task_records
+        results[task.name] = aggregate(task, task_records, prep, n_boot=first.n_boot, seed=first.run_seed,
+                                       sample=selection.design(task, items, task_records))
+    doc = {"econeval_version": __version__, "model": first.model_name, "limit": first.limit, **selection.doc(), "tasks": results}
+    record = _merged_record(runs)
+    notes = selection.notes(False, None, first.run_seed)
+    if spec is not None:  # a sample's own file, and what the record keeps of it
+        record.note(notes)
+    _write_whole(out, records, doc, record, notes.results if spec is not None else RESULTS)
+    return doc
+
+
+def _check_one_run(runs: list[FinishedRun]) -> dict[int, FinishedRun]:
+    """The shard folders are one run's N shards, each present once: shard index → its run."""
+    first_folder, first = runs[0].path, runs[0].record
+    n = first.shard_count
+    seen: dict[int, FinishedRun] = {}
+    for run in runs:
+        folder, rec = run.path, run.record
+        if rec.identity != first.identity or rec.limit != first.limit:
+            what = "identity differs" if rec.identity != first.identity else f"--limit {rec.limit} there, {first.limit} here"
             raise UsageError(f"{folder} is a shard of another run than {first_folder} ({what})",
                              hint="merge the shards of one command")
-        for what, value, here in (("--bootstrap", meta.get("bootstrap", 1000), first.get("bootstrap", 1000)),
-                                  ("--sample", _sample_of(meta), _sample_of(first)),
-                                  ("chunks of", meta["schedule"]["chunk_items"], first["schedule"]["chunk_items"])):
+        for what, value, here in (("--bootstrap", rec.n_boot, first.n_boot), ("--sample", _sample_of(rec), _sample_of(first)),
+                                  ("chunks of", rec.chunk_items, first.chunk_items)):
             if value != here:
                 why = (f"its items were cut into chunks of {value}, {first_folder}'s into chunks of {here} (a served "
                        "model's chunk follows --concurrency)" if what == "chunks of" else
                        f"{what} {value} there, {here} in {first_folder}")
                 raise UsageError(f"{folder} cannot be merged with {first_folder}: {why}",
                                  hint="run every shard with the same command (same --concurrency, --bootstrap, --sample)")
-        k = meta["shard"].get("index")
+        k = rec.shard_index
         if k in seen:
-            raise UsageError(f"{folder} and {seen[k]} are both shard {k} of {n}")
-        seen[k] = folder
+            raise UsageError(f"{folder} and {seen[k].path} are both shard {k} of {n}")
+        seen[k] = run
     missing = [k for k in range(1, (n or 0) + 1) if k not in seen]
     if missing:
         raise UsageError(f"shard(s) {', '.join(map(str, missing))} of {n} are missing", hint="merge all N shard folders")
-    by_shard = {k: read_samples(folder / "samples.jsonl")[0] for k, folder in seen.items()}
-    size = first["schedule"]["chunk_items"]
-    tasks = [registry.get_task(t) for t in first["tasks"]]
-    preps = {task.name: prepared_from(first, task) for task in tasks}
-    if task_identity(tasks, preps) != first["identity"]["tasks"]:  # before any record is read or scored
-        raise UsageError("the shards were run on other data or options than this econeval has",
-                         hint="merge with the econeval version and data package the shards used")
-    for k, recs in by_shard.items():  # every scored record re-derived from its stored response
-        for task in tasks:
-            check_records(task, preps[task.name], {i: r for (t, i), r in recs.items() if t == task.name}, seen[k])
-    records: list[dict] = []
-    results: dict = {}
-    limit, spec = first.get("limit"), _sample_of(first)
-    inner: Selection = Sample(spec) if spec is not None else Limit(limit) if limit is not None else Full()
-    selection = Shard(inner, 1, n)  # asked which chunk is whose
-    for task in tasks:
-        prep = preps[task.name]
-        items = selection.items(task, prep, first["seed"])
-        task_records = []
-        for c, start in enumerate(range(0, len(items), size)):
-            owner = selection.owner(c)
-            for it in items[start:start + size]:
-                key = (task.name, it["id"])
-                holders = [k for k, recs in by_shard.items() if key in recs]
-                if holders != [owner]:
-                    where = f"in shards {', '.join(map(str, holders))}" if holders else "in no shard"
-                    raise UsageError(f"{task.name} item {it['id']} (chunk {c}, shard {owner}) is {where}",
-                                     hint="the shard folders do not hold one run; rerun the shard")
-                task_records.append(by_shard[owner][key])
-        records += task_records
-        results[task.name] = aggregate(task, task_records, prep, n_boot=first.get("bootstrap", 1000), seed=first["seed"],
-                                       sample=selection.design(task, items, task_records))
-    identity = {k: v for k, v in first["identity"].items() if k != "shard_count"}
-    doc = {"econeval_version": __version__, "model": (first.get("backend") or {}).get("model", {}).get("name"),
-           "limit": first.get("limit"), **selection.doc(), "tasks": results}
+    return seen
+
+
+def _task_records(task: str, items: list[dict], size: int, selection: Shard,
+                  by_shard: dict[int, dict[tuple[str, str], dict]]) -> list[dict]:
+    """A task's records in the single-process order, each from the shard that owns its chunk."""
+    out = []
+    for c, start in enumerate(range(0, len(items), size)):
+        owner = selection.owner(c)
+        for it in items[start:start + size]:
+            key = (task, it["id"])
+            holders = [k for k, recs in by_shard.items() if key in recs]
+            if holders != [owner]:
+                where = f"in shards {', '.join(map(str, holders))}" if holders else "in no shard"
+                raise UsageError(f"{task} item {it['id']} (chunk {c}, shard {owner}) is {where}",
+                                 hint="the shard folders do not hold one run; rerun the shard")
+            out.append(by_shard[owner][key])
+    return out
+
+
+def _merged_record(runs: list[FinishedRun]) -> RunRecord:
+    """The record of the single-process run: the shards' own without the shard, their timing summed."""
+    import dataclasses
+
+    first = runs[0].record
     timing: dict = {}
-    for _, meta in metas:
-        for t, tm in (meta.get("timing") or {}).items():
+    for run in runs:
+        for t, tm in (run.record.timing or {}).items():
             acc = timing.setdefault(t, {})
             for key, value in tm.items():
                 if isinstance(value, (int, float)) and key != "items_per_s":
                     acc[key] = round(acc.get(key, 0) + value, 3)
-    meta = {**first, "identity": identity, "status": "complete", "finished": now(), "timing": timing,
-            "merged_from": [{"folder": str(f), "shard": m["shard"], "started": m.get("started"), "finished": m.get("finished")}
-                            for f, m in sorted(metas, key=lambda fm: fm[1]["shard"]["index"])]}
-    meta.pop("shard", None)
-    for drop in ("samples", "partial_results"):  # written anew below for a sample
-        meta.pop(drop, None)
-    name = selection.results_name(None, meta, {}) if spec is not None else "results.json"  # a sample's own file
-    _write_whole(out, records, doc, meta, name)
-    return doc
+    return dataclasses.replace(
+        first, shard=None, identity={k: v for k, v in first.identity.items() if k != "shard_count"}, status="complete",
+        finished=now(), timing=timing, samples=None, partial_results=None,  # a sample's are written anew
+        merged_from=[{"folder": str(r.path), "shard": r.record.shard, "started": r.record.started, "finished": r.record.finished}
+                     for r in sorted(runs, key=lambda r: r.record.shard_index)])
 
 
-def _sample_of(meta: dict) -> float | int | None:
-    """The --sample a shard ran (its run.json's samples entry), or None."""
-    entries = [v for v in (meta.get("samples") or {}).values() if isinstance(v, dict)] \
-        if isinstance(meta.get("samples"), dict) else []
-    specs = {v.get("sample") for v in entries}
+def _sample_of(record: RunRecord) -> float | int | None:
+    """The --sample a shard ran (its record's samples entry), or None."""
+    specs = record.sample_specs()
     if len(specs) > 1:
         raise UsageError("a shard folder holds several samples' results: merge the shards of one command")
     return specs.pop() if specs else None
 
 
-def _write_whole(out: Path, records: list[dict], doc: dict, meta: dict, results_name: str = "results.json") -> None:
+def _write_whole(out: Path, records: list[dict], doc: dict, record: RunRecord, results_name: str = RESULTS) -> None:
     """The merged folder appears whole or not at all: written into a staging folder beside it,
     then renamed into place. A merge that fails part way (a full disk, a signal) removes its
     staging folder; one killed outright leaves it, and the next merge into `out` replaces it."""
@@ -242,7 +258,7 @@ def _write_whole(out: Path, records: list[dict], doc: dict, meta: dict, results_
     except UsageError as exc:  # said of the folder the user named, not of the staging folder
         raise UsageError(f"cannot write {out}: {str(exc).split(': ', 1)[-1]}", hint="merge into a folder you can write") from None
     try:
-        written.write_complete(records, doc, meta, results_name)
+        written.write_complete(records, doc, record, results_name)
     except BaseException:
         written.close()
         shutil.rmtree(staging, ignore_errors=True)

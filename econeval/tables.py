@@ -46,31 +46,6 @@ class CellView:
     numbers: tuple[str, ...] | None = None
 
 
-# ---- runs as a report sees them --------------------------------------------------------------
-@dataclass
-class RunView:
-    """A run folder read for a report: its run.json and its results per task."""
-
-    folder: Path
-    meta: dict
-    results: dict[str, dict]  # task → its results.json entry
-    label: str = ""
-
-    @property
-    def model(self) -> str:
-        """The model's name; a folder written by `econeval score --out` has none: its folder name."""
-        backend = self.meta.get("backend")
-        model = backend.get("model") if isinstance(backend, dict) else None
-        name = model.get("name") if isinstance(model, dict) else None
-        return name if isinstance(name, str) and name else self.folder.name
-
-    def role(self, name: str) -> dict:
-        """What run.json records of the model that filled a role (the judge, the embedder); {} if none."""
-        from .folder import roles_of
-
-        return roles_of(self.meta).get(name, {})
-
-
 # ---- tables ----------------------------------------------------------------------------------
 @dataclass
 class Table:
@@ -117,22 +92,23 @@ def interval(res: dict | None, key: str) -> list | None:
     return list(iv) if isinstance(iv, (list, tuple)) and len(iv) == 2 else None
 
 
-def limit_notes(pairs: "typing.Sequence[tuple[RunView, dict | None]]") -> list[str]:
-    """One note per run that evaluated a subset (`--limit`, or a stratified `--sample`)."""
+def limit_notes(pairs: "typing.Sequence[tuple[Any, dict | None]]") -> list[str]:
+    """One note per run (a finished.FinishedRun) that evaluated a subset (`--limit`, or a stratified
+    `--sample`)."""
     out = []
     for run, res in pairs:
         est = (res or {}).get("estimate")
         if est:
             out.append(f"{run.label}: {est['note']}; its intervals are those of the full-set numbers (stratified "
                        "bootstrap, finite-population corrected)")
-        elif run.meta.get("limit"):
+        elif run.record.limit:
             n = (res or {}).get("n", (res or {}).get("n_scored"))
-            out.append(f"{run.label}: --limit {run.meta['limit']} (a subset: {n} items)")
+            out.append(f"{run.label}: --limit {run.record.limit} (a subset: {n} items)")
     return list(dict.fromkeys(out))
 
 
-def task_rows(runs: list[RunView], settings: "typing.Mapping[str, str | None]", values, columns: list[str],
-              interval_keys: list[str] | None = None) -> list[tuple[RunView, str, dict, dict]]:
+def task_rows(runs: list[Any], settings: "typing.Mapping[str, str | None]", values, columns: list[str],
+              interval_keys: list[str] | None = None) -> list[tuple[Any, str, dict, dict]]:
     """Rows of the common layout: one per run and task (`settings`: task → the setting column),
     `values(result)` giving the row's numbers in column order; intervals read under
     `interval_keys` (default: the column names). Returns (run, task, result, row)."""

@@ -315,6 +315,11 @@ class Prepared:
     roles: tuple[str, ...] | None = None  # the roles this run of the task uses when its options decide; default: Task.roles
 
 
+def task_roles(task: "Task", prep: Prepared) -> tuple[str, ...]:
+    """The roles a run of the task uses, as its preparation settled them."""
+    return prep.roles if prep.roles is not None else task.roles
+
+
 class Task:
     """One task name of the public interface (e.g. `econnli-zero`).
 

@@ -1,6 +1,6 @@
-"""A finished run folder read for judging it (`gate`, `compare`, `merge`): its run.json, its
-records by task, each task's data prepared as the run prepared it, and every scored record
-re-derived from its stored response with the task's own scorer.
+"""What a finished run folder is checked against (finished.py opens it for `gate`, `compare`,
+`merge` and the exports): each task's data prepared as the run prepared it, and every scored
+record re-derived from its stored response with the task's own scorer.
 
 A record whose scored fields (`correct`, `parsed`, a score, ...) differ from what the task's
 scorer makes of the record's own stored outputs is a folder that contradicts itself (edited, or
@@ -11,58 +11,22 @@ id that appears twice, and an item the task's data does not have.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from . import registry
-from .context import DEFAULT_SEED, RunContext
+from .context import RunContext
 from .errors import UsageError
-from .folder import named_roles, read_samples
-from .results import read_json
+from .record import RunRecord
 from .types import Prepared, Task
 
 
-@dataclass
-class LoadedRun:
-    path: Path
-    meta: dict
-    samples: dict[str, dict[str, dict]]  # task → item id → record
-    preps: dict[str, Prepared]
-
-
-def read_meta(folder: Path) -> dict:
-    try:
-        meta = read_json(folder / "run.json")
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"{folder} is not a run folder ({exc})") from None
-    if not isinstance(meta, dict) or not isinstance(meta.get("tasks", {}), dict) \
-            or not all(isinstance(v, dict) for v in meta.get("tasks", {}).values()) \
-            or any(meta.get(k) is not None and not isinstance(meta[k], dict) for k in OBJECTS) \
-            or not isinstance((meta.get("identity") or {}).get("roles") or {}, dict):
-        raise UsageError(f"{folder}/run.json is not a run description written by econeval")
-    return meta
-
-
-OBJECTS = ("identity", "backend", "roles", "data_package", "shard", "schedule")  # run.json fields that are objects
-
-
-def task_options(meta: dict, task: str) -> dict[str, Any]:
-    """A task's option values as run.json records them."""
-    entry = (meta.get("tasks") or {}).get(task) or {}
-    options = entry.get("options") if isinstance(entry, dict) else None
-    if options is None:
-        options = (meta.get("options") or {}).get(task)
-    return dict(options or {}) if isinstance(options, dict) else {}
-
-
-def prepared_from(meta: dict, task: Task) -> Prepared:
-    """The task's data and options prepared as the recorded run prepared them."""
-    ctx = RunContext(seed=meta.get("seed", DEFAULT_SEED), seed_given=meta.get("seed_given", True),
-                     per_task={task.name: task_options(meta, task.name)},
-                     given=named_roles(meta), bootstrap=meta.get("bootstrap", 1000))
+def prepared_from(record: RunRecord, task: Task, given: frozenset[str] | None = None) -> Prepared:
+    """The task's data and options prepared as the recorded run prepared them (`given`: with models
+    named for these roles instead of the run's)."""
+    ctx = RunContext(seed=record.run_seed, seed_given=record.seed_was_given, per_task={task.name: record.task_options(task.name)},
+                     given=record.named_roles if given is None else given, bootstrap=record.n_boot)
     prep = task.prepare(ctx)
     prep.options = ctx.options_for(task)
     return prep
@@ -166,30 +130,3 @@ def _check_values(task: Task, item_id: str, rec: dict, where: Path) -> None:
             raise UsageError(f"{where}: {task.name} item {item_id}: its {m.name} {v!r} is not a number within "
                              f"{list(m.bounds) if m.bounds else 'the finite numbers'}: the folder contradicts itself",
                              hint="the samples were edited or written by another tool; rerun or rescore the items")
-
-
-def load_run(folder: Path, verify: bool = True) -> LoadedRun:
-    """A run folder as econeval wrote it, or one clear line; with `verify`, every task's scored
-    records re-derived from their stored outputs (check_records)."""
-    folder = Path(folder)
-    meta = read_meta(folder)
-    path = folder / "samples.jsonl"
-    if not path.is_file():
-        raise UsageError(f"{folder} has no samples.jsonl")
-    samples: dict[str, dict[str, dict]] = {}
-    for (task, item), rec in read_samples(path)[0].items():
-        samples.setdefault(task, {})[item] = rec
-    strays = sorted(set(samples) - set(meta.get("tasks", {})))
-    if strays and verify:
-        raise UsageError(f"{folder}: samples.jsonl holds items of {', '.join(map(str, strays))}, a task the run does not have: "
-                         "the folder contradicts itself", hint="the samples were edited or written by another tool")
-    preps: dict[str, Prepared] = {}
-    for name in meta.get("tasks", {}):
-        try:
-            known = registry.get_task(name)
-        except UsageError:
-            raise UsageError(f"{folder}: the run has task {name!r}, which this econeval does not know") from None
-        preps[name] = prepared_from(meta, known)
-        if verify:
-            check_records(known, preps[name], samples.get(name, {}), folder)
-    return LoadedRun(folder, meta, samples, preps)

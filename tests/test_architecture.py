@@ -96,7 +96,7 @@ def test_python_api(tmp_path, tiny_model):
     from econeval.config import ModelSpec
 
     spec = ModelSpec(name="tiny", options={"path": str(tiny_model)}, n_ctx=1024, chat="off")
-    doc = econeval.evaluate(model=spec, tasks=["econnli-zero", "steer-me"], limit=2, out=tmp_path / "run",
+    doc = econeval.evaluate(model=spec, tasks=["econnli-zero", "steer-me"], selection=econeval.Limit(2), out=tmp_path / "run",
                             task_options={"adaptation": "direct"})
     assert Path(doc["run_folder"]) == tmp_path / "run"
     assert doc["tasks"]["econnli-zero"]["n"] == 2 and doc["tasks"]["steer-me"]["n"] == 128

@@ -109,13 +109,12 @@ def test_intervals_contain_the_estimate_and_narrow_with_more_items(cli, tmp_path
 
 def test_compare_and_gate_write_junit_one_way():
     """One JUnit writer (junit.py): counts, escaped names and messages, failures and skips."""
+    from econeval.compare import Row
     from econeval.gate import junit as gate_junit
 
-    rows = [{"task": 'a"<b>', "metric": "accuracy", "verdict": "regression", "diff": -0.1, "low": -0.2, "high": -0.05,
-             "n": 10, "of": 10, "failed": 0},
-            {"task": "t", "metric": "F1", "verdict": "inconclusive", "diff": 0.0, "low": -0.1, "high": 0.1, "n": 5, "of": 9,
-             "failed": 1},
-            {"task": "t", "metric": "P", "verdict": "pass", "diff": 0.0, "low": -0.01, "high": 0.01, "n": 9, "of": 9, "failed": 0}]
+    rows = [Row('a"<b>', "accuracy", 10, None, None, -0.1, -0.2, -0.05, None, "regression", of=10, failed=0),
+            Row("t", "F1", 5, None, None, 0.0, -0.1, 0.1, None, "inconclusive", of=9, failed=1),
+            Row("t", "P", 9, None, None, 0.0, -0.01, 0.01, None, "pass", of=9, failed=0)]
     root = ET.fromstring(gate_junit(rows, 0.05))
     assert (root.get("name"), root.get("tests"), root.get("failures"), root.get("skipped")) == ("econeval gate", "3", "1", "1")
     cases = list(root.iter("testcase"))

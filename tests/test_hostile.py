@@ -92,7 +92,7 @@ def test_report_escapes_everything_from_a_run_folder(cli, tmp_path, tiny_model):
     assert rc == 0, err
     assert "\x1b" not in out and "\u202e" not in out
     meta = json.loads((run / "run.json").read_text())
-    meta["seed"], meta["limit"] = "<script>alert(1)</script>", "<img src=x onerror=alert(1)>"
+    meta["econeval_version"], meta["data_package"]["version"] = "<script>alert(1)</script>", "<img src=x onerror=alert(1)>"
     (run / "run.json").write_text(json.dumps(meta))
     page = tmp_path / "r.html"
     rc, _, err = cli("report", run, "--format", "html", "--out", page)

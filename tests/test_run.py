@@ -153,13 +153,13 @@ def test_each_fact_is_worked_out_once_per_run(tmp_path, tiny_model, monkeypatch)
                         real_requests(self, item, prep, out))
     monkeypatch.setattr(llamacpp, "check_gguf", lambda path: checked.append(path) or real_check(path))
     spec = ModelSpec(name="tiny", options={"path": str(tiny_model)}, n_ctx=2048, chat="off")
-    econeval.evaluate(model=spec, tasks=["econnli-zero"], limit=5, out=tmp_path / "run", bootstrap=0)
+    econeval.evaluate(model=spec, tasks=["econnli-zero"], selection=econeval.Limit(5), out=tmp_path / "run", bootstrap=0)
     assert sorted(built) == sorted(set(built)) and len(built) == 5, built
     assert len(checked) == 1, checked
     steer = registry.get_task("steer-me")
-    from econeval.verify import load_run
+    from econeval.finished import open_checked
 
-    econeval.evaluate(model="fake:x", tasks=["steer-me"], limit=2, out=tmp_path / "steer", bootstrap=0)
-    run = load_run(tmp_path / "steer")
+    econeval.evaluate(model="fake:x", tasks=["steer-me"], selection=econeval.Limit(2), out=tmp_path / "steer", bootstrap=0)
+    run = open_checked(tmp_path / "steer")
     recs, prep = list(run.samples["steer-me"].values()), run.preps["steer-me"]
     assert steer.numbers_of(recs, prep) == Task.numbers_of(steer, recs, prep)

@@ -6,12 +6,12 @@ import json
 import pytest
 
 from econeval.errors import UsageError
-from econeval.selection import Full, Ordered, Sample, Shard, from_flags
+from econeval.selection import Full, Ordered, Shard, StratifiedSample, from_flags
 
 
 def test_flags_name_one_selection_and_refuse_what_cannot_be_one():
     assert isinstance(from_flags(), Full) and from_flags(limit=3).limit == 3
-    assert isinstance(from_flags(sample="0.5"), Sample) and isinstance(from_flags(budget="10m"), Ordered)
+    assert isinstance(from_flags(sample="0.5"), StratifiedSample) and isinstance(from_flags(budget="10m"), Ordered)
     shard = from_flags(limit=2, shard=(2, 3))
     assert isinstance(shard, Shard) and shard.limit == 2 and [shard.owns(c) for c in range(6)] == [False, True, False] * 2
     for kw, says in (({"limit": 2, "sample": 5}, "--sample and --limit"), ({"budget": "1m", "limit": 2}, "--budget with"),

@@ -162,7 +162,7 @@ def measure(out: Path, dry: bool) -> dict:
     tasks = [t for t in registry.tasks() if t != "econnli-gen"] + ["econnli-gen"]
     with GpuMemory() as mem:
         t0 = time.monotonic()
-        doc = econeval.evaluate(model=str(q4), tasks=tasks, limit=limit, out=out / "run", bootstrap=0,
+        doc = econeval.evaluate(model=str(q4), tasks=tasks, selection=econeval.Limit(limit), out=out / "run", bootstrap=0,
                                 model_options={"n_gpu_layers": ngl}, n_ctx=8192)
         report["econeval_run_s"] = round(time.monotonic() - t0, 1)
         meta = json.loads((out / "run" / "run.json").read_text())

@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from econeval import registry, sampling  # noqa: E402
 from econeval.intervals import finite_numbers, headline_intervals  # noqa: E402
-from econeval.verify import load_run  # noqa: E402
+from econeval.finished import open_checked  # noqa: E402
 
 
 def main() -> int:
@@ -31,7 +31,7 @@ def main() -> int:
     ap.add_argument("--draws", type=int, default=1000)
     ap.add_argument("--bootstrap", type=int, default=200)
     args = ap.parse_args()
-    run = load_run(args.folder)
+    run = open_checked(args.folder)
     task = registry.get_task(args.task)
     prep = run.preps[task.name]
     items = {it["id"]: it for it in prep.items}

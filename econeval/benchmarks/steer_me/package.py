@@ -126,7 +126,7 @@ def load(pkg: Path, split: str = "test") -> tuple[list[dict], dict]:
         staged = path.parent.parent.name != "data"
         element = path.parent.name
         module, setting = (path.parent.parent.name, path.parent.parent.parent.name) if staged else (None, None)
-        meta = names.get(element, {})
+        named = names.get(element, {})
         try:
             rows = pq.read_table(path).to_pylist()
         except Exception as exc:  # noqa: BLE001 - pyarrow's own errors: the user's file, one line
@@ -137,8 +137,8 @@ def load(pkg: Path, split: str = "test") -> tuple[list[dict], dict]:
                 raise UsageError(f"{path}: row {n} lacks question_text or options")
             _row_checked(r, f"{path}: row {n}")
             r.setdefault("element", element)
-            r["_setting"] = r.get("setting") or meta.get("setting") or setting or "?"
-            r["_module"] = r.get("module") or meta.get("module") or module or "?"
+            r["_setting"] = r.get("setting") or named.get("setting") or setting or "?"
+            r["_module"] = r.get("module") or named.get("module") or module or "?"
             groups.setdefault((str(r["element"]), str(r.get("base_id", n))), []).append(r)
     items = []
     for (element, base), parts in groups.items():

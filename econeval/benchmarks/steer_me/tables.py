@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import UsageError
-from ...tables import RunView, Table, interval, limit_notes, published, published_rows
+from ...tables import Table, interval, limit_notes, published, published_rows
 
 PUBLISHED = Path(__file__).resolve().parent.parent.parent / "published" / "steer_me.json"
 TASK = "steer-me"
@@ -16,17 +16,15 @@ NOTE = ("STEER-ME is an econeval re-implementation: the questions come from econ
         "data was released in reach), so the published numbers are not directly comparable.")
 
 
-def reliability(run: RunView, bins: int = 10) -> dict | None:
+def reliability(run: Any, bins: int = 10) -> dict | None:
     """Confidence (the chosen option's renormalised probability) against accuracy, in 10 bins,
     from the run's samples."""
-    from ...folder import read_samples
-
     try:
-        samples = read_samples(run.folder / "samples.jsonl")[0].values()
+        samples = run.samples.get(TASK, {}).values()
     except (OSError, UsageError):
         return None
     pts = [(max(s["p_renormalized"]), bool(s.get("correct"))) for s in samples
-           if s.get("task") == TASK and s.get("answered") and isinstance(s.get("p_renormalized"), list) and s["p_renormalized"]]
+           if s.get("answered") and isinstance(s.get("p_renormalized"), list) and s["p_renormalized"]]
     if not pts:
         return None
     out: dict[str, Any] = {"kind": "reliability", "caption": f"STEER-ME reliability diagram, {run.label}: 10 confidence bins (labels: items "
@@ -40,7 +38,7 @@ def reliability(run: RunView, bins: int = 10) -> dict | None:
     return out
 
 
-def paper_tables(runs: list[RunView]) -> list[Table]:
+def paper_tables(runs: list[Any]) -> list[Table]:
     mine = [(r, r.results[TASK]) for r in runs if TASK in r.results]
     if not mine:
         return []

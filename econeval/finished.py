@@ -1,0 +1,92 @@
+"""A run folder opened to be judged or shown — by report, compare, gate, merge, view, runs and the
+exports: `open_run(path)` reads its record (record.py) at once; its results, its samples and its
+tasks prepared as the run prepared them are read when first asked for, each once.
+
+`checked()` is what gate, compare, merge and the exports trust: every task known to this
+econeval, no sample line of a task the run does not have, every scored record re-derived from its
+stored response with the task's own scorer (verify.py).
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path
+
+from . import registry
+from .errors import UsageError
+from .folder import read_samples
+from .record import RunRecord
+from .runfiles import SAMPLES, folder_results
+from .types import Prepared
+from .verify import check_records, prepared_from
+
+
+class FinishedRun:
+    """A run folder: its record, and (read lazily) results, samples and prepared tasks."""
+
+    def __init__(self, path: Path, record: RunRecord, samples: dict[str, dict[str, dict]] | None = None,
+                 preps: dict[str, Prepared] | None = None):
+        self.path, self.record = Path(path), record
+        self.label = ""  # how a report names the run (report.py sets it)
+        if samples is not None:  # records already in hand (a live gate's): not read again
+            self.__dict__["samples"] = samples
+        if preps is not None:
+            self.__dict__["preps"] = preps
+
+    @cached_property
+    def results(self) -> dict[str, dict]:
+        """Each task's result in the folder's results files (record.folder_results)."""
+        return folder_results(self.path)
+
+    @cached_property
+    def samples(self) -> dict[str, dict[str, dict]]:
+        """task → item id → its sample line."""
+        path = self.path / SAMPLES
+        if not path.is_file():
+            raise UsageError(f"{self.path} has no samples.jsonl")
+        out: dict[str, dict[str, dict]] = {}
+        for (task, item), rec in read_samples(path)[0].items():
+            out.setdefault(task, {})[item] = rec
+        return out
+
+    @cached_property
+    def preps(self) -> dict[str, Prepared]:
+        """Each of the run's tasks prepared as the run prepared it (data, options, seed)."""
+        out = {}
+        for name in self.record.tasks:
+            try:
+                task = registry.get_task(name)
+            except UsageError:
+                raise UsageError(f"{self.path}: the run has task {name!r}, which this econeval does not know") from None
+            out[name] = prepared_from(self.record, task)
+        return out
+
+    @property
+    def model(self) -> str:
+        """The model's name; a folder written by `econeval score --out` has none: its folder name."""
+        return self.record.model_name or self.path.name
+
+    def role(self, name: str) -> dict:
+        """What the record keeps of the model that filled a role (the judge, the embedder); {} if none."""
+        return self.record.role(name)
+
+    def checked(self) -> "FinishedRun":
+        """The run, its records re-derived from their stored responses (or one clear line)."""
+        strays = sorted(set(self.samples) - set(self.record.tasks))
+        if strays:
+            raise UsageError(f"{self.path}: samples.jsonl holds items of {', '.join(map(str, strays))}, a task the run does "
+                             "not have: the folder contradicts itself", hint="the samples were edited or written by another tool")
+        for name, prep in self.preps.items():
+            check_records(registry.get_task(name), prep, self.samples.get(name, {}), self.path)
+        return self
+
+
+def open_run(path: Path | str, strict: bool = True) -> FinishedRun:
+    """A run folder, its record read (`strict`: a field of another type than econeval writes is
+    refused; otherwise it is read as absent, as a report or a listing shows what is there)."""
+    return FinishedRun(Path(path), RunRecord.read(Path(path), strict=strict))
+
+
+def open_checked(path: Path | str) -> FinishedRun:
+    """A run folder to judge: its record strict, its samples present and re-derived."""
+    return open_run(path).checked()

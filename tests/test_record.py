@@ -1,0 +1,143 @@
+"""The run record (record.py): run.json read and written by its owner alone, the folder's files and
+the results-file family named in one place (runfiles.py), an older layout folded in, and a live gate that prepares each task once and
+reads none of its candidate's samples back."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from econeval import registry
+from econeval.record import RunRecord
+
+PACKAGE = Path(__file__).resolve().parent.parent / "econeval"
+OWNER = PACKAGE / "record.py"
+FILES = PACKAGE / "runfiles.py"
+RUN_JSON_NAMES = re.compile(r"(\w+_)?meta|old|first")  # the names this code gives a run.json document
+
+
+def _modules(owner: Path) -> list[Path]:
+    return [p for p in sorted(PACKAGE.rglob("*.py")) if p != owner]
+
+
+def _receiver(node: ast.AST) -> ast.AST | None:
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+        return node.value
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" and node.args
+            and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+        return node.func.value
+    return None
+
+
+def _holds_run_json(expr: ast.AST) -> bool:
+    """An expression that holds run.json or a part of it: a name this code gives such a document,
+    or anything reached through a `.record` or `.meta` attribute (click's `ctx.meta` aside)."""
+    while True:
+        if isinstance(expr, ast.Name):
+            return bool(RUN_JSON_NAMES.fullmatch(expr.id))
+        if isinstance(expr, ast.Attribute):
+            if expr.attr == "record" or (expr.attr == "meta" and not (isinstance(expr.value, ast.Name) and expr.value.id == "ctx")
+                                         and not isinstance(expr.value, ast.Call)):
+                return True
+            expr = expr.value
+        elif isinstance(expr, ast.Subscript):
+            expr = expr.value
+        elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
+            expr = expr.func.value
+        else:
+            return False
+
+
+def test_run_json_is_read_by_key_only_by_the_record():
+    """No module but record.py reads run.json, or a part of it, by string key: the others read
+    the typed record's fields and methods."""
+    found = []
+    for path in _modules(OWNER):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            recv = _receiver(node)
+            if recv is not None and _holds_run_json(recv):
+                found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}: {ast.unparse(node)}")
+    assert not found, found
+
+
+def test_the_check_sees_a_read_by_key():
+    """The check above is not blind: it finds the reads it is meant to refuse."""
+    for code in ('meta["seed"]', 'run.record.backend.get("kind")', 'base_meta.get("tasks", {})', 'self.meta["x"]["y"]'):
+        node = ast.parse(code).body[0].value  # type: ignore[attr-defined]
+        assert _receiver(node) is not None and _holds_run_json(_receiver(node)), code  # type: ignore[arg-type]
+    for code in ('rec["correct"]', 'ctx.meta.get("x")', 'record.get("gold")'):
+        node = ast.parse(code).body[0].value  # type: ignore[attr-defined]
+        assert not _holds_run_json(_receiver(node)), code  # type: ignore[arg-type]
+
+
+def test_the_folders_file_names_have_one_owner():
+    """run.json, samples.jsonl and the results-file family (results.json, results-partial.json,
+    results-limit-N.json, results-sample-SPEC.json) are named in runfiles.py alone."""
+    names = re.compile(r"^(run\.json|samples\.jsonl|results\.json|results-partial\.json)$|^results-(limit|sample)-")
+    found = []
+    for path in _modules(FILES):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docs = {id(n.body[0].value) for n in ast.walk(tree)  # type: ignore[attr-defined]
+                if isinstance(n, (ast.Module, ast.FunctionDef, ast.ClassDef)) and n.body
+                and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs \
+                    and names.search(node.value):
+                found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}: {node.value!r}")
+    assert not found, found
+
+
+def test_a_record_reads_back_as_written_and_folds_the_older_layout(cli, tmp_path):
+    run = tmp_path / "run"
+    rc, _, err = cli("run", "--model", "fake:m", "--task", "econnli-zero", "--limit", "4", "--quiet", "--out", run)
+    assert rc == 0, err
+    doc = json.loads((run / "run.json").read_text())
+    record = RunRecord.read(run)
+    assert record.to_json() == doc and not record.problems
+    assert record.status == "complete" and record.model_name == "m" and record.task_names == ["econnli-zero"]
+    older = {k: v for k, v in doc.items() if k != "roles"} | {"judge": {"name": "j", "kind": "fake"}, "what": 1}
+    (run / "run.json").write_text(json.dumps(older))
+    folded = RunRecord.read(run)
+    assert folded.role("judge")["name"] == "j" and folded.named_roles == frozenset({"judge"})
+    assert folded.to_json()["what"] == 1 and "judge" not in folded.to_json()  # unknown keys kept; the old role key folded
+    (run / "run.json").write_text(json.dumps({**doc, "seed": "x"}))
+    assert RunRecord.read(run, strict=False).seed is None
+    with pytest.raises(Exception, match="its seed is not as econeval writes it"):
+        RunRecord.read(run)
+
+
+def test_a_live_gate_prepares_each_task_once_and_reads_no_candidate_sample(cli, tmp_path, monkeypatch):
+    """Each task is prepared once in a live gate (the baseline's preparation serves the candidate's
+    run, the comparability check and the not-gated numbers), and the candidate's samples are not
+    read back after its run: the gate keeps what the run fed it."""
+    from econeval import finished
+
+    base = tmp_path / "base"
+    tasks = ("econnli-zero", "econlogicqa-1shot")
+    rc, _, err = cli("run", "--model", "fake:m", *[a for t in tasks for a in ("--task", t)], "--limit", "40", "--quiet",
+                     "--out", base)
+    assert rc == 0, err
+    prepared: list[str] = []
+    for name in tasks:
+        task = registry.get_task(name)
+        original = type(task).prepare
+
+        def counting(self, ctx, _original=original):
+            prepared.append(self.name)
+            return _original(self, ctx)
+        monkeypatch.setattr(type(task), "prepare", counting)
+    read: list[Path] = []
+    original_read = finished.read_samples
+    monkeypatch.setattr(finished, "read_samples", lambda path: (read.append(Path(path).parent), original_read(path))[1])
+    cand = tmp_path / "cand"
+    rc, out, err = cli("gate", base, "--model", "fake:m2", "--max-drop", "0.5", "--quiet", "--out", cand, "--format", "json")
+    assert rc in (0, 1, 3), err
+    assert sorted(prepared) == sorted(tasks), prepared  # once each
+    assert read == [base], read  # the baseline's samples, once; never the candidate's
+    result = json.loads(out)
+    assert result["items_used"] > 0 and {r["task"] for r in result["rows"]} == set(tasks)
+    assert (cand / "samples.jsonl").is_file()

@@ -1,0 +1,74 @@
+"""The code's shape, as issue #40 measures it: string-key reads of run.json dicts per module,
+the longest functions and the widest signatures of the package.
+
+    python tools/code_shape.py [ROOT]
+
+A read is `X["key"]` or `X.get("key")` where X holds run.json or a part of it by this code's
+naming: `meta`, `*_meta`, `old`, `first`, or anything reached through `.meta` or `.record` (click's
+`ctx.meta` is not one); tests/test_record.py refuses such reads outside record.py with the same
+rule. Every key of a chain counts (`meta["a"]["b"]` is two reads).
+"""
+
+from __future__ import annotations
+
+import ast
+import collections
+import re
+import sys
+from pathlib import Path
+
+RUN_JSON = re.compile(r"(\w+_)?meta|old|first")
+
+
+def _receiver(node: ast.AST) -> ast.AST | None:
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+        return node.value
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" and node.args
+            and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+        return node.func.value
+    return None
+
+
+def _holds_run_json(expr: ast.AST) -> bool:
+    while True:
+        if isinstance(expr, ast.Name):
+            return bool(RUN_JSON.fullmatch(expr.id))
+        if isinstance(expr, ast.Attribute):
+            if expr.attr == "record" or (expr.attr == "meta" and not (isinstance(expr.value, ast.Name) and expr.value.id == "ctx")
+                                         and not isinstance(expr.value, ast.Call)):
+                return True
+            expr = expr.value
+        elif isinstance(expr, ast.Subscript):
+            expr = expr.value
+        elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
+            expr = expr.func.value
+        else:
+            return False
+
+
+def run_json_reads(tree: ast.AST) -> int:
+    return sum(1 for node in ast.walk(tree) if (recv := _receiver(node)) is not None and _holds_run_json(recv))
+
+
+def main(root: Path) -> None:
+    reads: collections.Counter[str] = collections.Counter()
+    funcs = []
+    for path in sorted((root / "econeval").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        name = str(path.relative_to(root / "econeval").with_suffix("")).replace("/", ".")
+        if (k := run_json_reads(tree)):
+            reads[name] = k
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                a = node.args
+                width = len(a.posonlyargs) + len(a.args) + len(a.kwonlyargs) + bool(a.vararg) + bool(a.kwarg)
+                width -= bool(a.args) and a.args[0].arg in ("self", "cls")
+                funcs.append((node.end_lineno - node.lineno + 1, width, f"{name}.{node.name}"))
+    print(f"string-key reads of run.json: {sum(reads.values())} in {len(reads)} modules: "
+          + ", ".join(f"{m} {k}" for m, k in reads.most_common()))
+    print("longest functions (lines): " + ", ".join(f"{f} {n}" for n, _, f in sorted(funcs, reverse=True)[:6]))
+    print("widest signatures (parameters): " + ", ".join(f"{f} {w}" for _, w, f in sorted(funcs, key=lambda x: -x[1])[:6]))
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1] if len(sys.argv) > 1 else Path(__file__).resolve().parents[1]))
