@@ -35,7 +35,7 @@ class FinishedRun:
 
     @cached_property
     def results(self) -> dict[str, dict]:
-        """Each task's result in the folder's results files (record.folder_results)."""
+        """Each task's result in the folder's results files (runfiles.folder_results)."""
         return folder_results(self.path)
 
     @cached_property

@@ -42,7 +42,7 @@ from .. import reasoning as rz
 from ..types import BackendInfo, Completion, Generate, OptionLogprobs, OptionScores, Rates, chat_messages
 from .base import Backend, ReasoningOptions, Settings, option
 from .llamacpp_batch import Engine, JobSpec
-from .llamacpp_plan import Prepared, ReasoningStage, make_plan
+from .llamacpp_plan import ReasoningStage, Tokenized, make_plan
 
 _SENTINEL = "\x00econeval-split\x00"
 _META_KEYS = ("general.architecture", "general.name", "general.basename", "general.size_label",
@@ -496,7 +496,7 @@ class LlamaCppBackend(Backend[LlamaCppOptions]):
         prepared = []
         for req, tail in zip(requests, tails):
             full, tokens, n_prefix = self._tokens(req.prompt, req.prefix, req.chat, req.turns, tail)
-            prepared.append(Prepared(req, full, tokens, n_prefix, full if self._chat(req.chat) else None))
+            prepared.append(Tokenized(req, full, tokens, n_prefix, full if self._chat(req.chat) else None))
         plan = make_plan(prepared, self.n_ctx, lambda full, tokens, o, chat: self._continuation(full, tokens, o, chat),
                          self.end_tokens)
         try:

@@ -15,7 +15,7 @@ from ..types import Completion, Generate, OptionLogprobs, OptionScores
 from .llamacpp_batch import JobResult, JobSpec
 
 
-class Prepared(NamedTuple):
+class Tokenized(NamedTuple):
     """A request with its prompt as evaluated: the text (chat template applied), its tokens, how
     many of them form the reusable prefix, and the rendered text when a template was applied."""
 
@@ -28,7 +28,7 @@ class Prepared(NamedTuple):
 
 @dataclass
 class Plan:
-    prepared: list[Prepared]
+    prepared: list[Tokenized]
     jobs: list[JobSpec] = field(default_factory=list)
     where: list[tuple[int | None, str]] = field(default_factory=list)  # request → (job, "gen" | "scores"); None: did not fit
 
@@ -67,7 +67,7 @@ class ReasoningStage(Generate):
     family's end marker (`end_tokens`, or `stop_regex` where the marker is several tokens)."""
 
 
-def make_plan(prepared: list[Prepared], n_ctx: int, continuation: Callable, end_tokens: tuple[int, ...] = ()) -> Plan:
+def make_plan(prepared: list[Tokenized], n_ctx: int, continuation: Callable, end_tokens: tuple[int, ...] = ()) -> Plan:
     """The jobs for these requests. `continuation(full, tokens, option, chat)` gives the tokens
     the model would emit for an option after the prompt; `end_tokens`: what ends a ReasoningStage."""
     plan = Plan(prepared)
