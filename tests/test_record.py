@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,42 +15,16 @@ import pytest
 from econeval import registry
 from econeval.record import RunRecord
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+from code_shape import run_json_reads  # noqa: E402  (the rule the measurement uses, one copy)
+
 PACKAGE = Path(__file__).resolve().parent.parent / "econeval"
 OWNER = PACKAGE / "record.py"
 FILES = PACKAGE / "runfiles.py"
-RUN_JSON_NAMES = re.compile(r"(\w+_)?meta|old|first")  # the names this code gives a run.json document
 
 
 def _modules(owner: Path) -> list[Path]:
     return [p for p in sorted(PACKAGE.rglob("*.py")) if p != owner]
-
-
-def _receiver(node: ast.AST) -> ast.AST | None:
-    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
-        return node.value
-    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" and node.args
-            and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
-        return node.func.value
-    return None
-
-
-def _holds_run_json(expr: ast.AST) -> bool:
-    """An expression that holds run.json or a part of it: a name this code gives such a document,
-    or anything reached through a `.record` or `.meta` attribute (click's `ctx.meta` aside)."""
-    while True:
-        if isinstance(expr, ast.Name):
-            return bool(RUN_JSON_NAMES.fullmatch(expr.id))
-        if isinstance(expr, ast.Attribute):
-            if expr.attr == "record" or (expr.attr == "meta" and not (isinstance(expr.value, ast.Name) and expr.value.id == "ctx")
-                                         and not isinstance(expr.value, ast.Call)):
-                return True
-            expr = expr.value
-        elif isinstance(expr, ast.Subscript):
-            expr = expr.value
-        elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
-            expr = expr.func.value
-        else:
-            return False
 
 
 def test_run_json_is_read_by_key_only_by_the_record():
@@ -57,10 +32,8 @@ def test_run_json_is_read_by_key_only_by_the_record():
     the typed record's fields and methods."""
     found = []
     for path in _modules(OWNER):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            recv = _receiver(node)
-            if recv is not None and _holds_run_json(recv):
-                found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}: {ast.unparse(node)}")
+        found += [f"{path.relative_to(PACKAGE)}:{getattr(node, 'lineno', '?')}: {ast.unparse(node)}"
+                  for node in run_json_reads(ast.parse(path.read_text(encoding="utf-8")))]
     assert not found, found
 
 
@@ -68,10 +41,10 @@ def test_the_check_sees_a_read_by_key():
     """The check above is not blind: it finds the reads it is meant to refuse."""
     for code in ('meta["seed"]', 'run.record.backend.get("kind")', 'base_meta.get("tasks", {})', 'self.meta["x"]["y"]'):
         node = ast.parse(code).body[0].value  # type: ignore[attr-defined]
-        assert _receiver(node) is not None and _holds_run_json(_receiver(node)), code  # type: ignore[arg-type]
+        assert run_json_reads(node), code
     for code in ('rec["correct"]', 'ctx.meta.get("x")', 'record.get("gold")'):
         node = ast.parse(code).body[0].value  # type: ignore[attr-defined]
-        assert not _holds_run_json(_receiver(node)), code  # type: ignore[arg-type]
+        assert not run_json_reads(node), code
 
 
 def test_the_folders_file_names_have_one_owner():

@@ -20,7 +20,7 @@ from pathlib import Path
 RUN_JSON = re.compile(r"(\w+_)?meta|old|first")
 
 
-def _receiver(node: ast.AST) -> ast.AST | None:
+def receiver(node: ast.AST) -> ast.AST | None:
     if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
         return node.value
     if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" and node.args
@@ -29,7 +29,8 @@ def _receiver(node: ast.AST) -> ast.AST | None:
     return None
 
 
-def _holds_run_json(expr: ast.AST) -> bool:
+def holds_run_json(expr: ast.AST) -> bool:
+    """An expression that holds run.json or a part of it (see the module's docstring)."""
     while True:
         if isinstance(expr, ast.Name):
             return bool(RUN_JSON.fullmatch(expr.id))
@@ -46,8 +47,9 @@ def _holds_run_json(expr: ast.AST) -> bool:
             return False
 
 
-def run_json_reads(tree: ast.AST) -> int:
-    return sum(1 for node in ast.walk(tree) if (recv := _receiver(node)) is not None and _holds_run_json(recv))
+def run_json_reads(tree: ast.AST) -> list[ast.AST]:
+    """The string-key reads of run.json in a module."""
+    return [node for node in ast.walk(tree) if (recv := receiver(node)) is not None and holds_run_json(recv)]
 
 
 def main(root: Path) -> None:
@@ -56,7 +58,7 @@ def main(root: Path) -> None:
     for path in sorted((root / "econeval").rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         name = str(path.relative_to(root / "econeval").with_suffix("")).replace("/", ".")
-        if (k := run_json_reads(tree)):
+        if (k := len(run_json_reads(tree))):
             reads[name] = k
         for node in ast.walk(tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
