@@ -1,9 +1,10 @@
 """The run record — run.json: what a run is and what happened to it — read and written here alone.
 
-`RunRecord` is run.json typed. What a run is (its tasks, roles, identity, seed, selection, shard)
-is set when it starts; what happened (status, timing, stops, results files) is changed only by its
-operations: `resume`, `note`, `stop_early`, `interrupt`, `fail`, `complete`. `RunRecord.read` is the
-one reader (an older layout is folded in, a field of another type read as absent and named in
+`RunRecord` is run.json typed, and frozen: what a run is (its tasks, roles, identity, seed,
+selection, shard) is set when it starts (runmeta.run_record); what happened (status, timing, stops,
+results files) is recorded by its operations, each returning the next record: `continuing` (a
+resume), `noted` (what the selection keeps), `projected`, `stopped` (early), `as_interrupted`,
+`as_failed`, `as_complete`. `RunRecord.read` is the one reader (an older layout is folded in, a field of another type read as absent and named in
 `problems`); `to_json` the one serialiser. The folder's files, the family of results files among
 them, are named beside it (runfiles.py).
 
@@ -15,7 +16,7 @@ tasks use, and (where the backend's results depend on batch composition) the chu
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,11 @@ def now() -> str:
 
 def _obj(value: Any) -> dict:
     return value if isinstance(value, dict) else {}
+
+
+def _text(part: dict, key: str) -> str | None:
+    got = part.get(key)
+    return got if isinstance(got, str) else None
 
 
 # ---- identities ------------------------------------------------------------------------------
@@ -160,11 +166,13 @@ def _whole(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunRecord:
-    """run.json. Fields in the order they are written; None is not written (but `limit`, which a
-    run always records). Nested parts (the backend, the identity, each task's entry) are the
-    documents their owners make (BackendInfo.to_json, runmeta); read them through the methods."""
+    """run.json, a value: what the run is is fixed when it starts (runmeta.run_record), what
+    happened is recorded by the operations below, each of which returns the next record. Fields in
+    the order they are written; None is not written (but `limit`, which a run always records).
+    Nested parts (the backend, the identity, each task's entry) are the documents their owners make
+    (BackendInfo.to_json, runmeta); read them through the methods."""
 
     shard: dict | None = None  # {"index", "count"} of a run --shard K/N
     run_format: int | None = RUN_FORMAT
@@ -318,24 +326,20 @@ class RunRecord:
     @property
     def model_sha256(self) -> str | None:
         """The evaluated model's weights' sha256 (a served model has none)."""
-        got = self.model.get("sha256")
-        return got if isinstance(got, str) else None
+        return _text(self.model, "sha256")
 
     @property
     def predictions(self) -> str | None:
         """The predictions file a `score --out` folder scored."""
-        got = self.model.get("predictions")
-        return got if isinstance(got, str) else None
+        return _text(self.model, "predictions")
 
     @property
     def backend_kind(self) -> str | None:
-        kind = self.backend.get("kind")
-        return kind if isinstance(kind, str) else None
+        return _text(self.backend, "kind")
 
     @property
     def device(self) -> str | None:
-        got = self.backend.get("device")
-        return got if isinstance(got, str) else None
+        return _text(self.backend, "device")
 
     @property
     def backend_schedule(self) -> Any:
@@ -409,42 +413,38 @@ class RunRecord:
         """The --sample specs of the folder's sample results."""
         return {v.get("sample") for v in _obj(self.samples).values() if isinstance(v, dict)}
 
-    # ---- what happened: the runner's operations -------------------------------------------------
-    def resume(self, old: "RunRecord") -> None:
-        """This run continues the folder's (the same run, or some or more of its tasks): the folder
+    # ---- what happened: the operations, each returning the next record ---------------------------
+    def continuing(self, old: "RunRecord") -> "RunRecord":
+        """This run continuing the folder's (the same run, or some or more of its tasks): the folder
         describes all of them."""
-        self.started = old.started or self.started
-        self.resumed = (old.resumed or 0) + 1
-        self.identity = merged_identity(old.identity, self.identity)
-        self.tasks = {**old.tasks, **self.tasks}
-        self.options = {**(old.options or {}), **(self.options or {})}
-        self.roles = {**old.role_entries, **self.roles}
+        return replace(self, started=old.started or self.started, resumed=(old.resumed or 0) + 1,
+                       identity=merged_identity(old.identity, self.identity), tasks={**old.tasks, **self.tasks},
+                       options={**(old.options or {}), **(self.options or {})}, roles={**old.role_entries, **self.roles})
 
-    def note(self, notes: Notes) -> None:
+    def noted(self, notes: Notes) -> "RunRecord":
         """What the selection records of the folder (its results file, a gate's order)."""
-        if notes.folder_limit:
-            self.limit = notes.old_limit
-        if notes.partial_results is not None:
-            self.partial_results = notes.partial_results
-        if notes.samples is not None:
-            self.samples = notes.samples
-        if notes.gate is not None:
-            self.gate = notes.gate
+        return replace(self, limit=notes.old_limit if notes.folder_limit else self.limit,
+                       partial_results=self.partial_results if notes.partial_results is None else notes.partial_results,
+                       samples=self.samples if notes.samples is None else notes.samples,
+                       gate=self.gate if notes.gate is None else notes.gate)
 
-    def stop_early(self, why: str, stopped: list[str], not_reached: list[str]) -> None:
-        self.stopped_early = {"why": why, "at": now(), "tasks_stopped": stopped, "tasks_not_reached": not_reached}
+    def projected(self, projection: dict) -> "RunRecord":
+        return replace(self, projection=projection)
 
-    def add_partial(self, name: str, what: dict) -> None:
-        self.partial_results = {**(self.partial_results or {}), name: what}
+    def stopped(self, why: str, stopped: list[str], not_reached: list[str], partial: tuple[str, dict] | None) -> "RunRecord":
+        """Stopped early (`why`: a budget spent, or every task decided); `partial`: the results file
+        its estimates go to, and what it holds."""
+        return replace(self, stopped_early={"why": why, "at": now(), "tasks_stopped": stopped, "tasks_not_reached": not_reached},
+                       partial_results={**(self.partial_results or {}), partial[0]: partial[1]} if partial else self.partial_results)
 
-    def interrupt(self, timing: dict) -> None:
-        self.status, self.interrupted, self.timing = "interrupted", now(), timing
+    def as_interrupted(self, timing: dict) -> "RunRecord":
+        return replace(self, status="interrupted", interrupted=now(), timing=timing)
 
-    def fail(self, error: str, timing: dict) -> None:
-        self.status, self.failed, self.error, self.timing = "failed", now(), error[:500], timing
+    def as_failed(self, error: str, timing: dict) -> "RunRecord":
+        return replace(self, status="failed", failed=now(), error=error[:500], timing=timing)
 
-    def complete(self, timing: dict, backend: dict, peak_rss_mb: float) -> None:
-        self.status, self.finished, self.timing, self.backend, self.peak_rss_mb = "complete", now(), timing, backend, peak_rss_mb
+    def as_complete(self, timing: dict, backend: dict, peak_rss_mb: float) -> "RunRecord":
+        return replace(self, status="complete", finished=now(), timing=timing, backend=backend, peak_rss_mb=peak_rss_mb)
 
 
 def merged_timing(old: RunRecord | None, now_: dict[str, dict]) -> dict[str, dict]:

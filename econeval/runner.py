@@ -242,14 +242,14 @@ class _Run:
     def __init__(self, tasks: list[Task], backend, folder: RunFolder, ctx: RunContext, selection: Selection,
                  preps: dict[str, Prepared], record: RunRecord, say: Callable[[str], None]):
         self.tasks, self.backend, self.folder, self.ctx = tasks, backend, folder, ctx
-        self.selection, self.preps, self.record, self.say = selection, preps, record, say
+        self.selection, self.preps, self.say = selection, preps, say
         self.old = folder.record
         if self.old is not None:  # the same run, or some or more of its tasks: the folder describes all of them
-            record.resume(self.old)
-        self.plan = _plan(tasks, preps, selection, ctx.seed, record.schedule["chunk_items"])  # type: ignore[index]
-        self.notes = selection.notes(folder.has(RESULTS), self.old, record.run_seed)
-        record.note(self.notes)
-        self.results_name = self.notes.results
+            record = record.continuing(self.old)
+        self.plan = _plan(tasks, preps, selection, ctx.seed, record.chunk_items)
+        notes = selection.notes(folder.has(RESULTS), self.old, record.run_seed)
+        self.record = record.noted(notes)
+        self.results_name = notes.results
         self.timing: dict[str, dict] = {}
         self.stopped: set[str] = set()  # tasks the watcher needs no more items of
         self.budget_spent = False
@@ -279,14 +279,14 @@ class _Run:
                 results = self._aggregate()
             except Interrupted as exc:
                 self.prog.close()
-                self.record.interrupt(merged_timing(self.old, self.timing))
+                self.record = self.record.as_interrupted(merged_timing(self.old, self.timing))
                 self.folder.write_record(self.record)
                 exc.marked = True  # the CLI says run.json is marked interrupted only when it is
                 exc.saved = (self.prog.snapshot()["saved"], self.total)
                 raise
             except BaseException as exc:  # an error: the folder says why it stopped (what was written stays)
                 self.prog.close()
-                self.record.fail(f"{type(exc).__name__}: {exc}", merged_timing(self.old, self.timing))
+                self.record = self.record.as_failed(f"{type(exc).__name__}: {exc}", merged_timing(self.old, self.timing))
                 try:
                     self.folder.write_record(self.record)
                 except OSError:
@@ -297,8 +297,8 @@ class _Run:
             self.prog.close()
             doc = self._doc(results)
             sig.write(self.folder.write_results, self.results_name, doc)
-            self.record.complete(merged_timing(self.old, self.timing), self.backend.info().to_json(),
-                                 round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1))
+            self.record = self.record.as_complete(merged_timing(self.old, self.timing), self.backend.info().to_json(),
+                                                  round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1))
             sig.write(self.folder.write_record, self.record)
         return {**doc, "tasks": results}
 
@@ -321,7 +321,7 @@ class _Run:
         prompts = {t: list(islice((str(r.prompt) for reqs in b.values() for r in reqs.values()), SAMPLE))
                    for t, b in self.built.items()}
         if (projection := project(self.lines, prompts, self.backend)) is not None:
-            self.record.projection = projection
+            self.record = self.record.projected(projection)
             for text in projection_lines(projection, self.record.device or "this machine"):
                 if show_progress:
                     self.prog.say(text)  # beside the live display on a terminal
@@ -390,10 +390,11 @@ class _Run:
             else:
                 not_reached.append(task.name)
         if selection.interleave and (self.budget_spent or self.stopped):
-            self.record.stop_early("budget spent" if self.budget_spent else "decided", sorted(self.stopped), not_reached)
-            if any(r.get("estimate") for r in results.values()) or not results:
+            partial = any(r.get("estimate") for r in results.values()) or not results  # its estimates: results-partial.json
+            if partial:
                 self.results_name = PARTIAL
-                self.record.add_partial(PARTIAL, selection.stopped_note())
+            self.record = self.record.stopped("budget spent" if self.budget_spent else "decided", sorted(self.stopped), not_reached,
+                                              (PARTIAL, selection.stopped_note()) if partial else None)
         return results
 
     def _doc(self, results: dict[str, Any]) -> dict[str, Any]:

@@ -163,7 +163,7 @@ def _merge(folders: list[Path], out: Path, named: Path) -> dict:
     record = _merged_record(runs)
     notes = selection.notes(False, None, first.run_seed)
     if spec is not None:  # a sample's own file, and what the record keeps of it
-        record.note(notes)
+        record = record.noted(notes)
     _write_whole(out, records, doc, record, notes.results if spec is not None else RESULTS)
     return doc
 
