@@ -269,7 +269,7 @@ def export_prompts(task: str, seed: int | None = None, limit: int | None = None,
     run_seed, seed_given = given_seed(seed)
     ctx = RunContext(seed=run_seed, seed_given=seed_given, task_options=dict(task_options or {}))
     check_task_options([t], ctx.task_options)
-    prep = t.prepare(ctx)
+    prep = ctx.prepare(t)
     rows = []
     for item in select_items(t, prep, limit):
         reqs: dict[str, Any] = {}

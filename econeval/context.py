@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .errors import UsageError
-from .types import Task
+from .types import Prepared, Task
 
 
 DEFAULT_SEED = 1234
@@ -49,6 +49,13 @@ class RunContext:
             else:
                 out[opt.name] = opt.default
         return out
+
+    def prepare(self, task: Task) -> Prepared:
+        """The task prepared in this context: its data loaded and its options settled (the one way
+        a task is prepared: for a run, for a finished run's reader, for the prompts' export)."""
+        prep = task.prepare(self)
+        prep.options = self.options_for(task)
+        return prep
 
     def seed_for(self, task: Task) -> int:
         """The seed of the task's own draws: the one given, else its authors' (`Task.protocol_seed`),

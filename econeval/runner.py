@@ -119,14 +119,7 @@ def prepare(tasks: list[Task], ctx: RunContext, make_roles: bool = True,
     the model is loaded. `prepared`: tasks prepared already (a gate's, as its baseline prepared
     them), taken as they are."""
     check_task_options(tasks, ctx.task_options)
-    preps = {}
-    for t in tasks:
-        if prepared and t.name in prepared:
-            preps[t.name] = prepared[t.name]
-            continue
-        prep = t.prepare(ctx)
-        prep.options = ctx.options_for(t)
-        preps[t.name] = prep
+    preps = {t.name: (prepared or {}).get(t.name) or ctx.prepare(t) for t in tasks}
     if make_roles:
         for role in dict.fromkeys(r for t in tasks for r in task_roles(t, preps[t.name]) if r != MODEL):
             if role in ctx.given or registry.role(role).fallback != "model":

@@ -27,9 +27,7 @@ def prepared_from(record: RunRecord, task: Task, given: frozenset[str] | None = 
     named for these roles instead of the run's)."""
     ctx = RunContext(seed=record.run_seed, seed_given=record.seed_was_given, per_task={task.name: record.task_options(task.name)},
                      given=record.named_roles if given is None else given, bootstrap=record.n_boot)
-    prep = task.prepare(ctx)
-    prep.options = ctx.options_for(task)
-    return prep
+    return ctx.prepare(task)
 
 
 def _plain(value: Any) -> Any:
