@@ -114,3 +114,18 @@ def test_a_live_gate_prepares_each_task_once_and_reads_no_candidate_sample(cli, 
     result = json.loads(out)
     assert result["items_used"] > 0 and {r["task"] for r in result["rows"]} == set(tasks)
     assert (cand / "samples.jsonl").is_file()
+
+
+def test_gate_and_compare_share_the_row_and_the_verdict_rule(cli, tmp_path):
+    """The gate's result is typed: its rows (gated and not) are compare's Rows, and its verdict is
+    compare's one rule over them."""
+    from econeval import compare, gate
+
+    base = tmp_path / "base"
+    rc, _, err = cli("run", "--model", "fake:m", "--task", "econnli-zero", "--limit", "40", "--quiet", "--out", base)
+    assert rc == 0, err
+    result = gate.gate(base, replay=base, max_drop=0.3)
+    assert result.rows and all(isinstance(r, compare.Row) for r in result.rows + result.not_gated)
+    assert result.verdict == compare.verdict_of(r.verdict for r in result.rows) == "pass"
+    assert not hasattr(gate.Gate, "verdict_of")  # one rule, compare's
+    assert [set(r) for r in result.as_dict()["rows"]] == [set(compare.GATE_COLUMNS)] * len(result.rows)
