@@ -135,8 +135,8 @@ def evaluate(model: str | config.ModelSpec | None = None, tasks: Sequence[str] =
             info = backend.info()
             say(f"econeval: model {spec.name} loaded in {time.monotonic() - t0:.1f} s on {info.device}"
                 f" (parallel {info.parallel}, n_ctx {info.n_ctx}); tasks: {', '.join(t.name for t in selected)}")
-            doc = runner.run(selected, backend, out, ctx, preps, selection=selection, argv=argv, show_progress=show,
-                             folder=folder, say=say, on_progress=callback, config=config_file)
+            doc = runner.run(selected, backend, folder, ctx, preps, selection, argv=argv, config=config_file,
+                             show_progress=show, say=say, on_progress=callback)
         except Interrupted as exc:
             if argv:
                 exc.hint = resume_hint(argv, out)

@@ -14,7 +14,6 @@ import resource
 import signal
 import time
 from itertools import islice
-from pathlib import Path
 from typing import Any, Callable
 
 from . import __version__, registry
@@ -31,7 +30,7 @@ from .record import RunRecord, merged_timing
 from .runfiles import PARTIAL, RESULTS
 from .runmeta import role_entry, run_record
 from .scoring import aggregate, score_records
-from .selection import Full, Selection
+from .selection import Selection
 from .types import MODEL, Completion, OptionScores, Prepared, Task, task_roles
 
 
@@ -146,16 +145,13 @@ def _sizes(task: Task, prep: Prepared, items: list[dict], built: dict[str, dict]
     return chars, budget
 
 
-def run(tasks: list[Task], backend, out_dir: Path, ctx: RunContext, preps: dict[str, Prepared] | None = None,
-        selection: Selection | None = None, argv: list[str] | None = None, show_progress: bool = True,
-        folder: RunFolder | None = None, say: Callable[[str], None] | None = None,
-        on_progress: Callable[[dict], None] | None = None, config: dict | None = None) -> dict:
-    """Run `tasks` with `backend` as the evaluated model into `out_dir`, taking the items
-    `selection` names (default: all). `folder` may be a RunFolder opened (locked and checked)
-    before the model was loaded; `on_progress` gets the progress figures (progress.py) after every
-    chunk and step."""
-    selection = selection or Full()
-    preps = preps or prepare(tasks, ctx)
+def run(tasks: list[Task], backend, folder: RunFolder, ctx: RunContext, preps: dict[str, Prepared], selection: Selection,
+        *, argv: list[str] | None = None, config: dict | None = None, show_progress: bool = True,
+        say: Callable[[str], None] | None = None, on_progress: Callable[[dict], None] | None = None) -> dict:
+    """Run `tasks` (prepared: `preps`) with `backend` as the evaluated model into `folder` (opened:
+    locked, and checked as far as it could be before the model loaded), taking the items
+    `selection` names. run.json records `argv` and a --config file's `config`; `on_progress` gets
+    the progress figures (progress.py) after every chunk and step."""
     ctx.role_made(MODEL, backend)
     info = backend.info()
     say = say or (lambda _m: None)
@@ -163,14 +159,8 @@ def run(tasks: list[Task], backend, out_dir: Path, ctx: RunContext, preps: dict[
     record = run_record(tasks, preps, info, role_infos(tasks, preps, ctx), seed=ctx.seed, limit=selection.limit,
                         bootstrap=ctx.bootstrap, argv=argv, shard=selection.shard(), seed_given=ctx.seed_given,
                         config=config, not_run=not_run)
-    own = folder is None
-    folder = folder or RunFolder.open(out_dir)
-    try:
-        folder.check_identity(record.identity)
-        return _Run(tasks, backend, folder, ctx, selection, preps, record, say).go(show_progress, on_progress)
-    finally:
-        if own:
-            folder.close()
+    folder.check_identity(record.identity)
+    return _Run(tasks, backend, folder, ctx, selection, preps, record, say).go(show_progress, on_progress)
 
 
 def _applicable(tasks: list[Task], preps: dict[str, Prepared], reasoning: dict,
