@@ -65,7 +65,7 @@ def parse_duration(spec: str | float | int) -> float:
 class WidthNote:
     """A budget run's progress note, fed each chunk's new records: the half-width of a normal 95%
     interval of the task's first item metric over the items so far (a display; the results carry
-    the stratified bootstrap). Running sums per task: nothing is fed twice."""
+    the stratified bootstrap). It keeps each task's values: each record is fed once."""
 
     def __init__(self) -> None:
         self.values: dict[str, list[float]] = {}

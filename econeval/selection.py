@@ -8,9 +8,9 @@ one object the runner executes.
   numbers are estimates of the full set's; results-sample-SPEC.json.
 - `Ordered(order, ...)`: every item in a seeded order ("nested": `--budget`'s growing stratified
   samples; "random": the gate's uniformly random order), the tasks' chunks interleaved, the
-  cheapest per item first; no chunk starts after `deadline`; `watch(task, records)` after each
-  chunk says whether the task needs more items (the gate's e-processes, a budget's progress
-  note); `only` keeps the item ids a gate's baseline scored. What stopped early is reported as
+  cheapest per item first; no chunk starts after `deadline`; `watch(task, records)`, fed each
+  chunk's new records (a resumed run's saved ones first), says whether the task needs more items
+  (the gate's e-processes, a budget's progress note); `only` keeps the item ids a gate's baseline scored. What stopped early is reported as
   estimates in results-partial.json.
 - `Shard(inner, k, n)`: the chunks of `inner` whose index is k-1 (mod n); `merge` asks it which
   chunk is whose.
@@ -56,7 +56,8 @@ class Selection:
         return None
 
     def watch(self, task: Task, records: list[dict]) -> tuple[bool, str | None]:
-        """After each chunk: (no more items for this task?, a note for its progress line)."""
+        """After each chunk, its new records (and, on resuming, the task's saved ones first): (no more
+        items for this task?, a note for its progress line)."""
         return False, None
 
     def notes(self, has_results: bool, old: RunRecord | None, seed: int) -> Notes:
