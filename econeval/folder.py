@@ -23,8 +23,8 @@ import orjson
 
 from .errors import UsageError
 from .record import RunRecord, identity_differences
-from .runfiles import LOCK, RESULTS, RUN_JSON, SAMPLES, is_member
-from .results import open_regular, read_json, write_json
+from .runfiles import LOCK, RESULTS, RUN_JSON, SAMPLES, is_member, read_results_file
+from .results import open_regular, write_json
 
 
 def check_members(path: Path) -> None:
@@ -117,10 +117,9 @@ class RunFolder:
     def read_results(self, name: str) -> dict:
         """The tasks of the folder's results file `name` ({} when there is none or it cannot be read)."""
         try:
-            doc = read_json(self.path / name)
-        except (OSError, orjson.JSONDecodeError):
+            return read_results_file(self.path / name)
+        except UsageError:
             return {}
-        return doc.get("tasks", {}) if isinstance(doc, dict) and isinstance(doc.get("tasks"), dict) else {}
 
     def write_results(self, name: str, doc: dict) -> None:
         write_json(self.path / name, doc)
