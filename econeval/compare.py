@@ -144,15 +144,17 @@ def check_prepared(base: RunRecord, identities: dict[str, dict | None]) -> None:
 
 
 def check_seed(base: RunRecord, seed) -> None:
+    """Refuse a candidate run with another seed than the baseline's."""
     if base.seed != seed:
         raise UsageError(f"the runs used different seeds ({base.seed} and {seed}): few-shot "
                          "draws and option orders differ, so their numbers are not comparable")
 
 
 def check_comparable(base: RunRecord, cand: RunRecord, tasks: list[str]) -> None:
-    """Refuse two runs whose numbers are not comparable: a task prepared differently, another
-    reasoning, another model in a role, or another seed (few-shot draws, option orders differ).
-    `compare`, `gate --replay` and a live gate's candidate all pass through here."""
+    """Refuse two finished runs whose numbers are not comparable: a task prepared differently,
+    another reasoning, another model in a role, or another seed (few-shot draws, option orders
+    differ). `compare` and `gate --replay` pass through here; a live gate checks its candidate's
+    tasks with check_prepared before the model loads, and its reasoning after the run."""
     check_prepared(base, {t: cand.task_identity(t) for t in tasks})
     check_reasoning(base, cand)
     check_roles(base, cand, tasks)

@@ -6,8 +6,8 @@
   with what differs, when run.json names another run (model, tasks, settings, data, seed) or
   another run format, when run.json cannot be read, when samples.jsonl exists without run.json,
   and when a line of samples.jsonl other than a torn last line does not parse.
-- The files' names, and the reading and writing of run.json, are record.py's; which results file
-  a run writes is its selection's (selection.py).
+- The files' names are runfiles.py's, the reading and writing of run.json record.py's; which
+  results file a run writes is its selection's (selection.py).
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ class RunFolder:
         if self.record is None:
             return
         old = self.record
-        if old.run_format != identity["run_format"] or "identity" in old.problems or not old.identity:
+        if old.run_format != identity["run_format"] or not old.identity:  # none, or not an object: read as absent
             raise UsageError(f"{self.path} was written by another version of econeval (run format "
                              f"{old.run_format or 1}, this one writes {identity['run_format']}) and cannot be resumed",
                              hint="choose a new --out folder (or run without --out: a new folder is made)")

@@ -4,8 +4,8 @@
 selection, shard) is set when it starts (runmeta.run_record); what happened (status, timing, stops,
 results files) is recorded by its operations, each returning the next record: `continuing` (a
 resume), `noted` (what the selection keeps), `projected`, `stopped` (early), `as_interrupted`,
-`as_failed`, `as_complete`. `RunRecord.read` is the one reader (an older layout is folded in, a field of another type read as absent and named in
-`problems`); `to_json` the one serialiser. The folder's files, the family of results files among
+`as_failed`, `as_complete`. `RunRecord.read` is the one reader (an older layout is folded in, a
+field of another type read as absent and named in `problems`); `to_json` the one serialiser. The folder's files, the family of results files among
 them, are named beside it (runfiles.py).
 
 The identity is what a resumed run must match: the run format, the model's identity, the seed,
@@ -29,6 +29,7 @@ from .results import read_json, write_json
 from .runfiles import RESULTS, RUN_JSON
 
 RUN_FORMAT = 3  # run.json / samples.jsonl layout; folders of another format are refused, never mixed
+
 
 def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -144,7 +145,7 @@ def comparable(entry: dict) -> dict[str, Any]:
 @dataclass
 class Notes:
     """What a selection records of the folder beyond its run (selection.py makes it from the folder's
-    record; `RunRecord.note` keeps it): the results file it writes and, where that is not
+    record; `RunRecord.noted` keeps it): the results file it writes and, where that is not
     results.json, the --limit of the folder's largest run, the results files besides results.json, a
     sample's designs; a gate's order."""
 
@@ -157,7 +158,7 @@ class Notes:
 
 
 NO_TASKS = "(no tasks)"  # a problem: the document names no tasks (not a run's record)
-_OBJECTS = ("identity", "backend", "roles", "data_package", "shard", "schedule", "options", "environment", "timing",
+_OBJECTS = ("tasks", "identity", "backend", "roles", "data_package", "shard", "schedule", "options", "environment", "timing",
             "partial_results", "samples", "gate", "stopped_early", "projection", "config", "not_run")
 _TEXTS = ("econeval_version", "started", "status", "finished", "interrupted", "failed", "error")
 
@@ -431,10 +432,10 @@ class RunRecord:
     def projected(self, projection: dict) -> "RunRecord":
         return replace(self, projection=projection)
 
-    def stopped(self, why: str, stopped: list[str], not_reached: list[str], partial: tuple[str, dict] | None) -> "RunRecord":
-        """Stopped early (`why`: a budget spent, or every task decided); `partial`: the results file
-        its estimates go to, and what it holds."""
-        return replace(self, stopped_early={"why": why, "at": now(), "tasks_stopped": stopped, "tasks_not_reached": not_reached},
+    def stopped(self, why: str, decided: list[str], not_reached: list[str], partial: tuple[str, dict] | None) -> "RunRecord":
+        """Stopped early (`why`: a budget spent, or every task decided; `decided`: the tasks the
+        watcher stopped); `partial`: the results file its estimates go to, and what it holds."""
+        return replace(self, stopped_early={"why": why, "at": now(), "tasks_stopped": decided, "tasks_not_reached": not_reached},
                        partial_results={**(self.partial_results or {}), partial[0]: partial[1]} if partial else self.partial_results)
 
     def as_interrupted(self, timing: dict) -> "RunRecord":
@@ -463,8 +464,6 @@ def _fits(key: str, value: Any) -> bool:
     if value is None:
         return True
     if key in _OBJECTS:
-        return isinstance(value, dict)
-    if key == "tasks":
         return isinstance(value, dict)
     if key in _TEXTS:
         return isinstance(value, str)

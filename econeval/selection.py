@@ -4,14 +4,14 @@ one object the runner executes.
 - `Full()`: every item, in the dataset's order; results.json.
 - `Limit(n)`: the first n items of each task (the task's own `limit_items`); results.json, or
   results-limit-N.json beside a larger run's.
-- `StratifiedSample(spec)`: a seeded stratified sample (sampling.py), N items per task or a fraction; its
-  numbers are estimates of the full set's; results-sample-SPEC.json.
+- `StratifiedSample(spec)`: a seeded stratified sample (sampling.py), N items per task or a
+  fraction; its numbers are estimates of the full set's; results-sample-SPEC.json.
 - `Ordered(order, ...)`: every item in a seeded order ("nested": `--budget`'s growing stratified
   samples; "random": the gate's uniformly random order), the tasks' chunks interleaved, the
   cheapest per item first; no chunk starts after `deadline`; `watch(task, records)`, fed each
   chunk's new records (a resumed run's saved ones first), says whether the task needs more items
-  (the gate's e-processes, a budget's progress note); `only` keeps the item ids a gate's baseline scored. What stopped early is reported as
-  estimates in results-partial.json.
+  (the gate's e-processes, a budget's progress note); `only` keeps the item ids a gate's baseline
+  scored. What stopped early is reported as estimates in results-partial.json.
 - `Shard(inner, k, n)`: the chunks of `inner` whose index is k-1 (mod n); `merge` asks it which
   chunk is whose.
 
@@ -87,7 +87,6 @@ class Selection:
     def stopped_note(self) -> dict[str, Any]:
         """What run.json's partial_results records of a run that stopped early."""
         return {}
-
 
 
 class Full(Selection):

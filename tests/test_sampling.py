@@ -132,3 +132,16 @@ def test_per_class_intervals_of_a_sample_with_a_rare_class_cover_the_full_set():
             hits[key] = hits.get(key, 0) + (lo - 1e-12 <= value <= hi + 1e-12)
     low = {k: h / draws for k, h in hits.items() if h / draws < 0.8}
     assert not low, low  # 95% intervals; 40 samples leave room for chance
+
+
+def test_the_budget_note_is_fed_each_chunk_once_and_keeps_what_came_before():
+    """The runner hands a budget's watcher each chunk's new records only: the note is over every
+    item so far, not the last chunk's."""
+    from econeval import registry
+    from econeval.sampling import WidthNote
+
+    task = registry.get_task("econnli-zero")
+    recs = [{"id": f"econnli/test/{i}", "task": task.name, "correct": i < 2} for i in range(4)]
+    note = WidthNote()
+    assert note(task, recs[:2]) == (False, "accuracy 1.000 ±0.000")
+    assert note(task, recs[2:]) == (False, "accuracy 0.500 ±0.566")  # all four: 2 of 4 right
