@@ -68,7 +68,7 @@ class ModelSpec:
 
     name: str
     kind: str | None = None  # the backend (registry kind); None: implied by the options' keys
-    n_ctx: int = 4096
+    n_ctx: int | None = None  # the context length; None: the model's own (its trained context)
     chat: str = "auto"  # apply the model's chat template: auto (each task's default), on, off
     description: str = ""
     source: str = ""  # the models.toml it came from, or "--model ..."

@@ -1,55 +1,78 @@
-"""The run's projected time, before its first item: every remaining item's first-stage prompt
-tokens and generation budget at the rates the backend measures on this device now
-(`Backend.calibrate`: a short batch of prompt tokens, a generation step over every sequence).
+"""The run's projected time, before its first item, stated as a range: the backend runs sampled
+chunks of every task dry through its own scheduler (the jobs as the run makes them: shared prefixes
+evaluated once, each request once) at the speed it measures on this device now
+(`Backend.project`); the range runs from every generation stopping after its first token to every
+one using its whole budget, and where the folder already holds some of a task's items (a resumed
+run, or one continuing a `--budget` sample) their generated lengths give the likely time.
 
-Prompt tokens come from each item's prompt characters at the task's own characters per token
-(a sample of its prompts tokenized by the model: Chinese text has far fewer characters per token
-than English). The generation budget is every request's `max_tokens`, so a model that stops
-early takes less; later stages (a CoT answer turn, the judge) are not counted.
+Later stages (a CoT answer turn, the judge) are not counted; items refused before the run (longer
+than the model context) cost nothing.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .progress import TaskLine, duration
+from .progress import duration
 
-SAMPLE = 32  # prompts per task tokenized for its characters per token
+SAMPLE_CHUNKS = 3  # chunks per task run dry, spread over its remaining chunks
 LONG = 3600.0  # a projection beyond this names the ways to run less
 
 
-def project(lines: list[TaskLine], prompts: dict[str, list[str]], backend: Any) -> dict | None:
-    """run.json's `projection`: the seconds each task's remaining items should take at the
-    measured rates; None where the backend cannot measure them (a served model)."""
-    rates = backend.calibrate()
-    if rates is None:
+def sample_chunks(chunks: list[list[Any]], k: int = SAMPLE_CHUNKS) -> list[list[Any]]:
+    """Up to k of the chunks, spread evenly (the first and the last among them)."""
+    if len(chunks) <= k:
+        return list(chunks)
+    return [chunks[round(i * (len(chunks) - 1) / (k - 1))] for i in range(k)] if k > 1 else chunks[:1]
+
+
+def project(items: dict[str, int], sampled: dict[str, list[list]], lengths: dict[str, list[int]], backend: Any,
+            seed: int) -> dict | None:
+    """run.json's `projection`: per task, its remaining `items` at the seconds its `sampled` chunks
+    (lists of first-stage requests) take, scaled by items; None where the backend cannot tell (a
+    served model)."""
+    runs = {t: reqs for t, reqs in sampled.items() if any(reqs)}
+    doc = backend.project(runs, lengths, seed) if runs else None
+    if doc is None:
         return None
     tasks: dict[str, dict] = {}
-    for line in lines:
-        sample = prompts.get(line.name, [])  # up to SAMPLE of its first-stage prompts
-        counts = backend.count_tokens(sample) if sample else None
-        per_token = sum(map(len, sample)) / sum(counts) if counts and sum(counts) else 4.0
-        prompt_tokens = sum(line.chars) / per_token
-        budget = sum(line.budget)
-        seconds = prompt_tokens / rates.prompt_tokens_per_s + budget / rates.generated_tokens_per_s
-        tasks[line.name] = {"items": len(line.chars), "prompt_tokens": round(prompt_tokens), "generation_budget": budget,
-                            "chars_per_token": round(per_token, 3), "seconds": round(seconds, 1)}
-    return {"seconds": round(sum(t["seconds"] for t in tasks.values()), 1), "tasks": tasks,
-            "rates": {"prompt_tokens_per_s": round(rates.prompt_tokens_per_s, 1),
-                      "generated_tokens_per_s": round(rates.generated_tokens_per_s, 1), "measured_in_s": rates.seconds},
-            "method": "first-stage prompt tokens and generation budgets at the rates measured before the first item; "
-                      "an upper bound where models stop early, later stages (CoT answers, the judge) not counted"}
+    for name, got in doc["tasks"].items():
+        n_sampled = sum(len(c) for c in runs[name])
+        scale = items[name] / n_sampled
+
+        def scaled(key: str) -> float | None:
+            return None if got[key] is None else round(got[key] * scale, 1)
+
+        tasks[name] = {"items": items[name], "items_sampled": n_sampled, "prompt_tokens": round(got["prompt_tokens"] * scale),
+                       "generation_budget": round(got["generation_budget"] * scale),
+                       "seconds": {"low": scaled("seconds_low"), "high": scaled("seconds_high"), "likely": scaled("seconds_likely")}}
+    low = sum(t["seconds"]["low"] for t in tasks.values())
+    high = sum(t["seconds"]["high"] for t in tasks.values())
+    likely = sum(t["seconds"]["likely"] for t in tasks.values()) if all(t["seconds"]["likely"] is not None
+                                                                         for t in tasks.values()) else None
+    return {"seconds": round(likely if likely is not None else high, 1), "low": round(low, 1), "high": round(high, 1),
+            "likely": None if likely is None else round(likely, 1), "tasks": tasks,
+            "cost_model": doc["cost_model"], "measured_in_s": doc["measured_in_s"],
+            "method": "sampled chunks of each task run dry through the backend's scheduler (shared prefixes once, each "
+                      "request once), each llama_decode call costed by a model of this device measured now; low: every "
+                      "generation stops after its first token, high: every one uses its whole budget, likely: lengths "
+                      "drawn from the task's items already in the folder; first stages only (not a CoT answer turn, "
+                      "not the judge)"}
 
 
 def lines_of(projection: dict, device: str) -> list[str]:
     """What the run prints before its first item."""
-    items = sum(t["items"] for t in projection["tasks"].values())
-    prompt = sum(t["prompt_tokens"] for t in projection["tasks"].values())
-    budget = sum(t["generation_budget"] for t in projection["tasks"].values())
-    r = projection["rates"]
-    out = [f"econeval: projected time {duration(projection['seconds'])} for {items:,} item{'s' if items != 1 else ''} ({prompt:,} prompt tokens at "
-           f"{r['prompt_tokens_per_s']:,.0f}/s, up to {budget:,} generated at {r['generated_tokens_per_s']:,.0f}/s, "
-           f"measured now on {device}; less where the model stops early, more for CoT and judge stages)"]
+    tasks = projection["tasks"].values()
+    items = sum(t["items"] for t in tasks)
+    prompt = sum(t["prompt_tokens"] for t in tasks)
+    budget = sum(t["generation_budget"] for t in tasks)
+    low, high, likely = projection["low"], projection["high"], projection.get("likely")
+    span = duration(low) if duration(low) == duration(high) else f"{duration(low)} to {duration(high)}"
+    out = [f"econeval: projected time {span} for {items:,} item{'s' if items != 1 else ''}"
+           + (f", likely {duration(likely)} (the lengths generated by this folder's items)" if likely is not None else "")
+           + f" ({prompt:,} prompt tokens, shared prefixes once; up to {budget:,} generated; measured now on {device}; "
+             f"the low end if every answer stops after a token, the high end if each uses its whole budget; "
+             f"more for CoT and judge stages)"]
     if projection["seconds"] > LONG:
         out.append("econeval: that is far beyond an hour: --budget 10m runs what fits in 10 minutes (estimates with "
                    "intervals, continued by the same command without it), --sample N runs a seeded sample, "

@@ -159,7 +159,7 @@ class Notes:
 
 NO_TASKS = "(no tasks)"  # a problem: the document names no tasks (not a run's record)
 _OBJECTS = ("tasks", "identity", "backend", "roles", "data_package", "shard", "schedule", "options", "environment", "timing",
-            "partial_results", "samples", "gate", "stopped_early", "projection", "config", "not_run")
+            "partial_results", "samples", "gate", "stopped_early", "projection", "config", "not_run", "over_context")
 _TEXTS = ("econeval_version", "started", "status", "finished", "interrupted", "failed", "error")
 
 
@@ -202,6 +202,7 @@ class RunRecord:
     partial_results: dict | None = None  # results file → what it holds besides results.json's run
     samples: dict | None = None  # a --sample's results file → its designs
     projection: dict | None = None
+    over_context: dict | None = None  # task → items refused before they ran: longer than the model context
     stopped_early: dict | None = None
     interrupted: str | None = None
     failed: str | None = None
@@ -343,6 +344,18 @@ class RunRecord:
         return _text(self.backend, "device")
 
     @property
+    def n_ctx(self) -> int | None:
+        """The context one item may use (None: a served model's, not known)."""
+        n = self.backend.get("n_ctx")
+        return n if _whole(n) else None
+
+    @property
+    def trained_context(self) -> int | None:
+        """The model's trained context, where the backend read it (the llama.cpp backend)."""
+        n = _obj(self.backend.get("context")).get("trained")
+        return n if _whole(n) else None
+
+    @property
     def backend_schedule(self) -> Any:
         return self.backend.get("schedule")
 
@@ -420,7 +433,8 @@ class RunRecord:
         describes all of them."""
         return replace(self, started=old.started or self.started, resumed=(old.resumed or 0) + 1,
                        identity=merged_identity(old.identity, self.identity), tasks={**old.tasks, **self.tasks},
-                       options={**(old.options or {}), **(self.options or {})}, roles={**old.role_entries, **self.roles})
+                       options={**(old.options or {}), **(self.options or {})}, roles={**old.role_entries, **self.roles},
+                       over_context=old.over_context)
 
     def noted(self, notes: Notes) -> "RunRecord":
         """What the selection records of the folder (its results file, a gate's order)."""
@@ -431,6 +445,16 @@ class RunRecord:
 
     def projected(self, projection: dict) -> "RunRecord":
         return replace(self, projection=projection)
+
+    def refusing(self, found: dict[str, dict]) -> "RunRecord":
+        """Items refused before they ran, their prompt and generation budget longer than the model
+        context (task → {items, longest, n_ctx}), added to what the folder's earlier runs refused."""
+        merged = dict(_obj(self.over_context))
+        for task, new in found.items():
+            old = _obj(merged.get(task))
+            merged[task] = {"items": (old.get("items") or 0) + new["items"], "longest": max(old.get("longest") or 0, new["longest"]),
+                            "n_ctx": new["n_ctx"]}
+        return replace(self, over_context=merged or None)
 
     def stopped(self, why: str, decided: list[str], not_reached: list[str], partial: tuple[str, dict] | None) -> "RunRecord":
         """Stopped early (`why`: a budget spent, or every task decided; `decided`: the tasks the

@@ -13,7 +13,6 @@ import math
 import resource
 import signal
 import time
-from itertools import islice
 from typing import Any, Callable
 
 from . import __version__, registry
@@ -23,7 +22,7 @@ from .signals import Guard
 from .folder import RunFolder
 from .metrics import logprob_problem
 from .progress import RunProgress, TaskLine
-from .projection import SAMPLE, project
+from .projection import project, sample_chunks
 from .projection import lines_of as projection_lines
 from .reasoning import THINKING
 from .record import RunRecord, merged_timing
@@ -73,15 +72,19 @@ def _store(out: dict, name: str, req, res) -> None:
         calls[name].update(n_reasoning_tokens=res.n_reasoning_tokens, reasoning_ended=res.reasoning_ended)
 
 
+OVER_CONTEXT = "longer than the model context (its prompt and generation budget)"
+
+
 def run_chunk(task: Task, items: list[dict], prep: Prepared, ctx: RunContext, outputs: list[dict] | None = None,
               skip_roles: tuple[str, ...] = (), progress: Callable[[float], None] | None = None,
-              first: dict[str, dict] | None = None) -> list[dict]:
+              first: dict[str, dict] | None = None, refused: frozenset[str] = frozenset()) -> list[dict]:
     """Outputs of a chunk of items: each stage's requests of all the chunk's items go to their
     role together, in item order. Requests whose result is already in `outputs`, or whose role
     is in `skip_roles`, are not sent. `first`: item id → its first-stage requests, built already
-    (for the run's estimate), taken from there instead of being built again."""
+    (for the run's estimate), taken from there instead of being built again. `refused`: the ids
+    of items refused before the run (longer than the model context): skipped, never sent."""
     fresh = outputs is None
-    outputs = outputs if outputs is not None else [{} for _ in items]
+    outputs = outputs if outputs is not None else [{"skipped": OVER_CONTEXT} if it["id"] in refused else {} for it in items]
     stages = prep.stages or task.stages
     for stage in range(stages):
         pending: dict[str, list[tuple[int, str, Any]]] = {}
@@ -252,12 +255,17 @@ class _Run:
         saved, self.total = sum(x.saved for x in self.lines), sum(x.total for x in self.lines)
         if saved:
             self.say(f"econeval: resuming {self.folder.path}: {saved:,} of {self.total:,} items done, {self.total - saved:,} to run")
+        self.refused: dict[str, frozenset[str]] = {}
         self.prog = RunProgress(self.lines, counters=self.backend.counters, show=show_progress, callback=on_progress)
         with Guard(self._ack) as sig:
-            if self.total > saved:
-                self._project(show_progress)
             sig.write(self.folder.write_record, self.record)
             try:
+                # before the first item: what does not fit the context, and what the rest will cost
+                # (a template that cannot be rendered fails here, run.json saying why)
+                self.refused = self._over_context()
+                if self.total > saved:
+                    self._project(show_progress)
+                sig.write(self.folder.write_record, self.record)
                 self._chunks(sig)
                 results = self._aggregate()
             except Interrupted as exc:
@@ -293,6 +301,32 @@ class _Run:
         return TaskLine(task.name, len(items), len(items) - len(todo), *_sizes(task, self.preps[task.name], todo,
                                                                               self.built[task.name], reasoning))
 
+    def _over_context(self) -> dict[str, frozenset[str]]:
+        """The items to run whose first-stage prompt and generation budget do not fit the model's
+        context: said now, with their count and why, recorded, and skipped without being sent
+        (a later stage that outgrows the context is cut off and skipped when it happens)."""
+        refused: dict[str, frozenset[str]] = {}
+        found: dict[str, dict] = {}
+        for task in self.tasks:
+            pairs = [(item_id, req) for item_id, reqs in self.built[task.name].items() for req in reqs.values() if req.role == MODEL]
+            needs: dict[str, int] = {}
+            for (item_id, _), need in zip(pairs, self.backend.over_context([r for _, r in pairs])):
+                if need:
+                    needs[item_id] = max(needs.get(item_id, 0), need)
+            if needs:
+                refused[task.name] = frozenset(needs)
+                found[task.name] = {"items": len(needs), "longest": max(needs.values()), "n_ctx": self.record.n_ctx}
+        if found:
+            self.record = self.record.refusing(found)
+            n_ctx, trained = self.record.n_ctx or 0, self.record.trained_context
+            more = (f"; --n-ctx up to the model's trained context ({trained:,}) holds more" if trained and n_ctx and trained > n_ctx
+                    else "")
+            self.say(f"econeval: {sum(f['items'] for f in found.values()):,} items need more than the model context of "
+                     f"{n_ctx:,} tokens (their prompt and generation budget; longest {max(f['longest'] for f in found.values()):,}): "
+                     f"{', '.join(t + ' ' + format(f['items'], ',') for t, f in found.items())}; they are recorded as skipped, "
+                     f"not run{more}")
+        return refused
+
     def _ack(self, signum: int, writing: bool) -> None:
         doing = (f"finishing the write of chunk {self.chunk_no}" if writing else
                  f"the model stops within its current step; chunk {self.chunk_no} (in progress) is dropped and runs again on resume")
@@ -301,9 +335,19 @@ class _Run:
 
     def _project(self, show_progress: bool) -> None:
         """What the rest will cost, at the rates this device has now."""
-        prompts = {t: list(islice((str(r.prompt) for reqs in b.values() for r in reqs.values()), SAMPLE))
-                   for t, b in self.built.items()}
-        if (projection := project(self.lines, prompts, self.backend)) is not None:
+        items: dict[str, int] = {}
+        sampled: dict[str, list[list]] = {}
+        lengths: dict[str, list[int]] = {}
+        for task in self.tasks:
+            refused, built = self.refused.get(task.name, frozenset()), self.built[task.name]
+            chunks = [[it["id"] for it in ch if it["id"] in built and it["id"] not in refused] for ch in self.plan[task.name]]
+            chunks = [ch for ch in chunks if ch]
+            items[task.name] = sum(map(len, chunks))
+            sampled[task.name] = [[r for i in ch for r in built[i].values() if r.role == MODEL] for ch in sample_chunks(chunks)]
+            lengths[task.name] = [c["n_tokens"] for rec in self.saved(task) if not rec.get("skipped")
+                                  for c in (rec.get("calls") or {}).values()
+                                  if isinstance(c, dict) and c.get("kind") == "generate" and isinstance(c.get("n_tokens"), int)]
+        if (projection := project(items, sampled, lengths, self.backend, self.ctx.seed)) is not None:
             self.record = self.record.projected(projection)
             for text in projection_lines(projection, self.record.device or "this machine"):
                 if show_progress:
@@ -336,7 +380,8 @@ class _Run:
                 current = task.name
             self.chunk_no += 1
             prep = self.preps[task.name]
-            outputs = run_chunk(task, chunk, prep, self.ctx, progress=prog.advance, first=self.built[task.name])
+            outputs = run_chunk(task, chunk, prep, self.ctx, progress=prog.advance, first=self.built[task.name],
+                                refused=self.refused.get(task.name, frozenset()))
             records = score_records(task, chunk, outputs, prep)
             sig.write(self.log.append, records)
             prog.saved(len(chunk), sum(len(str(p)) for o in outputs for p in (o.get("prompts") or {}).values()))

@@ -142,15 +142,6 @@ class OptionScores:
 
 
 # ---- backends --------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Rates:
-    """A backend's speed on this device, measured now (`Backend.calibrate`): for the projected time."""
-
-    prompt_tokens_per_s: float  # prompt tokens evaluated per second
-    generated_tokens_per_s: float  # tokens generated per second, over every parallel sequence together
-    seconds: float  # what the measurement took
-
-
 @dataclass
 class BackendInfo:
     """What run.json records about a backend; `identity()` is what a resumed run must match."""

@@ -199,3 +199,79 @@ def test_a_long_prompt_after_a_shared_prefix_gets_the_prefixs_cells(tiny_model):
     assert len(be.tokenize(long)) + 4 + n_prefix > 512 and n_prefix > 20  # fits alone, not beside the prefix
     out = be.generate(shared + [Generate(prompt=long, max_tokens=4)])
     assert all(o.error is None for o in out) and out[2].n_prompt_tokens == len(be.tokenize(long)) and out[2].n_tokens == 4
+
+
+# ---- the schedule (batched/v2): prefixes, the pool, the context --------------------------------------
+def _jobs_with_prefixes(be, layout):
+    """8 jobs of 24 generated tokens; `layout`: which of two prefixes each job has."""
+    from econeval.backends.llamacpp_batch import JobSpec
+
+    pre = {"a": be.tokenize("Instruction one: answer about the premise and the hypothesis. " * 3),
+           "b": be.tokenize("Another instruction: order the events A B C D. " * 3)}
+    return [JobSpec(tokens=pre[p] + be.tokenize(f" question {k} yes or no")[1:], n_prefix=len(pre[p]) - 1, max_tokens=24)
+            for k, p in enumerate(layout)]
+
+
+@pytest.mark.parametrize("layout", ["aaaaaaaa", "aaaabbbb", "abababab"])
+def test_prefixes_one_grouped_or_interleaved_cost_one_call_per_generated_token(tiny_model, layout):
+    """Eight sequences decode together whatever prefixes they share: the first call carries each
+    prefix once (its tokens in every sequence of its group) and the prompts, then one call per
+    token. (Under one shared prefix at a time, 25, 50 and 200 calls.)"""
+    be = LlamaCppBackend(ModelSpec(name="tiny", options={"path": str(tiny_model), "parallel": 8}, chat="off"))
+    jobs = _jobs_with_prefixes(be, layout)
+    c0 = be.scheduler.n_decode_calls
+    out = be.scheduler.run(jobs)
+    assert all(r.finish == "length" and r.n_generated == 24 for r in out)
+    assert be.scheduler.n_decode_calls - c0 == 24
+    assert be.scheduler.n_evaluated >= sum(len(j.tokens) - j.n_prefix for j in jobs)  # each prefix once, not per job
+    assert be.scheduler.run(jobs) == out
+
+
+def test_a_full_pool_sets_back_the_last_job_and_reruns_it_whole(tiny_model):
+    """KV cells are taken as generations grow; when they run out the job admitted last gives its
+    cells back and runs again from its start: every job still gets its whole budget, and the call
+    stays a pure function of its job list."""
+    from econeval.backends.llamacpp_batch import Engine, JobSpec
+
+    be = LlamaCppBackend(ModelSpec(name="tiny", options={"path": str(tiny_model), "parallel": 4}, n_ctx=512, chat="off"))
+    be.reserve(1024)
+    jobs = [JobSpec(tokens=be.tokenize(f"Question: the order {k} is"), max_tokens=120) for k in range(4)]
+
+    def engine(pool):
+        return Engine(be._llama_cpp, be.scheduler.ctx, be._vocab, be.n_vocab, 512, 4, 512, be._piece, kv_budget=pool, n_cells=pool)
+
+    tight, roomy = engine(256), engine(1024)
+    a, b = tight.run(jobs), roomy.run(jobs)
+    assert tight.n_set_back > 0 and roomy.n_set_back == 0
+    assert all(r.n_generated == 120 and r.finish == "length" for r in a)
+    assert tight.run(jobs) == a
+    assert sum(x.text == y.text for x, y in zip(a, b)) >= 3  # batch composition moves only rounding
+
+
+def test_a_model_by_path_gets_its_trained_context(tmp_path):
+    from tiny_gguf import write_tiny_llama
+
+    path = write_tiny_llama(tmp_path / "long.gguf", shapes={"ctx": 32768})
+    be = LlamaCppBackend(ModelSpec(name="long", options={"path": str(path)}, chat="off"))
+    assert be.n_ctx == 32768 and be.info().to_json()["context"]["why"] == "the model's trained context (GGUF metadata)"
+    given = LlamaCppBackend(ModelSpec(name="long", options={"path": str(path)}, n_ctx=1024, chat="off"))
+    assert given.n_ctx == 1024 and "given" in given.info().to_json()["context"]["why"]
+    long_prompt = Generate(prompt="the order " * 1000, max_tokens=64)
+    assert len(be.tokenize(long_prompt.prompt)) > 1100
+    assert be.over_context([long_prompt]) == [0] and given.over_context([long_prompt])[0] > 1024
+    out = be.generate([long_prompt])[0]
+    assert out.finish != "context" and out.n_prompt_tokens > 1024  # the cache grew to hold it
+
+
+def test_sizes_follow_the_device_and_the_memory():
+    from econeval.backends.llamacpp_sizing import ModelShape, size
+
+    seven_b = ModelShape(trained=32768, kv_bytes=32 * 8 * 256 * 2, n_head=32)  # Mistral 7B: 128 KiB a cell
+    gpu = size(seven_b, given_ctx=None, parallel=None, gpu=True, flash_attn=True, free=130 * 2**30)
+    cpu = size(seven_b, given_ctx=None, parallel=None, gpu=False, flash_attn=False, free=16 * 2**30)
+    assert (gpu.n_ctx, gpu.parallel, gpu.kv_budget, gpu.n_cells) == (32768, 64, 32768, 65536)
+    assert (cpu.n_ctx, cpu.parallel, cpu.kv_budget, cpu.n_cells) == (32768, 8, 2048, 4096)
+    small = size(seven_b, given_ctx=None, parallel=None, gpu=True, flash_attn=True, free=2 * 2**30)
+    assert small.n_ctx < 32768 and small.n_ctx * seven_b.kv_bytes <= 0.9 * 2 * 2**30
+    assert "bounded by the memory" in small.context["why"] and small.kv_budget <= small.n_cells
+    assert size(seven_b, given_ctx=4096, parallel=3, gpu=False, flash_attn=False, free=None).n_ctx == 4096

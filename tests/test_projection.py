@@ -1,6 +1,8 @@
-"""A run says what it will cost before its first item: every item's prompt tokens and generation
-budget at rates measured on this machine, printed and recorded in run.json; a long one names the
-ways to run less; durations above a day read as days."""
+"""A run says what it will cost before its first item: sampled chunks of every task run dry through
+the backend's scheduler at the speed measured on this machine, as a range (answers that stop at
+once, answers that use their whole budget; the lengths the folder's items generated where it holds
+some), printed and recorded in run.json; a long one names the ways to run less; durations above a
+day read as days."""
 
 import json
 
@@ -25,17 +27,29 @@ def test_the_projection_before_the_first_item_is_within_a_factor_of_two_of_the_r
     said = err.index("econeval: projected time ")
     assert said < err.index("econlogicqa-1shot: 0/24 saved")  # before the first item
     assert meta["projection"]["tasks"]["econlogicqa-1shot"]["items"] == 24
-    assert meta["projection"]["rates"]["prompt_tokens_per_s"] > 0 and "far beyond an hour" not in err
+    proj = meta["projection"]
+    assert proj["low"] <= proj["high"] and proj["likely"] is None and "far beyond an hour" not in err
+    assert proj["cost_model"]["per_token_s"] > 0 and proj["tasks"]["econnli-zero"]["prompt_tokens"] > 24 * 20
 
 
 def test_a_long_projection_names_the_ways_to_run_less():
     from econeval.projection import lines_of
 
     def projection(seconds):
-        return {"seconds": seconds, "tasks": {"t": {"items": 18091, "prompt_tokens": 9_000_000, "generation_budget": 4_000_000}},
-                "rates": {"prompt_tokens_per_s": 450.0, "generated_tokens_per_s": 30.0}}
+        return {"seconds": seconds, "low": seconds / 3, "high": seconds, "likely": None,
+                "tasks": {"t": {"items": 18091, "prompt_tokens": 9_000_000, "generation_budget": 4_000_000}}}
 
     long = lines_of(projection(3 * 86400 + 18 * 3600), "cpu")
-    assert long[0].startswith("econeval: projected time 3 d 18 h for 18,091 items") and "measured now on cpu" in long[0]
+    assert long[0].startswith("econeval: projected time 1 d 6 h to 3 d 18 h for 18,091 items") and "measured now on cpu" in long[0]
     assert "far beyond an hour: --budget 10m" in long[1] and "--sample N" in long[1] and "--shard K/N" in long[1]
     assert len(lines_of(projection(1800), "cpu")) == 1
+
+
+def test_a_continued_run_projects_the_lengths_its_items_generated(cli, tmp_path, tiny_model):
+    out = tmp_path / "run"
+    for limit in ("8", "40"):
+        rc, _, err = cli("run", "--model", tiny_model, "--task", "econnli-cot", "--limit", limit, "--threads", "1", "--out", out)
+        assert rc == 0, err
+    proj = json.loads((out / "run.json").read_text())["projection"]
+    assert proj["low"] <= proj["likely"] <= proj["high"] and proj["seconds"] == proj["likely"]
+    assert proj["tasks"]["econnli-cot"]["items"] == 32 and ", likely " in err

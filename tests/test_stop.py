@@ -47,7 +47,8 @@ def test_a_stop_inside_a_long_prompt_step_ends_the_run_within_a_second(tmp_path,
     text = "".join(lines) + rest
     assert proc.returncode == 128 + signum, text
     meta = json.loads((out / "run.json").read_text())
-    step = STEP_TOKENS / meta["projection"]["rates"]["prompt_tokens_per_s"]  # one step's seconds, measured before the run
+    cost = meta["projection"]["cost_model"]  # one step's seconds, by the speed measured before the run
+    step = cost["per_call_s"] + STEP_TOKENS * (cost["per_token_s"] + STEP_TOKENS * cost["per_token_cell_s"])
     assert step >= 5.0, f"one step takes {step:.1f} s here: the test needs a step of 5 s or more"
     assert took < 1.0, f"the run ended {took:.2f} s after the signal, inside a step of {step:.1f} s\n{text}"
     assert meta["status"] == "interrupted" and not (out / "samples.jsonl").read_text().strip()

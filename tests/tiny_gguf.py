@@ -53,7 +53,7 @@ def write_tiny_llama(path: Path, chat_template: str | None = None, seed: int = 0
         tokens.append(text)
         types.append(kind)
         scores.append(0.0)
-    sh = {"n_layer": 2, "n_embd": 64, "n_head": 4, "n_head_kv": 4, "n_ff": 128, "n_vocab": len(tokens), "ctx": 512,
+    sh = {"n_layer": 2, "n_embd": 64, "n_head": 4, "n_head_kv": 4, "n_ff": 128, "n_vocab": len(tokens), "ctx": 4096,
           **(shapes or {})}
     for k in range(sh["n_vocab"] - len(tokens)):
         tokens.append(f"\u2581filler{k}")

@@ -22,7 +22,7 @@ from typing import Any, Callable, ClassVar, Generic, Sequence, TypeVar
 
 from .. import reasoning as reasoning_modes
 from ..errors import UsageError
-from ..types import EMBEDDER, JUDGE, MODEL, BackendInfo, Completion, Generate, OptionLogprobs, OptionScores, Rates
+from ..types import EMBEDDER, JUDGE, MODEL, BackendInfo, Completion, Generate, OptionLogprobs, OptionScores
 
 _TYPE_WORDS = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
 
@@ -241,13 +241,19 @@ class Backend(Generic[O]):
         the budget where the model reasons, else 0."""
         return 0
 
-    def calibrate(self) -> Rates | None:
-        """This device's rates, measured now in a few seconds at most (the run's projected time
-        before its first item); None: a backend that cannot tell (a served model)."""
-        return None
+    def over_context(self, requests: Sequence) -> list[int]:
+        """For each request, the tokens its prompt and generation budget need where that is more
+        than the context this backend holds, else 0 (the run refuses such items before it starts;
+        a backend without a context of its own: all 0)."""
+        return [0] * len(requests)
 
-    def count_tokens(self, texts: Sequence[str]) -> list[int] | None:
-        """Each text's length in the model's tokens (the projection's tokens per character)."""
+    def project(self, chunks: dict[str, list[list]], lengths: dict[str, list[int]], seed: int) -> dict | None:
+        """The run's projected time (projection.py): for each task's sampled chunks (their
+        first-stage requests), the seconds they take on this device, measured now in a few seconds
+        at most (`seconds_low` / `seconds_high`: every generation stopping after a token / using its
+        whole budget; `seconds_likely`: generated lengths drawn from `lengths`, the task's measured
+        ones, where given), the prompt tokens evaluated and the generation budget; None: a backend
+        that cannot tell (a served model)."""
         return None
 
     def close(self) -> None:

@@ -27,7 +27,6 @@ import os
 import re
 import struct
 import typing
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -39,10 +38,12 @@ from ..config import ModelSpec, cache_home
 from ..errors import ModelError, UsageError, warn
 from ..results import open_regular
 from .. import reasoning as rz
-from ..types import BackendInfo, Completion, Generate, OptionLogprobs, OptionScores, Rates, chat_messages
+from ..types import BackendInfo, Completion, Generate, OptionLogprobs, OptionScores, chat_messages
 from .base import Backend, ReasoningOptions, Settings, option
-from .llamacpp_batch import Engine, JobSpec
+from .llamacpp_batch import Engine
+from .llamacpp_sizing import DEFAULT_PARALLEL_CPU, DEFAULT_PARALLEL_GPU, ModelShape, free_memory, size
 from .llamacpp_plan import ReasoningStage, Tokenized, make_plan
+from .llamacpp_projection import CostModel, dry_run, sampled_length
 
 _SENTINEL = "\x00econeval-split\x00"
 _META_KEYS = ("general.architecture", "general.name", "general.basename", "general.size_label",
@@ -144,11 +145,7 @@ class _QuietLogs:
 
 
 MAX_PARALLEL = 256
-SCHEDULE_VERSION = "batched/v1"  # bump when the schedule below changes what a prompt's scores are
-DEFAULT_PARALLEL_CPU = 8  # tools/bench.py measures the default against --parallel 1
-DEFAULT_PARALLEL_GPU = 32
-N_BATCH, N_UBATCH = 2048, 512  # tokens per llama_decode call / per compute step
-KV_BUDGET_CPU = 2048  # cells in use past which no new sequence starts (on a CPU, attention over more costs more than batching gains)
+SCHEDULE_VERSION = "batched/v2"  # bump when the schedule below changes what a prompt's scores are
 
 
 def build_info() -> str:
@@ -215,7 +212,7 @@ class LlamaCppBackend(Backend[LlamaCppOptions]):
     @classmethod
     def describe_spec(cls, spec) -> str:
         o = spec.options
-        return (o.get("path") or f"package {o.get('package')}") + f"  (llamacpp; n_ctx {spec.n_ctx}, chat {spec.chat}, " \
+        return (o.get("path") or f"package {o.get('package')}") + f"  (llamacpp; n_ctx {spec.n_ctx or 'from the model'}, chat {spec.chat}, " \
             f"gpu layers {o.get('n_gpu_layers', -1)})"
 
     @classmethod
@@ -230,7 +227,8 @@ class LlamaCppBackend(Backend[LlamaCppOptions]):
 
         gpu = bool(llama_cpp.llama_supports_gpu_offload()) and options.n_gpu_layers != 0
         parallel = options.parallel or (DEFAULT_PARALLEL_GPU if gpu else DEFAULT_PARALLEL_CPU)
-        return {"kind": cls.kind, "n_ctx": settings.n_ctx or spec.n_ctx, "schedule": SCHEDULE_VERSION,
+        # a context taken from the model (and bounded by memory) is known once the model is loaded
+        return {"kind": cls.kind, **({"n_ctx": n} if (n := settings.n_ctx or spec.n_ctx) else {}), "schedule": SCHEDULE_VERSION,
                 "settings": {"parallel": parallel, **options.reasoning_identity()}, "chat_mode": spec.chat}
 
     @classmethod
@@ -256,7 +254,7 @@ class LlamaCppBackend(Backend[LlamaCppOptions]):
             warn("n_gpu_layers was given but this llama.cpp build has no GPU offload: running on the CPU "
                  "(build a CUDA wheel: CMAKE_ARGS=\"-DGGML_CUDA=on\" tools/bootstrap.sh)")
         self.n_gpu_layers = options.n_gpu_layers if self.gpu_offload else 0
-        self.parallel = options.parallel or (DEFAULT_PARALLEL_GPU if self.gpu_offload and self.n_gpu_layers != 0 else DEFAULT_PARALLEL_CPU)
+        on_gpu = self.gpu_offload and self.n_gpu_layers != 0
         # llama-cpp-python's default is half the CPUs; all of them measured 1.76x the generation
         # speed on a 2-core machine (19.4 → 34.2 tokens/s, Gemma 3 270M)
         self.threads = options.threads or len(os.sched_getaffinity(0))
@@ -267,29 +265,19 @@ class LlamaCppBackend(Backend[LlamaCppOptions]):
         except (ValueError, RuntimeError, OSError) as exc:
             raise ModelError(f"llama.cpp could not load {self.path}: {exc}",
                              hint="the file may be truncated or use an architecture this llama.cpp build does not know") from None
-        self.n_ctx = settings.n_ctx or spec.n_ctx
-        self.n_batch = min(N_BATCH, self.n_ctx)
-        cparams = llama_cpp.llama_context_default_params()
-        cparams.n_ctx = self.n_ctx
-        cparams.n_batch = self.n_batch
-        cparams.n_ubatch = min(N_UBATCH, self.n_batch)
-        cparams.n_seq_max = self.parallel + 1  # + the sequence that holds a shared prefix
-        cparams.kv_unified = True  # one KV pool: a shared prefix's cells are shared, not copied
-        cparams.swa_full = True  # sequence copies and rollbacks need the full sliding-window cache
-        cparams.n_threads = cparams.n_threads_batch = self.threads
+        self.metadata = self.model.metadata()
         # flash attention: llama.cpp's choice on a GPU (much faster there); off on the CPU, where its
         # half-precision accumulation moves log-probabilities by ~1e-3 and buys little
-        self.flash_attn = "auto" if self.n_gpu_layers != 0 and self.gpu_offload else "off"
-        cparams.flash_attn_type = (llama_cpp.LLAMA_FLASH_ATTN_TYPE_AUTO if self.flash_attn == "auto"
-                                   else llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED)
-        try:
-            self.context = _internals.LlamaContext(model=self.model, params=cparams, verbose=False)
-        except (ValueError, RuntimeError) as exc:
-            raise ModelError(f"llama.cpp could not create a context of {self.n_ctx} tokens for {self.path}: {exc}",
-                             hint="lower --n-ctx or --parallel") from None
+        self.flash_attn = "auto" if on_gpu else "off"
+        self.sizes = size(ModelShape.of(llama_cpp, self.model.model, self.metadata), given_ctx=settings.n_ctx or spec.n_ctx,
+                          parallel=options.parallel, gpu=on_gpu, flash_attn=on_gpu, free=free_memory(llama_cpp, on_gpu))
+        sz = self.sizes
+        self.n_ctx, self.parallel, self.n_batch, self.kv_budget = sz.n_ctx, sz.parallel, sz.n_batch, sz.kv_budget
+        self._cells = sz.n_cells  # the KV cells of the llama.cpp context, made at its first use (`scheduler`)
+        self._engine: Engine | None = None
+        self.context: Any = None
         self.n_vocab = self.model.n_vocab()
         self._vocab = self.model.vocab
-        self.metadata = self.model.metadata()
         self.template = self.metadata.get("tokenizer.chat_template")
         self.use_chat = spec.chat == "on" or (spec.chat == "auto" and bool(self.template))
         if self.use_chat and not self.template:
@@ -297,10 +285,61 @@ class LlamaCppBackend(Backend[LlamaCppOptions]):
         self._formatter: tuple[Any, str] | None = None  # (llama-cpp-python's Jinja2ChatFormatter, the BOS text)
         self._pieces: dict[int, bytes] = {}
         self._settle_reasoning()
-        on_gpu = self.gpu_offload and self.n_gpu_layers != 0
-        self.kv_budget = self.n_ctx if on_gpu else min(self.n_ctx, KV_BUDGET_CPU)
-        self.engine = Engine(llama_cpp, self.context.ctx, self._vocab, self.n_vocab, self.n_ctx, self.parallel,
-                             self.n_batch, self._piece, kv_budget=self.kv_budget)
+
+    # ---- the context -----------------------------------------------------------------------
+    @property
+    def scheduler(self) -> Engine:
+        """The scheduler over a llama.cpp context of the cells reserved so far (made at first use)."""
+        if self._engine is None:
+            self._make_engine()
+        assert self._engine is not None
+        return self._engine
+
+    def reserve(self, cells: int) -> None:
+        """Make the KV cache hold at least `cells` (a run's longest item), at most the context. The
+        scheduler plans within its own pool (`sizes.n_cells`) whatever the cache holds, so that
+        what is computed does not depend on the longest item of the run; a job alone may use more."""
+        size = 256
+        while size < cells:  # grown by doublings: a few contexts made in a run at most
+            size *= 2
+        cells = min(size, max(-(-self.n_ctx // 256) * 256, self.sizes.n_cells))
+        if cells > self._cells:
+            self._cells = cells
+            if self._engine is not None:
+                self._make_engine()
+
+    def _make_engine(self) -> None:
+        llama_cpp, sz = self._llama_cpp, self.sizes
+        from llama_cpp import _internals
+
+        counts = (self._engine.n_evaluated, self._engine.n_generated, self._engine.n_decode_calls,
+                  self._engine.n_set_back) if self._engine else (0, 0, 0, 0)
+        self._free_context()
+        cparams = llama_cpp.llama_context_default_params()
+        cparams.n_ctx = self._cells
+        cparams.n_batch = sz.n_batch
+        cparams.n_ubatch = sz.n_ubatch
+        cparams.n_seq_max = self.parallel
+        cparams.kv_unified = True  # one KV pool: a shared prefix's cells are shared, not copied
+        cparams.swa_full = True  # sequence copies and rollbacks need the full sliding-window cache
+        cparams.n_threads = cparams.n_threads_batch = self.threads
+        cparams.flash_attn_type = (llama_cpp.LLAMA_FLASH_ATTN_TYPE_AUTO if self.flash_attn == "auto"
+                                   else llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED)
+        try:
+            self.context = _internals.LlamaContext(model=self.model, params=cparams, verbose=False)
+        except (ValueError, RuntimeError) as exc:
+            raise ModelError(f"llama.cpp could not create a KV cache of {self._cells:,} cells for {self.path}: {exc}",
+                             hint="lower --n-ctx or --parallel") from None
+        self._engine = Engine(llama_cpp, self.context.ctx, self._vocab, self.n_vocab, self.n_ctx, self.parallel,
+                              self.n_batch, self._piece, kv_budget=self.kv_budget, n_cells=sz.n_cells)
+        self._engine.n_evaluated, self._engine.n_generated, self._engine.n_decode_calls, self._engine.n_set_back = counts
+
+    def _free_context(self) -> None:
+        if self._engine is not None:
+            self._engine.close()
+        if self.context is not None:
+            self.context.close()
+            self.context = None
 
     # ---- text ----------------------------------------------------------------------------
     def tokenize(self, text: str, special: bool = False) -> list[int]:
@@ -430,6 +469,24 @@ class LlamaCppBackend(Backend[LlamaCppOptions]):
             return full, tokens, len(ptoks)
         return full, tokens, 0
 
+    def over_context(self, requests: Sequence[Generate | OptionLogprobs]) -> list[int]:
+        """A request needs its prompt's tokens and its budget: its max_tokens or longest option, and
+        where the model reasons its reasoning budget and the marker that closes it. A prompt of B
+        bytes is at most B + 3 tokens (BOS, the space prefix, special tokens that are shorter than
+        their text): only a prompt whose bound does not fit is tokenized."""
+        out = []
+        for req in requests:
+            budget = (req.max_tokens if isinstance(req, Generate) else 1 + max((len(o.encode("utf-8")) for o in req.options), default=1))
+            reasoning = self.reasoning_tokens_for(req)
+            budget += reasoning + (16 if reasoning else 0)
+            full, _pre, special = self._texts(req.prompt, req.prefix, req.chat, req.turns)
+            if len(full.encode("utf-8")) + 3 + budget <= self.n_ctx:
+                out.append(0)
+                continue
+            need = len(self.tokenize(full, special)) + budget
+            out.append(need if need > self.n_ctx else 0)
+        return out
+
     def _continuation(self, full_text: str, tokens: list[int], option: str, chat: bool) -> tuple[int, ...]:
         """The tokens the model would emit for `option` after the prompt: the joint tokenization
         minus the prompt's, when the prompt's tokens survive; else the option on its own."""
@@ -491,27 +548,35 @@ class LlamaCppBackend(Backend[LlamaCppOptions]):
         return dataclasses.replace(res, text=part.answer, reasoning=part.reasoning, n_reasoning_tokens=None,
                                    reasoning_ended=part.ended, finish=res.finish if part.ended else "length")
 
-    def _run(self, requests: Sequence[Generate | OptionLogprobs], tails: list[str],
-             on_done: Callable[[int], None] | None) -> list[Completion | OptionScores]:
+    def _plan(self, requests: Sequence[Generate | OptionLogprobs], tails: list[str]):
         prepared = []
         for req, tail in zip(requests, tails):
             full, tokens, n_prefix = self._tokens(req.prompt, req.prefix, req.chat, req.turns, tail)
             prepared.append(Tokenized(req, full, tokens, n_prefix, full if self._chat(req.chat) else None))
-        plan = make_plan(prepared, self.n_ctx, lambda full, tokens, o, chat: self._continuation(full, tokens, o, chat),
+        return make_plan(prepared, self.n_ctx, lambda full, tokens, o, chat: self._continuation(full, tokens, o, chat),
                          self.end_tokens)
+
+    def _run(self, requests: Sequence[Generate | OptionLogprobs], tails: list[str],
+             on_done: Callable[[int], None] | None) -> list[Completion | OptionScores]:
+        plan = self._plan(requests, tails)
+        self.reserve(max((len(j.tokens) + max([j.max_tokens, *(len(c) for vs in j.options.values() for c in vs)])
+                          for j in plan.jobs), default=0))
         try:
-            results = self.engine.run(plan.jobs, on_done=plan.done_callback(on_done))
+            results = self.scheduler.run(plan.jobs, on_done=plan.done_callback(on_done))
         except RuntimeError as exc:
             raise ModelError(f"llama.cpp failed to evaluate a prompt: {exc}") from None
         return plan.results(results, on_done)
 
     # ---- metadata ------------------------------------------------------------------------
     def schedule(self) -> str:
-        return (f"{SCHEDULE_VERSION}: each call (a chunk of items) starts from an empty KV cache; a prefix shared by 2+ requests "
-                f"is evaluated alone once and shared; up to {self.parallel} sequences per llama_decode call of at most "
-                f"{self.n_batch} tokens, admitted in request order while their KV cells fit (in use at most {self.kv_budget} "
-                f"when one is admitted; one shared prefix at a time); option scores read where the "
-                f"same prompt's generation starts; greedy tokens one per sequence per call")
+        return (f"{SCHEDULE_VERSION}: each call (a chunk of items) starts from an empty KV cache; requests run grouped by "
+                f"the prefix 2+ of them share, groups in the order of their first request; a prefix is evaluated once, "
+                f"its tokens shared by the sequences admitted with it and copied (cells shared) into later ones; up to "
+                f"{self.parallel} sequences per llama_decode call of at most {self.n_batch} tokens, admitted while their "
+                f"prompt and generation budget fit beside the cells in use in a pool of {self.sizes.n_cells:,} and the "
+                f"cells in use stay within {self.kv_budget:,}; the sequence admitted last is set back (run again from its "
+                f"start) if growing generations fill the pool; option scores read where the same prompt's generation "
+                f"starts; greedy tokens one per sequence per call")
 
     def info(self) -> BackendInfo:
         meta = self.metadata
@@ -529,7 +594,8 @@ class LlamaCppBackend(Backend[LlamaCppOptions]):
             device="gpu" if self.gpu_offload and self.n_gpu_layers != 0 else "cpu",
             schedule=self.schedule(),
             schedule_version=SCHEDULE_VERSION,
-            settings={"parallel": self.parallel, **self.options.reasoning_identity()},
+            settings={"parallel": self.parallel, "kv_budget": self.kv_budget, "kv_pool": self.sizes.n_cells,
+                      **self.options.reasoning_identity()},
             chat_template_applied=self.use_chat,
             parallel=self.parallel,
             details={
@@ -542,8 +608,12 @@ class LlamaCppBackend(Backend[LlamaCppOptions]):
                 "n_threads": self.threads,
                 "parallel": self.parallel,
                 "n_batch": self.n_batch,
+                "n_ubatch": self.sizes.n_ubatch,
                 "flash_attention": self.flash_attn,
                 "kv_budget": self.kv_budget,
+                "kv_cells": self._cells,
+                "kv_pool_scheduled": self.sizes.n_cells,
+                "context": self.sizes.context,
                 "chat_mode": self.spec.chat,
                 "reasoning": self.reasoning_record(),
                 "decoding": "greedy (argmax over the full vocabulary); stop strings apply once non-blank text exists; "
@@ -552,37 +622,42 @@ class LlamaCppBackend(Backend[LlamaCppOptions]):
             },
         )
 
-    def calibrate(self) -> Rates | None:
-        """A prompt of up to 512 tokens in one sequence, then 16 tokens generated on every parallel
-        sequence, through the engine the run uses (fixed token ids; its counters left as they were)."""
-        before = (self.engine.n_evaluated, self.engine.n_generated, self.engine.n_decode_calls)
-        ids = [(7919 * k) % self.n_vocab for k in range(1, 4096)]
-        n_prompt, short = max(16, min(512, self.n_ctx // 2)), 8
-        t0 = time.monotonic()
-        self.engine.run([JobSpec(tokens=ids[:n_prompt])])
-        t1 = time.monotonic()
-        prompt_rate = n_prompt / max(t1 - t0, 1e-9)
-        done = self.engine.run([JobSpec(tokens=ids[k * short:(k + 1) * short], max_tokens=16) for k in range(self.parallel)])
-        t2 = time.monotonic()
-        generated = sum(r.n_generated for r in done)
-        gen_seconds = max(t2 - t1 - self.parallel * short / prompt_rate, 1e-9)
-        self.engine.n_evaluated, self.engine.n_generated, self.engine.n_decode_calls = before
-        return Rates(prompt_rate, generated / gen_seconds, round(t2 - t0, 3)) if generated else None  # all stopped at once
-
-    def count_tokens(self, texts: Sequence[str]) -> list[int]:
-        return [len(self._tokenize(t.encode("utf-8"), add_bos=True, special=False)) for t in texts]
+    def project(self, chunks: dict[str, list[list]], lengths: dict[str, list[int]], seed: int) -> dict:
+        """Each task's sampled chunks (their first-stage requests) run dry through this backend's
+        scheduler, costed by a model of this device measured now (llamacpp_projection): seconds if
+        every generation stops after a token, if every one uses its budget, and with `lengths`
+        (the task's measured generated lengths) where given; prompt tokens evaluated (shared
+        prefixes once) and the generation budget. A model that reasons generates its reasoning
+        budget on top of each request under its chat template."""
+        cost, spent = CostModel.measure(self.scheduler)
+        tasks = {}
+        for task, reqs_chunks in chunks.items():
+            jobs = []
+            for reqs in reqs_chunks:
+                extra = self.options.reasoning_budget if self.thinks and any(self._chat(r.chat) for r in reqs) else 0
+                jobs.append([dataclasses.replace(j, max_tokens=j.max_tokens + extra) if extra else j
+                             for j in self._plan(reqs, [""] * len(reqs)).jobs])
+            low = dry_run(self.scheduler, cost, jobs, lambda spec: 1)
+            high = dry_run(self.scheduler, cost, jobs, lambda spec: spec.max_tokens)
+            likely = dry_run(self.scheduler, cost, jobs, sampled_length(lengths[task], seed)) if lengths.get(task) else None
+            tasks[task] = {"seconds_low": low.seconds, "seconds_high": high.seconds,
+                           "seconds_likely": likely.seconds if likely else None,
+                           "prompt_tokens": high.prompt_tokens, "generation_budget": high.budget}
+        return {"tasks": tasks, "cost_model": cost.to_json(), "measured_in_s": round(spent, 3)}
 
     def counters(self) -> dict[str, int]:
-        return {"tokens_evaluated": self.engine.n_evaluated, "tokens_generated": self.engine.n_generated,
-                "decode_calls": self.engine.n_decode_calls}
+        e = self._engine
+        return {"tokens_evaluated": e.n_evaluated if e else 0, "tokens_generated": e.n_generated if e else 0,
+                "decode_calls": e.n_decode_calls if e else 0, "set_back": e.n_set_back if e else 0}
 
     @property
     def n_evaluated(self) -> int:
-        return self.engine.n_evaluated
+        return self._engine.n_evaluated if self._engine else 0
 
     def close(self) -> None:
         """Free the batch, the context and the weights (the backend is unusable afterwards)."""
-        self.engine.close()
-        for obj in (getattr(self, "context", None), getattr(self, "model", None)):
-            if obj is not None and hasattr(obj, "close"):
-                obj.close()
+        if getattr(self, "sizes", None) is not None:
+            self._free_context()
+        model = getattr(self, "model", None)
+        if model is not None and hasattr(model, "close"):
+            model.close()

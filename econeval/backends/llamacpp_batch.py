@@ -5,16 +5,23 @@ One call of `Engine.run(specs)` evaluates a list of jobs (prompt scoring and gre
 
 - The KV cache is cleared first, so what a call computes depends on its job list alone (llama.cpp's
   logits depend on batch composition; this makes them a pure function of the list).
-- A prefix shared by at least two jobs of the call is evaluated once, alone, into a reserved
-  sequence and copied (cells shared, not recomputed) into each job's sequence.
-- Up to `n_seq` jobs are active. Each `llama_decode` call carries, for the active jobs in
-  admission order, their remaining prompt tokens (logits only at a prompt's last token), the next
-  token of each generating job, or an option continuation; at most `n_batch` tokens. A job that
-  finishes frees its sequence and the next job in the list takes it (continuous batching).
-  Jobs are admitted in list order, and only while their KV cells (prompt + tokens they may
-  generate) fit: no job is ever cut short by another; and while the cells in use stay within
-  `kv_budget` (attention costs grow with every cell in use: on a CPU, long prompts run fewer at a
-  time). One shared prefix at a time: jobs of a new prefix wait for the current one's to finish.
+- Jobs run grouped by their shared prefix (a prefix shared by at least two jobs of the call): the
+  groups in the order of their first job, the jobs of a group in list order. Several groups are
+  live at once. A group's prefix is evaluated once, as tokens that belong to every member
+  sequence admitted with it (one KV cell each, shared); a member admitted later shares the cells
+  already evaluated (`llama_memory_seq_cp`, no recomputation). A job's own tokens follow its
+  prefix in the same `llama_decode` call where they fit.
+- Up to `n_seq` jobs are active. Each `llama_decode` call carries the prefixes being evaluated,
+  then, for the active jobs in admission order, their remaining prompt tokens (logits only at a
+  prompt's last token), the next token of each generating job, or an option continuation; at most
+  `n_batch` tokens. A job that finishes frees its sequence and the next job takes it (continuous
+  batching).
+- KV cells are taken as jobs need them: a job is admitted while its own prompt and generation
+  budget fit beside the cells in use now, and while the cells in use stay within `kv_budget`
+  (attention runs over every cell in use: long prompts run fewer at a time). Should the cells of
+  the growing generations run out, the job admitted last is set back (its cells freed, its
+  result discarded) and runs again from its start once a job has finished; no job is ever cut
+  short by another.
 - Log-softmax in float64 only where log-probabilities are read; greedy argmax on llama.cpp's
   float32 logits; text decoded incrementally (no re-detokenising of the whole output).
 """
@@ -24,7 +31,6 @@ from __future__ import annotations
 import codecs
 import math
 import re
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -38,7 +44,7 @@ class JobSpec:
     """What to evaluate: a prompt, and option scoring at its end and/or greedy generation."""
 
     tokens: list[int]  # the whole prompt (BOS included)
-    n_prefix: int = 0  # leading tokens shared with other jobs through the prefix sequence
+    n_prefix: int = 0  # leading tokens that other jobs of the call may share (a few-shot block, an instruction)
     max_tokens: int = 0  # 0: score only
     stop: tuple[str, ...] = ()
     stop_after_text: bool = True
@@ -60,14 +66,25 @@ class JobResult:
 
 
 @dataclass
-class _Job:
+class _Group:
+    """A prefix shared by jobs of one call: its tokens, the active jobs whose sequences hold its
+    cells, and how many of its tokens are evaluated (into every member's sequence at once)."""
+
+    key: tuple[int, ...]
+    members: list["Job"] = field(default_factory=list)
+    done: int = 0
+
+
+@dataclass
+class Job:
     """The engine's state of one job while it runs (private to Engine.run)."""
 
     spec: JobSpec
-    res: JobResult
     index: int
-    n_prefix: int  # the prefix actually shared (0 when no other job of the call has it)
-    options: dict[str, list[tuple[int, ...]]]  # what is left to score
+    order: tuple[int, int]  # its place in the admission order: (its group's first job, its own index)
+    group: _Group | None  # its shared prefix (None when no other job of the call has it)
+    res: JobResult = field(default_factory=JobResult)
+    options: dict[str, list[tuple[int, ...]]] = field(default_factory=dict)  # what is left to score
     slot: int = -1
     pos: int = 0
     pending: list[int] = field(default_factory=list)
@@ -75,10 +92,31 @@ class _Job:
     generated: list[int] = field(default_factory=list)
     conts: list[tuple[str, tuple[int, ...]]] = field(default_factory=list)
     base_logp: dict = field(default_factory=dict)
-    reserve: int = 0
     seen: np.ndarray | None = None
     decoder: Any = None
     next_token: int = -1
+
+    def __post_init__(self) -> None:
+        self.options = dict(self.spec.options)
+
+    @property
+    def n_shared(self) -> int:
+        return len(self.group.key) if self.group is not None else 0
+
+    @property
+    def own_cells(self) -> int:
+        """The KV cells of this job's own sequence beyond its shared prefix, as far as it has got."""
+        return len(self.spec.tokens) - self.n_shared + len(self.generated)
+
+    def need(self) -> int:
+        """Cells it may still take: the rest of its prompt and of its generation budget (or its
+        longest option continuation)."""
+        cont = max((len(c) for vs in self.spec.options.values() for c in vs), default=1) - 1
+        return len(self.spec.tokens) - self.n_shared + max(self.spec.max_tokens, cont)
+
+    def waiting(self) -> bool:
+        """Its prefix is not evaluated yet: its own tokens wait."""
+        return self.group is not None and self.group.done < len(self.group.key)
 
 
 def logsumexp(logits: np.ndarray) -> float:
@@ -90,111 +128,126 @@ def logsumexp(logits: np.ndarray) -> float:
     return m + math.log(float(np.exp(logits - np.float32(m)).sum(dtype=np.float64)))
 
 
+Entry = tuple[int, int, tuple[int, ...], bool]  # token, position, its sequences, wants logits
+
+
 class _Call:
-    """The scheduler state of one Engine.run call: the queue, the free sequences, the active jobs,
-    the shared prefix in the prefix sequence and the KV cells reserved."""
+    """The scheduler state of one Engine.run call: the queue (in admission order), the free
+    sequences, the active jobs, the live prefix groups and the KV cells in use."""
 
-    def __init__(self, engine: "Engine", jobs: list[_Job], on_done: Callable[[int], None] | None):
+    def __init__(self, engine: "Engine", jobs: list[Job], on_done: Callable[[int], None] | None):
         self.e, self.jobs, self.on_done = engine, jobs, on_done
-        self.queue = deque(range(len(jobs)))
+        self.queue: list[Job] = sorted(jobs, key=lambda j: j.order)
         self.free = list(range(engine.n_seq))
-        self.active: list[_Job] = []
-        self.current: dict | None = None  # the prefix in the prefix sequence: {"key", "refs"}
-        self.owner: dict[int, dict] = {}  # job index → the prefix evaluation its sequence shares
-        self.used = 0  # KV cells reserved: active jobs' own cells, and each live prefix evaluation's
+        self.active: list[Job] = []
+        self.live: list[_Group] = []  # groups with members, in the order they went live
+        self.hold = False  # a job was set back: nothing new starts until a job finishes
 
-    def live_prefix_cells(self) -> int:
-        live = {id(i): len(i["key"]) for i in self.owner.values()}
-        if self.current is not None:
-            live[id(self.current)] = len(self.current["key"])
-        return sum(live.values())
+    def in_use(self) -> int:
+        """KV cells held now (a live prefix once, each active job's own cells; a prompt not yet
+        evaluated counts whole)."""
+        return sum(len(g.key) for g in self.live) + sum(j.own_cells for j in self.active)
 
-    def release(self, job: _Job) -> None:
+    # ---- admission and release ---------------------------------------------------------------
+    def admit(self) -> None:
+        """Admit jobs in order while a sequence is free, their cells fit the pool beside those in
+        use, and the cells in use stay within the attention budget."""
         e = self.e
-        e.L.llama_memory_seq_rm(e.mem, job.slot, -1, -1)
-        self.used -= job.reserve
-        inst = self.owner.pop(job.index, None)
-        if inst is not None:
-            inst["refs"] -= 1
-            if inst["refs"] == 0 and inst is not self.current:
-                self.used -= len(inst["key"])
+        while self.queue and self.free and not self.hold:
+            job = self.queue[0]
+            g = job.group
+            new_prefix = len(g.key) if g is not None and not g.members else 0
+            used = self.in_use()
+            if self.active and (used + new_prefix + job.need() > e.n_cells
+                                or used + new_prefix + len(job.spec.tokens) - job.n_shared > e.kv_budget):
+                break
+            self.queue.pop(0)
+            job.slot = self.free.pop(0)
+            job.state = "prompt"
+            job.pos = job.n_shared
+            job.pending = list(job.spec.tokens[job.n_shared:])
+            if g is not None:
+                if not g.members:
+                    g.done = 0
+                    self.live.append(g)
+                elif g.done:  # share the prefix cells evaluated so far
+                    e._share(g.members[0].slot, job.slot, g.done)
+                g.members.append(job)
+            self.active.append(job)
+
+    def _leave(self, job: Job) -> None:
+        self.e._trim(job.slot, 0)
+        g = job.group
+        if g is not None:
+            g.members.remove(job)
+            if not g.members:
+                self.live.remove(g)
         self.free.append(job.slot)
         self.free.sort()
-        job.state = "done"
         self.active.remove(job)
+        job.slot = -1
+
+    def release(self, job: Job) -> None:
+        self._leave(job)
+        job.state = "done"
+        self.hold = False
         if self.on_done:
             self.on_done(job.index)
 
-    def _drop_prefix(self) -> None:
-        e = self.e
-        e.L.llama_memory_seq_rm(e.mem, e.prefix_seq, -1, -1)
+    def set_back(self, job: Job) -> None:
+        """Free a job's cells and queue it again from its start (its partial result is dropped)."""
+        self._leave(job)
+        fresh = Job(job.spec, job.index, job.order, job.group)
+        self.jobs[job.index] = fresh
+        self.queue.append(fresh)
+        self.queue.sort(key=lambda j: j.order)
+        self.hold = True
+        self.e.n_set_back += 1
 
-    def admit(self) -> None:
-        """Admit jobs in order while a sequence and their KV cells are free."""
-        e = self.e
-        while self.queue and self.free:
-            job = self.jobs[self.queue[0]]
-            key = tuple(job.spec.tokens[: job.n_prefix]) if job.n_prefix else None
-            fresh = key is not None and (self.current is None or self.current["key"] != key)
-            if fresh and self.active and any(a.n_prefix for a in self.active):
-                break  # one shared prefix at a time: its jobs finish before another prefix comes in
-            n_key = len(key) if key is not None and fresh else 0
-            need = job.reserve + n_key
-            # hard: the reservations (prompt + every token a job may generate) fit the context;
-            # soft: the cells in use now plus this prompt stay within the attention budget
-            in_use = sum(len(a.spec.tokens) - a.n_prefix + a.res.n_generated for a in self.active) + self.live_prefix_cells()
-            soft = in_use + len(job.spec.tokens) - job.n_prefix + n_key
-            if self.used + need > e.n_ctx or soft > e.kv_budget:
-                if self.active:
-                    break
-                # alone: make room; a job of another prefix, or of none, needs the kept prefix's cells
-                if self.current is not None and (fresh or key is None):
-                    self._drop_prefix()
-                    self.used -= len(self.current["key"])
-                    self.current = None
-            self.queue.popleft()
-            job.slot = self.free.pop(0)
-            if key:
-                if fresh:
-                    if self.current is not None:
-                        self._drop_prefix()
-                        if self.current["refs"] == 0:
-                            self.used -= len(self.current["key"])
-                    for s in range(0, len(key), e.n_batch):  # the prefix alone, in its own calls
-                        e._decode([(t, s + k, e.prefix_seq, False) for k, t in enumerate(key[s:s + e.n_batch])])
-                    self.current = {"key": key, "refs": 0}
-                    self.used += len(key)
-                e.L.llama_memory_seq_cp(e.mem, e.prefix_seq, job.slot, -1, -1)
-                assert self.current is not None  # made above, or the same prefix as the last job's
-                self.current["refs"] += 1
-                self.owner[job.index] = self.current
-            self.used += job.reserve
-            job.pos = job.n_prefix
-            job.pending = list(job.spec.tokens[job.n_prefix:])
-            job.state = "prompt"
-            self.active.append(job)
+    def make_room(self) -> None:
+        """Before a step: if the tokens the generating jobs add would overrun the pool, set back
+        the jobs admitted last until they fit (a job alone always fits: its prompt and budget fit
+        the context)."""
+        grow = sum(1 if j.state == "gen" else len(j.conts[0][1]) - 1 if j.state == "cont" else 0 for j in self.active)
+        while len(self.active) > 1 and self.in_use() + grow > self.e.n_cells:
+            last = self.active[-1]
+            grow -= 1 if last.state == "gen" else len(last.conts[0][1]) - 1 if last.state == "cont" else 0
+            self.set_back(last)
 
-    def batch(self) -> tuple[list[tuple[int, int, int, bool]], list[tuple[_Job, int, int]]]:
-        """One decode call over the active jobs, in admission order: (token, position, sequence,
-        wants logits) entries, and (job, first output index, how many) to read back."""
-        entries: list[tuple[int, int, int, bool]] = []
-        outputs: list[tuple[_Job, int, int]] = []
+    # ---- one decode call ---------------------------------------------------------------------
+    def batch(self) -> tuple[list[Entry], list[tuple[Job, int, int]], list[tuple[_Group, int]]]:
+        """One decode call: the live prefixes still being evaluated (each token once, in every
+        member's sequence), then the active jobs in admission order; the entries, (job, first
+        output index, how many) to read back, and (group, tokens evaluated after the call)."""
+        entries: list[Entry] = []
+        outputs: list[tuple[Job, int, int]] = []
+        progress: list[tuple[_Group, int]] = []
         cap = self.e.n_batch
+        for g in self.live:
+            if g.done < len(g.key) and cap > 0:
+                part = g.key[g.done: g.done + cap]
+                seqs = tuple(m.slot for m in g.members)
+                entries += [(t, g.done + k, seqs, False) for k, t in enumerate(part)]
+                progress.append((g, g.done + len(part)))
+                cap -= len(part)
+        ready = {id(g) for g, done in progress if done == len(g.key)}
         for job in self.active:
             if cap <= 0:
                 break
+            if job.waiting() and id(job.group) not in ready:
+                continue
             if job.state == "prompt":
                 take = job.pending[:cap]
                 done = len(take) == len(job.pending)
                 for k, t in enumerate(take):
-                    entries.append((t, job.pos + k, job.slot, done and k == len(take) - 1))
+                    entries.append((t, job.pos + k, (job.slot,), done and k == len(take) - 1))
                 if done:
                     outputs.append((job, len(entries) - 1, 1))
                 job.pos += len(take)
                 job.pending = job.pending[len(take):]
                 cap -= len(take)
             elif job.state == "gen":
-                entries.append((job.next_token, job.pos, job.slot, True))
+                entries.append((job.next_token, job.pos, (job.slot,), True))
                 outputs.append((job, len(entries) - 1, 1))
                 job.pos += 1
                 cap -= 1
@@ -205,28 +258,34 @@ class _Call:
                     break
                 first = len(entries)
                 for k, t in enumerate(body):
-                    entries.append((t, job.pos + k, job.slot, True))
+                    entries.append((t, job.pos + k, (job.slot,), True))
                 outputs.append((job, first, len(body)))
                 cap -= len(body)
-        return entries, outputs
+        return entries, outputs, progress
 
 
 class Engine:
     def __init__(self, llama_cpp, ctx, vocab, n_vocab: int, n_ctx: int, n_seq: int, n_batch: int,
-                 piece: Callable[[int], bytes], kv_budget: int | None = None):
+                 piece: Callable[[int], bytes], kv_budget: int | None = None, n_cells: int | None = None):
+        """`n_ctx`: the most cells one sequence may use (prompt and generation); `n_cells`: the KV
+        pool the sequences share as the scheduler plans it (default n_ctx; a job alone may use up
+        to n_ctx: llama.cpp's context must hold the larger); `kv_budget`: the cells in use past
+        which no new sequence starts."""
         self.L = llama_cpp
         self.ctx, self.vocab, self.n_vocab, self.n_ctx = ctx, vocab, n_vocab, n_ctx
+        self.n_cells = n_cells or n_ctx
         self.n_seq, self.n_batch = n_seq, n_batch
-        self.prefix_seq = n_seq  # the reserved sequence holding a shared prefix
         self.mem = llama_cpp.llama_get_memory(ctx)
-        self.batch = llama_cpp.llama_batch_init(n_batch, 0, n_seq + 1)
+        self.batch = llama_cpp.llama_batch_init(n_batch, 0, n_seq)
         self.piece = piece
         self.n_evaluated = 0  # tokens sent through llama_decode
         self.n_generated = 0
         self.n_decode_calls = 0
+        self.n_set_back = 0  # jobs set back when the pool ran out
+        self.current: _Call | None = None  # the call in progress (or the last one)
         # KV cells the active jobs may use together when a new one is admitted. Attention runs over
         # every cell in use, so a larger pool makes each token dearer: long prompts run fewer at a time.
-        self.kv_budget = min(n_ctx, kv_budget or n_ctx)
+        self.kv_budget = min(self.n_cells, kv_budget or self.n_cells)
         # a stop (SIGINT / SIGTERM / SIGHUP) ends a decode between graph nodes, not at its end: llama.cpp
         # asks this between nodes (on the CPU; a GPU graph runs whole) and llama_decode returns 2
         self._abort = llama_cpp.ggml_abort_callback(lambda _data: stop_requested() is not None)
@@ -238,14 +297,25 @@ class Engine:
             self.batch = None
 
     # ---- low level ---------------------------------------------------------------------------
-    def _decode(self, entries: list[tuple[int, int, int, bool]]) -> None:
-        """entries: (token, position, sequence, wants logits)."""
+    def _clear(self) -> None:
+        self.L.llama_memory_clear(self.mem, True)
+
+    def _share(self, src: int, dst: int, upto: int) -> None:
+        """Sequence `dst` shares the cells of `src` at positions below `upto` (no recomputation)."""
+        self.L.llama_memory_seq_cp(self.mem, src, dst, 0, upto)
+
+    def _trim(self, slot: int, start: int) -> None:
+        """Drop sequence `slot`'s cells from position `start` on (0: all of them)."""
+        self.L.llama_memory_seq_rm(self.mem, slot, start if start else -1, -1)
+
+    def _decode(self, entries: list[Entry]) -> None:
         b = self.batch
-        for i, (tok, pos, seq, out) in enumerate(entries):
+        for i, (tok, pos, seqs, out) in enumerate(entries):
             b.token[i] = tok
             b.pos[i] = pos
-            b.n_seq_id[i] = 1
-            b.seq_id[i][0] = seq
+            b.n_seq_id[i] = len(seqs)
+            for k, s in enumerate(seqs):
+                b.seq_id[i][k] = s
             b.logits[i] = out
         b.n_tokens = len(entries)
         with model_step():
@@ -263,37 +333,44 @@ class Engine:
     # ---- one call ----------------------------------------------------------------------------
     def run(self, specs: Sequence[JobSpec], on_done: Callable[[int], None] | None = None) -> list[JobResult]:
         """Evaluate the jobs; their results in order. `on_done(i)` as job i finishes."""
-        self.L.llama_memory_clear(self.mem, True)
-        counts: dict[tuple, int] = {}
-        for sp in specs:
+        self._clear()
+        groups: dict[tuple, _Group] = {}
+        first: dict[tuple, int] = {}
+        for n, sp in enumerate(specs):
             if sp.n_prefix:
-                counts[tuple(sp.tokens[: sp.n_prefix])] = counts.get(tuple(sp.tokens[: sp.n_prefix]), 0) + 1
-        # a prefix of one job is no shared prefix
-        jobs = [_Job(sp, JobResult(), n, sp.n_prefix if sp.n_prefix and counts[tuple(sp.tokens[: sp.n_prefix])] >= 2 else 0,
-                     dict(sp.options)) for n, sp in enumerate(specs)]
-        for j in jobs:
-            cont_len = max((len(c) for vs in j.options.values() for c in vs), default=1)
-            j.reserve = min(len(j.spec.tokens) - j.n_prefix + max(j.spec.max_tokens, cont_len - 1), self.n_ctx)
-        call = _Call(self, jobs, on_done)
+                key = tuple(sp.tokens[: sp.n_prefix])
+                if key in first:
+                    groups.setdefault(key, _Group(key))
+                else:
+                    first[key] = n
+        jobs = []
+        for n, sp in enumerate(specs):
+            key = tuple(sp.tokens[: sp.n_prefix]) if sp.n_prefix else ()
+            g = groups.get(key)  # a prefix of one job is no shared prefix
+            jobs.append(Job(sp, n, (first[key] if g is not None else n, n), g))
+        call = self.current = _Call(self, jobs, on_done)
         while call.queue or call.active:
             call.admit()
-            entries, outputs = call.batch()
+            call.make_room()
+            entries, outputs, progress = call.batch()
             if not entries:
                 raise RuntimeError("the scheduler made no progress")  # cannot happen: a job alone always fits
             self._decode(entries)
-            for job, first, n in outputs:
+            for g, done in progress:
+                g.done = done
+            for job, first_out, n in outputs:
                 if job.state == "prompt":
-                    self._prompt_done(job, first)
+                    self._prompt_done(job, first_out)
                 elif job.state == "gen":
-                    self._step(job, self._logits(first))
+                    self._step(job, self._logits(first_out))
                 else:
-                    self._cont_done(job, first, n)
+                    self._cont_done(job, first_out, n)
                 if job.state == "done-pending":
                     call.release(job)
-        return [j.res for j in jobs]
+        return [j.res for j in call.jobs]
 
     # ---- per job -----------------------------------------------------------------------------
-    def _prompt_done(self, job: _Job, i: int) -> None:
+    def _prompt_done(self, job: Job, i: int) -> None:
         logits = self._logits(i)
         if job.options:
             lse = logsumexp(logits)
@@ -315,7 +392,7 @@ class Engine:
         else:
             job.state = "done-pending"
 
-    def _cont_done(self, job: _Job, first: int, n: int) -> None:
+    def _cont_done(self, job: Job, first: int, n: int) -> None:
         opt, cont = job.conts.pop(0)
         total = job.base_logp[cont[0]]
         for k in range(n):
@@ -324,21 +401,21 @@ class Engine:
         if math.isnan(total):
             job.res.error = "the model produced non-finite logits"
         job.res.scores[opt] = max(job.res.scores.get(opt, -math.inf), total)
-        self.L.llama_memory_seq_rm(self.mem, job.slot, job.pos, -1)  # back to the end of the prompt
+        self._trim(job.slot, job.pos)  # back to the end of the prompt
         if job.conts and not job.res.error:
             return
         job.base_logp = {}
         if job.spec.max_tokens and not job.res.error:
             # the prompt's last logits are gone: re-evaluate its last token (rare: multi-token options with generation)
             job.pos -= 1
-            self.L.llama_memory_seq_rm(self.mem, job.slot, job.pos, -1)
+            self._trim(job.slot, job.pos)
             job.pending = [job.spec.tokens[-1]]
             job.state = "prompt"
             job.options = {}
         else:
             job.state = "done-pending"
 
-    def _start_generation(self, job: _Job, logits: np.ndarray) -> None:
+    def _start_generation(self, job: Job, logits: np.ndarray) -> None:
         job.decoder = codecs.getincrementaldecoder("utf-8")("ignore")
         if job.spec.repeat_penalty != 1.0:
             job.seen = np.zeros(self.n_vocab, dtype=bool)
@@ -346,7 +423,7 @@ class Engine:
         job.state = "gen"
         self._step(job, logits)
 
-    def _step(self, job: _Job, logits: np.ndarray) -> None:
+    def _step(self, job: Job, logits: np.ndarray) -> None:
         """One greedy step from `logits`: pick, check the end conditions, or schedule the token."""
         if job.seen is not None:  # Hugging Face's repetition penalty over the whole context
             logits = logits.copy()

@@ -1,0 +1,187 @@
+"""The llama.cpp backend's projection of a run's time: its own scheduler (`llamacpp_batch`) run
+dry over sampled chunks of every task, the jobs exactly as the run makes them (prefixes shared,
+an option request and a generation of the same prompt merged, sequences admitted within the KV
+budget, a chunk's tail), each `llama_decode` call costed by a model of this device's speed
+measured now.
+
+A call of t tokens with o outputs read, over n cells in use, costs a + b·t + c·t·n + d·o seconds:
+a fixed cost per call, the weights per token, attention over the cells in use (a unified KV cache
+attends over all of them), reading and picking from each output's logits. a, b, c and d are
+fitted to a few timed calls of the real engine on synthetic tokens (a few thousand tokens).
+
+Generated lengths are not known before the model runs: a dry run in which every generation stops
+after its first token, and one in which every generation uses its whole budget, bound the time;
+where the folder holds the task's earlier items, their generated lengths give the likely time.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from .llamacpp_batch import Engine, Entry, JobSpec, Job
+
+
+@dataclass(frozen=True)
+class CostModel:
+    """Seconds of one llama_decode call (see the module's docstring)."""
+
+    per_call: float
+    per_token: float
+    per_token_cell: float
+    per_output: float
+
+    def __call__(self, tokens: int, cells: int, outputs: int) -> float:
+        return self.per_call + self.per_token * tokens + self.per_token_cell * tokens * cells + self.per_output * outputs
+
+    def to_json(self) -> dict:
+        return {"per_call_s": self.per_call, "per_token_s": self.per_token, "per_token_cell_s": self.per_token_cell,
+                "per_output_s": self.per_output}
+
+    @classmethod
+    def measure(cls, engine: Engine) -> tuple["CostModel", float]:
+        """Fitted to timed calls of `engine` (its KV cache cleared before and after; its counters
+        left as they were); and the seconds the measurement took."""
+        t_start = time.monotonic()
+        before = (engine.n_evaluated, engine.n_generated, engine.n_decode_calls)
+        seqs = max(1, min(4, engine.n_seq))
+        long = max(16, min(1024, engine.n_cells // (4 * seqs)))
+        ids = [(7919 * k) % engine.n_vocab for k in range(1, 4 * long + 64)]
+        rows: list[tuple[int, int, int, float]] = []  # tokens, cells in use after the call, outputs, seconds
+        used = 0
+
+        def timed(entries: list[Entry], outputs: list[int]) -> None:
+            nonlocal used
+            t0 = time.perf_counter()
+            engine._decode(entries)
+            for i in outputs:  # what the engine does with an output: a greedy pick over its logits
+                int(np.argmax(engine._logits(i)))
+            used += len(entries)
+            rows.append((len(entries), used, len(outputs), time.perf_counter() - t0))
+
+        def prompt(seq: int, start: int, n: int) -> tuple[int, int]:
+            timed([(ids[start + k], k, (seq,), k == n - 1) for k in range(n)], [n - 1])
+            return seq, n
+
+        def steps(count: int, seqs_at: list[tuple[int, int]]) -> list[tuple[int, int]]:
+            for s in range(count):
+                timed([(ids[s], pos + s, (seq,), True) for seq, pos in seqs_at], list(range(len(seqs_at))))
+            return [(seq, pos + count) for seq, pos in seqs_at]
+
+        try:
+            engine._clear()
+            # prompts of growing length over more and more cells in use, then generation over them all
+            steps(6, [prompt(seq, seq * 8, long // (seqs - seq)) for seq in range(seqs)])
+            engine._clear()
+            used = 0
+            first = steps(6, [prompt(0, 0, 32)])  # one short sequence
+            steps(6, first + [prompt(seq, seq, 38) for seq in range(1, seqs)])  # several short ones
+        finally:
+            engine._clear()
+            engine.n_evaluated, engine.n_generated, engine.n_decode_calls = before
+        return cls.fit(rows), time.monotonic() - t_start
+
+    @classmethod
+    def fit(cls, rows: Sequence[tuple[int, int, int, float]]) -> "CostModel":
+        """Least squares over (tokens, cells, outputs, seconds) rows, every coefficient at least 0
+        (a negative one is dropped and the rest fitted again)."""
+        x = np.array([[1.0, t, t * c, o] for t, c, o, _ in rows])
+        y = np.array([s for *_, s in rows])
+        keep = [0, 1, 2, 3]
+        coef = np.zeros(4)
+        while keep:
+            sol, *_ = np.linalg.lstsq(x[:, keep], y, rcond=None)
+            if (sol >= 0).all():
+                coef[keep] = sol
+                break
+            keep = [k for k, v in zip(keep, sol) if v >= 0]
+        return cls(*map(float, coef))
+
+
+class _Dry(Engine):
+    """The scheduler over a cost model instead of llama.cpp: the same admissions, prefixes and
+    calls; a generation ends after the number of tokens `length(job)` says."""
+
+    def __init__(self, like: Engine, cost: CostModel, length: Callable[[JobSpec], int]):  # noqa: D107 - no llama.cpp here
+        self.n_ctx, self.n_seq, self.n_batch, self.n_cells, self.kv_budget = like.n_ctx, like.n_seq, like.n_batch, like.n_cells, like.kv_budget
+        self.cost, self.length = cost, length
+        self.seconds = 0.0
+        self.n_evaluated = self.n_generated = self.n_decode_calls = self.n_set_back = 0
+        self.current = None
+
+    def _clear(self) -> None:
+        pass
+
+    def _share(self, src: int, dst: int, upto: int) -> None:
+        pass
+
+    def _trim(self, slot: int, start: int) -> None:
+        pass
+
+    def _decode(self, entries: list[Entry]) -> None:
+        assert self.current is not None
+        self.seconds += self.cost(len(entries), self.current.in_use(), sum(1 for e in entries if e[3]))
+        self.n_evaluated += len(entries)
+        self.n_decode_calls += 1
+
+    def _logits(self, i: int) -> np.ndarray:
+        return np.zeros(1, dtype=np.float32)
+
+    def _prompt_done(self, job: Job, i: int) -> None:
+        job.conts = [(o, c) for o, vs in job.options.items() for c in vs if len(c) > 1]
+        if job.conts:
+            job.state = "cont"
+        elif job.spec.max_tokens and self.length(job.spec) > 0:
+            job.state = "gen"
+            self._step(job, self._logits(i))
+        else:
+            job.state = "done-pending"
+
+    def _cont_done(self, job: Job, first: int, n: int) -> None:
+        job.conts.pop(0)
+        if not job.conts:
+            job.options = {}
+            job.state = "gen" if job.spec.max_tokens and self.length(job.spec) > 0 else "done-pending"
+
+    def _step(self, job: Job, logits: np.ndarray) -> None:
+        job.generated.append(0)
+        self.n_generated += 1
+        if len(job.generated) >= min(self.length(job.spec), job.spec.max_tokens) or job.pos + 1 >= self.n_ctx:
+            job.state = "done-pending"
+
+
+@dataclass
+class ChunkCost:
+    """A dry run of some chunks: seconds, prompt tokens evaluated (prefixes once), tokens generated."""
+
+    seconds: float = 0.0
+    prompt_tokens: int = 0
+    generated: int = 0
+    budget: int = 0
+
+    def add(self, dry: _Dry, jobs: list[JobSpec]) -> None:
+        self.seconds += dry.seconds
+        self.prompt_tokens += dry.n_evaluated - dry.n_generated
+        self.generated += dry.n_generated
+        self.budget += sum(j.max_tokens for j in jobs)
+
+
+def dry_run(engine: Engine, cost: CostModel, chunks: list[list[JobSpec]], length: Callable[[JobSpec], int]) -> ChunkCost:
+    """What `chunks` (each a call's jobs) cost under `cost` with generations of `length` tokens."""
+    out = ChunkCost()
+    for jobs in chunks:
+        dry = _Dry(engine, cost, length)
+        dry.run(jobs)
+        out.add(dry, jobs)
+    return out
+
+
+def sampled_length(lengths: Sequence[int], seed: int) -> Callable[[JobSpec], int]:
+    """Generated lengths drawn from the measured ones (each job's draw fixed by its tokens)."""
+    def length(spec: JobSpec) -> int:
+        return random.Random(f"{seed}:{hash(tuple(spec.tokens[-16:]))}").choice(lengths)
+    return length

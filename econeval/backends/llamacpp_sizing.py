@@ -1,0 +1,141 @@
+"""How large the llama.cpp backend makes itself on this machine, from the model, the settings and
+the memory the KV cache can have:
+
+- `n_ctx`, the context one item may use (its prompt and its generation): the context given
+  (`--n-ctx`, the models.toml entry's `n_ctx`), else the model's trained context (its GGUF
+  metadata), bounded by the memory free for the KV cache;
+- `n_cells`, the KV pool the scheduler plans within: twice the attention budget, so that the
+  sequences that start within the budget can grow (a job alone may use up to `n_ctx`; the
+  llama.cpp context holds the longest item of the run besides, `LlamaCppBackend.reserve`);
+- `parallel`, `kv_budget`, `n_batch`, `n_ubatch`: how many sequences decode together, the KV cells
+  in use past which no new sequence starts (attention in a unified cache runs over every cell in
+  use, so the budget caps its cost), and the tokens per `llama_decode` call and per compute step.
+
+Everything here is recorded in run.json (`backend.details.context` and the sizes beside it).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from dataclasses import dataclass
+from typing import Any
+
+DEFAULT_PARALLEL_CPU = 8  # tools/bench.py measures the default against --parallel 1
+DEFAULT_PARALLEL_GPU = 64
+# cells in use past which no new sequence starts: on a CPU attention over more costs more than
+# batching gains (tools/bench_schedule.py measures it); on a GPU the same holds past a larger pool
+KV_BUDGET_CPU = 2048
+KV_BUDGET_GPU = 32768
+N_BATCH, N_UBATCH = 2048, 512  # tokens per llama_decode call / per compute step
+FALLBACK_CTX = 4096  # a GGUF that does not say its trained context
+MIN_CTX = 256
+# the share of the memory free once the weights are loaded that the KV cache and the attention
+# scores may take: on a CPU the rest of the machine keeps half
+MEMORY_SHARE = {"cpu": 0.5, "gpu": 0.9}
+
+
+@dataclass(frozen=True)
+class Sizes:
+    n_ctx: int
+    n_cells: int
+    parallel: int
+    n_batch: int
+    n_ubatch: int
+    kv_budget: int
+    context: dict  # how n_ctx was chosen, for run.json
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """What the sizes depend on in the model: its trained context and the bytes each KV cell
+    (one token of one sequence, every layer) and each attention score row take."""
+
+    trained: int
+    kv_bytes: int  # per cell, keys and values at f16
+    n_head: int
+
+    @classmethod
+    def of(cls, llama_cpp: Any, model: Any, gguf: dict[str, str]) -> "ModelShape":
+        L = llama_cpp
+        arch = gguf.get("general.architecture", "")
+        n_layer, n_embd = L.llama_model_n_layer(model), L.llama_model_n_embd(model)
+        n_head, n_head_kv = max(1, L.llama_model_n_head(model)), max(1, L.llama_model_n_head_kv(model))
+
+        def dim(key: str) -> int:
+            try:
+                return int(gguf[f"{arch}.attention.{key}"])
+            except (KeyError, ValueError):
+                return n_embd // n_head
+
+        return cls(trained=int(L.llama_model_n_ctx_train(model)),
+                   kv_bytes=n_layer * n_head_kv * (dim("key_length") + dim("value_length")) * 2, n_head=n_head)
+
+
+def free_memory(llama_cpp: Any, gpu: bool) -> int | None:
+    """Bytes free where the KV cache lives: the GPUs' free memory (llama.cpp's device registry),
+    or the memory available to programs on this machine; None where neither can be read."""
+    if gpu:
+        try:
+            lib = llama_cpp.llama_cpp._lib
+            lib.ggml_backend_dev_count.restype = ctypes.c_size_t
+            lib.ggml_backend_dev_get.restype = ctypes.c_void_p
+            lib.ggml_backend_dev_get.argtypes = [ctypes.c_size_t]
+            lib.ggml_backend_dev_type.restype = ctypes.c_int
+            lib.ggml_backend_dev_type.argtypes = [ctypes.c_void_p]
+            lib.ggml_backend_dev_memory.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t),
+                                                    ctypes.POINTER(ctypes.c_size_t)]
+            total = 0
+            for i in range(lib.ggml_backend_dev_count()):
+                dev = lib.ggml_backend_dev_get(i)
+                if lib.ggml_backend_dev_type(dev) in (1, 2):  # GGML_BACKEND_DEVICE_TYPE_GPU, _IGPU
+                    free, size = ctypes.c_size_t(), ctypes.c_size_t()
+                    lib.ggml_backend_dev_memory(dev, ctypes.byref(free), ctypes.byref(size))
+                    total += free.value
+            return total or None
+        except (AttributeError, OSError):
+            return None
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _down(n: int, step: int = 256) -> int:
+    return n // step * step
+
+
+def size(shape: ModelShape, *, given_ctx: int | None, parallel: int | None, gpu: bool, flash_attn: bool,
+         free: int | None) -> Sizes:
+    """The sizes for this model on this device (see the module's docstring)."""
+    parallel = parallel or (DEFAULT_PARALLEL_GPU if gpu else DEFAULT_PARALLEL_CPU)
+    budget = KV_BUDGET_GPU if gpu else KV_BUDGET_CPU
+    if given_ctx:
+        n_ctx, why = given_ctx, "given (--n-ctx or the model entry's n_ctx)"
+    elif shape.trained > 0:
+        n_ctx, why = shape.trained, "the model's trained context (GGUF metadata)"
+    else:
+        n_ctx, why = FALLBACK_CTX, f"the model does not say its trained context: {FALLBACK_CTX:,}"
+    n_cells = 2 * budget
+    # per cell: its keys and values, and (without flash attention) a row of attention scores per head
+    # for each token of a compute step
+    per_cell = shape.kv_bytes + (0 if flash_attn else N_UBATCH * shape.n_head * 4)
+    device = "gpu" if gpu else "cpu"
+    memory: dict[str, Any] = {"device": device, "free_bytes": free, "share": MEMORY_SHARE[device], "bytes_per_cell": per_cell}
+    if free is not None:
+        most = _down(int(free * MEMORY_SHARE[device]) // max(per_cell, 1))
+        memory["cells_at_most"] = most
+        n_cells = max(min(n_cells, most), MIN_CTX)
+        if most < n_ctx:
+            n_ctx, why = max(most, MIN_CTX), f"{why}, bounded by the memory free for the KV cache ({free / 2**30:.1f} GiB free on the {device})"
+    n_batch = min(N_BATCH, n_cells)
+    context = {"n_ctx": n_ctx, "trained": shape.trained or None, "given": given_ctx, "why": why, "memory": memory}
+    return Sizes(n_ctx=n_ctx, n_cells=n_cells, parallel=parallel, n_batch=n_batch, n_ubatch=min(N_UBATCH, n_batch),
+                 kv_budget=min(budget, n_cells), context=context)
