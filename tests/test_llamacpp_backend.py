@@ -275,3 +275,20 @@ def test_sizes_follow_the_device_and_the_memory():
     assert small.n_ctx < 32768 and small.n_ctx * seven_b.kv_bytes <= 0.9 * 2 * 2**30
     assert "bounded by the memory" in small.context["why"] and small.kv_budget <= small.n_cells
     assert size(seven_b, given_ctx=4096, parallel=3, gpu=False, flash_attn=False, free=None).n_ctx == 4096
+
+
+def test_a_prefix_is_kept_between_jobs_that_run_one_at_a_time(tiny_model):
+    """When the attention budget lets a group's jobs run only one at a time, the prefix stays in
+    the keeper sequence between them: evaluated once, not once per job."""
+    from econeval.backends.llamacpp_batch import Engine, JobSpec
+
+    be = LlamaCppBackend(ModelSpec(name="tiny", options={"path": str(tiny_model), "parallel": 4}, n_ctx=2048, chat="off"))
+    prefix = be.tokenize("Question: A B C D answer Yes and the order of the events. " * 12)
+    jobs = [JobSpec(tokens=prefix + be.tokenize(f" the event {k} answer")[1:], n_prefix=len(prefix) - 1, max_tokens=4)
+            for k in range(4)]
+    own = sum(len(j.tokens) - j.n_prefix for j in jobs)
+    eng = Engine(be._llama_cpp, be.scheduler.ctx, be._vocab, be.n_vocab, 2048, 4, 512, be._piece,
+                 kv_budget=len(prefix) + 20, n_cells=4096)
+    out = eng.run(jobs)
+    assert eng.n_evaluated <= len(prefix) + own + sum(r.n_generated for r in out), (eng.n_evaluated, len(prefix), own)
+    assert eng.n_decode_calls >= 4 * 2  # one job at a time: each its own calls

@@ -319,7 +319,7 @@ class LlamaCppBackend(Backend[LlamaCppOptions]):
         cparams.n_ctx = self._cells
         cparams.n_batch = sz.n_batch
         cparams.n_ubatch = sz.n_ubatch
-        cparams.n_seq_max = self.parallel
+        cparams.n_seq_max = self.parallel + 1  # + the keeper of a prefix between its group's jobs
         cparams.kv_unified = True  # one KV pool: a shared prefix's cells are shared, not copied
         cparams.swa_full = True  # sequence copies and rollbacks need the full sliding-window cache
         cparams.n_threads = cparams.n_threads_batch = self.threads

@@ -68,11 +68,13 @@ class JobResult:
 @dataclass
 class _Group:
     """A prefix shared by jobs of one call: its tokens, the active jobs whose sequences hold its
-    cells, and how many of its tokens are evaluated (into every member's sequence at once)."""
+    cells, how many of its tokens are evaluated (into every member's sequence at once), and
+    whether the keeper sequence holds them while no member does."""
 
     key: tuple[int, ...]
     members: list["Job"] = field(default_factory=list)
     done: int = 0
+    kept: bool = False
 
 
 @dataclass
@@ -140,7 +142,8 @@ class _Call:
         self.queue: list[Job] = sorted(jobs, key=lambda j: j.order)
         self.free = list(range(engine.n_seq))
         self.active: list[Job] = []
-        self.live: list[_Group] = []  # groups with members, in the order they went live
+        self.live: list[_Group] = []  # groups with members or kept, in the order they went live
+        self.kept: _Group | None = None  # the group whose prefix the keeper sequence holds
         self.hold = False  # a job was set back: nothing new starts until a job finishes
 
     def in_use(self) -> int:
@@ -156,7 +159,7 @@ class _Call:
         while self.queue and self.free and not self.hold:
             job = self.queue[0]
             g = job.group
-            new_prefix = len(g.key) if g is not None and not g.members else 0
+            new_prefix = len(g.key) if g is not None and not g.members and not g.kept else 0
             used = self.in_use()
             if self.active and (used + new_prefix + job.need() > e.n_cells
                                 or used + new_prefix + len(job.spec.tokens) - job.n_shared > e.kv_budget):
@@ -167,25 +170,48 @@ class _Call:
             job.pos = job.n_shared
             job.pending = list(job.spec.tokens[job.n_shared:])
             if g is not None:
-                if not g.members:
+                if g.members and g.done:  # share the prefix cells evaluated so far
+                    e._share(g.members[0].slot, job.slot, g.done)
+                elif g.kept:
+                    e._share(e.keeper, job.slot, g.done)
+                elif not g.members:
                     g.done = 0
                     self.live.append(g)
-                elif g.done:  # share the prefix cells evaluated so far
-                    e._share(g.members[0].slot, job.slot, g.done)
                 g.members.append(job)
             self.active.append(job)
 
     def _leave(self, job: Job) -> None:
-        self.e._trim(job.slot, 0)
+        """Free a job's sequence. The last member of a group whose jobs are still queued hands its
+        prefix to the keeper sequence (one group at a time), so that the next need not evaluate it
+        again (a group whose jobs run one at a time, the attention budget allowing no more)."""
+        e = self.e
         g = job.group
         if g is not None:
             g.members.remove(job)
-            if not g.members:
-                self.live.remove(g)
+            if not g.members and not g.kept:
+                if g.done == len(g.key) and any(q.group is g for q in self.queue):
+                    self._keep(None)
+                    e._share(job.slot, e.keeper, g.done)
+                    g.kept, self.kept = True, g
+                else:
+                    self.live.remove(g)
+            elif g.kept and not g.members and not any(q.group is g for q in self.queue):
+                self._keep(None)
+        e._trim(job.slot, 0)
         self.free.append(job.slot)
         self.free.sort()
         self.active.remove(job)
         job.slot = -1
+
+    def _keep(self, g: _Group | None) -> None:
+        """Empty the keeper (its group leaves the live ones unless members hold it)."""
+        old = self.kept
+        if old is not None:
+            self.e._trim(self.e.keeper, 0)
+            old.kept = False
+            if not old.members:
+                self.live.remove(old)
+        self.kept = g
 
     def release(self, job: Job) -> None:
         self._leave(job)
@@ -196,11 +222,11 @@ class _Call:
 
     def set_back(self, job: Job) -> None:
         """Free a job's cells and queue it again from its start (its partial result is dropped)."""
-        self._leave(job)
         fresh = Job(job.spec, job.index, job.order, job.group)
         self.jobs[job.index] = fresh
         self.queue.append(fresh)
         self.queue.sort(key=lambda j: j.order)
+        self._leave(job)
         self.hold = True
         self.e.n_set_back += 1
 
@@ -276,6 +302,7 @@ class Engine:
         self.n_cells = n_cells or n_ctx
         self.n_seq, self.n_batch = n_seq, n_batch
         self.mem = llama_cpp.llama_get_memory(ctx)
+        self.keeper = n_seq  # the sequence that keeps a prefix between its group's jobs (n_seq_max: n_seq + 1)
         self.batch = llama_cpp.llama_batch_init(n_batch, 0, n_seq)
         self.piece = piece
         self.n_evaluated = 0  # tokens sent through llama_decode

@@ -109,6 +109,7 @@ class _Dry(Engine):
     def __init__(self, like: Engine, cost: CostModel, length: Callable[[JobSpec], int]):  # noqa: D107 - no llama.cpp here
         self.n_ctx, self.n_seq, self.n_batch, self.n_cells, self.kv_budget = like.n_ctx, like.n_seq, like.n_batch, like.n_cells, like.kv_budget
         self.cost, self.length = cost, length
+        self.keeper = like.keeper
         self.seconds = 0.0
         self.n_evaluated = self.n_generated = self.n_decode_calls = self.n_set_back = 0
         self.current = None
