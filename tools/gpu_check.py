@@ -56,7 +56,7 @@ sys.path.insert(0, str(REPO))
 
 LIMIT_S = 540  # the issue's 9 minutes for the whole command
 MARGIN_S = 25  # left at the end for the last write and the shell
-MEASURE_MIN_S = 150  # the build is stopped when less than this would be left to measure
+MEASURE_MIN_S = 110  # the build is stopped when less than this would be left to measure
 CUDA_CMAKE = ["-DGGML_CUDA=ON", "-DCMAKE_CUDA_ARCHITECTURES=90", "-DGGML_CUDA_COMPRESSION_MODE=none", "-DGGML_CUDA_NCCL=OFF"]
 # The flash-attention kernels are 34 of the 141 CUDA files and 45% of their compile time (measured
 # here, one core each: a fattn-mma instance 90 s, a fattn-tile one 60 s; a mmq instance 67 s): off
@@ -78,7 +78,9 @@ TOKENS = {"The central bank raised interest rates.": [1, 1183, 6739, 5974, 7101,
 
 
 class StepFailed(Exception):
-    pass
+    def __init__(self, msg: str, timed_out: bool = False):
+        super().__init__(msg)
+        self.timed_out = timed_out
 
 
 def write_json(path: Path, doc) -> None:
@@ -87,10 +89,12 @@ def write_json(path: Path, doc) -> None:
     os.replace(tmp, path)
 
 
-def kill_group(proc: subprocess.Popen) -> None:
+def kill_group(proc: subprocess.Popen, grace: float = 5.0) -> None:
+    """SIGTERM to the process group (econeval then marks its run interrupted and ends), SIGKILL
+    after `grace` seconds."""
     try:
         os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=5)
+        proc.wait(timeout=grace)
     except (ProcessLookupError, subprocess.TimeoutExpired):
         try:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -174,7 +178,8 @@ class Check:
         env.update(extra)
         return env
 
-    def run(self, cmd: list[str], timeout: float, env: dict | None = None, log: Path | None = None, name: str = "cmd") -> str:
+    def run(self, cmd: list[str], timeout: float, env: dict | None = None, log: Path | None = None, name: str = "cmd",
+            grace: float = 5.0) -> str:
         """A command in its own process group, killed with its children at `timeout`. Its output
         goes to `log`, else to the step's log, copied into gpu_check.log when it ends; returns the
         last 4,000 characters."""
@@ -187,14 +192,14 @@ class Check:
             try:
                 rc: int | None = proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
-                kill_group(proc)
+                kill_group(proc, grace)
                 rc = None
         text = logfile.read_bytes().decode(errors="replace")
         if own:
             sys.stdout.write(text[-200_000:])
             sys.stdout.flush()
         if rc is None:
-            raise StepFailed(f"stopped at its time limit ({timeout:.0f} s): {text[-1500:]}")
+            raise StepFailed(f"stopped at its time limit ({timeout:.0f} s): {text[-1500:]}", timed_out=True)
         if rc != 0:
             raise StepFailed(f"exit status {rc}: {text[-1500:]}")
         return text[-4000:]
@@ -227,11 +232,17 @@ class Check:
         self.say(f"{name}: skipped: {why}")
         self.save()
 
-    def sub_step(self, name: str, timeout: float, *args: str) -> dict:
-        """A measuring step in its own process (`gpu_check.py step NAME`): its result JSON."""
+    def sub_step(self, name: str, timeout: float, *args: str, grace: float = 5.0) -> dict:
+        """A measuring step in its own process (`gpu_check.py step NAME`): its result JSON, also when
+        it was stopped at its time limit and wrote one in its `grace` seconds (econeval does)."""
         result = self.work / "steps" / f"{name}.json"
         cmd = [self.py, str(REPO / "tools" / "gpu_check.py"), "step", name, str(self.out), *(["--dry-run"] if self.dry else []), *args]
-        self.run(cmd, timeout, env=self.env(GPU_CHECK_DEADLINE=str(time.time() + timeout)), name=name)
+        try:
+            self.run(cmd, timeout - grace, env=self.env(GPU_CHECK_DEADLINE=str(time.time() + timeout - grace)), name=name, grace=grace)
+        except StepFailed as exc:
+            if not (exc.timed_out and result.is_file()):
+                raise
+            return {**json.loads(result.read_text()), "stopped_at_time_limit": True}
         if not result.is_file():
             raise StepFailed(f"the step wrote no {result.name}")
         return json.loads(result.read_text())
@@ -416,8 +427,11 @@ class Check:
         with GpuMemory() as mem:
             self.step("smoke", lambda: self.sub_step("smoke", min(120, self.left())), need_s=30)
             # econeval first (the headline), then the engine's own rates, then bench.py with what is left
-            run_s = min(300.0, self.left() - (60 if self.dry else 90))
-            self.step("econeval", lambda: self.sub_step("econeval", self.left() - 10, "--run-s", str(int(run_s))), need_s=60)
+            # econeval's chunks start within run_s; the in-flight chunk may overrun it, then SIGTERM ends the run
+            # (econeval marks it interrupted, and the step still reports what ran)
+            left = self.left()
+            run_s = min(300.0, max(30.0, left - (90 if left > 200 else 45)))
+            self.step("econeval", lambda: self.sub_step("econeval", self.left() - 5, "--run-s", str(int(run_s)), grace=20), need_s=60)
             self.step("engine", lambda: self.sub_step("engine", min(150, self.left() - 5)), need_s=30)
             self.step("bench-1", lambda: self.bench("1"), need_s=40 if self.dry else 90)
             self.step("bench-2", lambda: self.bench("2"), need_s=40 if self.dry else 120)
@@ -655,6 +669,7 @@ def step_econeval(out: Path, dry: bool, run_s: float) -> dict:
 
     import econeval
     from econeval import registry
+    from econeval.errors import Interrupted
     from econeval.selection import Limit
 
     @dataclass
@@ -671,14 +686,18 @@ def step_econeval(out: Path, dry: bool, run_s: float) -> dict:
     tasks = [t for t in registry.tasks() if t != "econnli-gen"] + ["econnli-gen"]  # the judged task last
     run_dir = work / "run"
     t0 = time.monotonic()
-    doc = econeval.evaluate(model=str(work / "model.gguf"), tasks=tasks, selection=selection, out=run_dir, bootstrap=0,
-                            embedder=str(Path(os.environ["GPU_BUNDLE"]) / "embedder"), progress=False)
+    try:
+        doc = econeval.evaluate(model=str(work / "model.gguf"), tasks=tasks, selection=selection, out=run_dir, bootstrap=0,
+                                embedder=str(Path(os.environ["GPU_BUNDLE"]) / "embedder"), progress=False)
+    except Interrupted:  # SIGTERM at the step's time limit: run.json is marked interrupted, its finished tasks timed
+        doc = {"tasks": {}}
     secs = round(time.monotonic() - t0, 1)
     meta = json.loads((run_dir / "run.json").read_text())
     shutil.copy(run_dir / "run.json", out / "run.json")
     for res in run_dir.glob("results*.json"):
         shutil.copy(res, out / res.name)
     n_cfb = strip_similarity(run_dir / "samples.jsonl", out / "cfbenchmark-samples.jsonl")
+    saved = samples_summary(run_dir / "samples.jsonl")
     per = {}
     for name, t in (meta.get("timing") or {}).items():
         secs_t = t.get("seconds") or None
@@ -690,9 +709,25 @@ def step_econeval(out: Path, dry: bool, run_s: float) -> dict:
     backend = {k: v for k, v in (meta.get("backend") or {}).items() if k not in ("schedule", "decoding")}
     return {"limit": limit, "run_s": secs, "chunk_deadline_s": run_s, "status": meta.get("status"),
             "not_run": sorted(set(tasks) - set(per)), "backend": backend, "schedule": meta.get("schedule"),
-            "run_projection": meta.get("projection"), "tasks": per, "cfbenchmark_samples": n_cfb,
+            "run_projection": meta.get("projection"), "tasks": per, "samples": saved, "cfbenchmark_samples": n_cfb,
             "embedder": "the carried stand-in (tiny random ONNX): CFBenchmark generation scores in results.json mean "
                         "nothing; score cfbenchmark-samples.jsonl back here with `econeval score`"}
+
+
+def samples_summary(samples: Path) -> dict:
+    """Per task, from samples.jsonl: items saved, their prompt and generated tokens, errors. (run.json
+    times each task only when the run ends: a run stopped by SIGTERM has these, and its calibrated
+    rates in run.json's projection, but no per-task seconds.)"""
+    out: dict[str, dict] = {}
+    for line in samples.read_text().splitlines() if samples.is_file() else []:
+        row = json.loads(line)
+        t = out.setdefault(row.get("task", "?"), {"items": 0, "prompt_tokens": 0, "generated_tokens": 0, "errors": 0})
+        t["items"] += 1
+        t["errors"] += bool(row.get("error"))
+        for call in (row.get("calls") or {}).values():
+            t["prompt_tokens"] += call.get("n_prompt_tokens") or 0
+            t["generated_tokens"] += call.get("n_tokens") or 0
+    return out
 
 
 def strip_similarity(samples: Path, dest: Path) -> int:
