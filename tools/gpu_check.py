@@ -189,11 +189,13 @@ class Check:
         logfile = log or self.work / "steps" / f"{name}.log"
         with open(logfile, "ab") as fh:
             proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env or self.env(), cwd=REPO, start_new_session=True)
+            mark = self.mark(proc, name)
             try:
                 rc: int | None = proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
                 kill_group(proc, grace)
                 rc = None
+            mark.unlink(missing_ok=True)
         text = logfile.read_bytes().decode(errors="replace")
         if own:
             sys.stdout.write(text[-200_000:])
@@ -203,6 +205,13 @@ class Check:
         if rc != 0:
             raise StepFailed(f"exit status {rc}: {text[-1500:]}")
         return text[-4000:]
+
+    def mark(self, proc: subprocess.Popen, name: str) -> Path:
+        """Its process group's id in the work folder while it runs: gpu_check.sh ends any group still
+        there when the driver itself was stopped (each runs in a session of its own)."""
+        path = self.work / "steps" / f"{name}.pgid"
+        path.write_text(str(proc.pid))
+        return path
 
     def step(self, name: str, fn, need_s: float = 5.0) -> dict | None:
         """Run one step if at least `need_s` seconds are left; record its outcome and time."""
@@ -313,6 +322,7 @@ class Check:
         self.build_t0 = time.time()
         self.build = subprocess.Popen(cmd, stdout=self.build_log, stderr=subprocess.STDOUT, env=env, cwd=self.work,
                                       start_new_session=True)
+        self.build_mark = self.mark(self.build, "build")
         return {"sdist": sdist.name, "cmake_args": env["CMAKE_ARGS"], "parallel": env["CMAKE_BUILD_PARALLEL_LEVEL"], "nvcc": nvcc,
                 "flash_attention_kernels": fa, **hints}
 
@@ -328,9 +338,11 @@ class Check:
                 self.save()
                 if self.left() < MEASURE_MIN_S:
                     kill_group(self.build)
+                    self.build_mark.unlink(missing_ok=True)
                     self.build_log.close()
                     raise StepFailed(f"stopped after {time.time() - self.build_t0:.0f} s at {rec['progress']}: less than "
                                      f"{MEASURE_MIN_S} s would be left to measure") from None
+        self.build_mark.unlink(missing_ok=True)
         self.build_log.close()
         secs = round(time.time() - self.build_t0, 1)
         if rc != 0:
@@ -380,6 +392,7 @@ class Check:
         extra = sorted(p for p in self.out.rglob("*") if p.is_file() and p.name not in RETURNED and not p.name.startswith("results"))
         for p in extra:  # only the named files come back (the device tool returns at most 8)
             shutil.move(str(p), str(self.work / p.name))
+        cap(self.out / "build.log", 15 << 20)
         self.doc["files"] = sorted(str(p.relative_to(self.out)) for p in self.out.rglob("*") if p.is_file())
         if extra:
             self.doc["not_returned"] = [p.name for p in extra]
@@ -388,7 +401,7 @@ class Check:
         if failed:
             self.doc["failed"] = failed
         self.save()
-        n = len(self.doc["files"]) + 1  # and gpu_check.log, which the shell writes
+        n = len(self.doc["files"]) + ("gpu_check.log" not in self.doc["files"])  # the shell writes the log
         if n > MAX_FILES:
             self.say(f"warning: {n} files in {self.out}, more than the {MAX_FILES} that come back")
 
@@ -461,6 +474,13 @@ def plan(dry: bool) -> dict:
         "smoke": "10-20 (load 4.1 GB onto the GPU)", "econeval": "up to min(300, what is left - 90) for chunk starts, --limit 16",
         "engine": "up to 150 (4 batch sizes)", "bench-1": "what is left, when 90 s or more",
         "bench-2": "what is left, when 120 s or more"}}
+
+
+def cap(path: Path, limit: int) -> None:
+    """A file over `limit` bytes keeps its first MiB and its end (the device tool returns 16 MiB a file)."""
+    if path.is_file() and path.stat().st_size > limit:
+        data = path.read_bytes()
+        path.write_bytes(data[:1 << 20] + b"\n[... cut by gpu_check.py ...]\n" + data[-(limit - (2 << 20)):])
 
 
 def find_nvcc() -> str | None:

@@ -24,10 +24,16 @@ if [ "$DRY" = "--dry-run" ]; then
 else
   PY=${PYTHON:-python3}
 fi
-echo "gpu_check: $PY, limit ${LIMIT} s, started $(date -u +%FT%TZ)"
+export GPU_CHECK_WORK=${GPU_CHECK_WORK:-${TMPDIR:-/tmp}/econeval-gpu-check}
+echo "gpu_check: $PY, limit ${LIMIT} s, work folder $GPU_CHECK_WORK, started $(date -u +%FT%TZ)"
 # the driver keeps its own deadline (LIMIT less a margin); this outer limit is the last resort
-GPU_CHECK_T0=$t0 timeout -k 5 $((LIMIT - 5 - ($(date +%s) - t0))) "$PY" tools/gpu_check.py all "$OUT" $DRY --limit-s "$LIMIT"
+GPU_CHECK_T0=$t0 timeout -k 5 $((LIMIT - 8 - ($(date +%s) - t0))) "$PY" tools/gpu_check.py all "$OUT" $DRY --limit-s "$LIMIT"
 rc=$?
-[ $rc -eq 124 ] || [ $rc -eq 137 ] && echo "gpu_check: the driver was stopped at the time limit; gpu_check.json holds what it measured"
+if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+  echo "gpu_check: the driver was stopped at the time limit; gpu_check.json holds what it measured"
+  for f in "$GPU_CHECK_WORK"/steps/*.pgid; do  # its steps run in sessions of their own: end those still running
+    [ -f "$f" ] && kill -KILL -- "-$(cat "$f")" 2>/dev/null
+  done
+fi
 echo "gpu_check: done in $(( $(date +%s) - t0 )) s (exit $rc); $OUT/gpu_check.json"
 exit $rc
