@@ -1,38 +1,230 @@
-"""The prepared GPU check (tools/gpu_check.sh), proven on the CPU: `--dry-run` runs every step but
-the CUDA build (tiny shapes on the installed CPU build) and writes the same gpu_check.json."""
+"""The prepared GPU check (tools/gpu_check.sh), proven on the CPU: the bundle as tools/gpu_bundle.py
+makes it, and `--dry-run` in a fresh copy of the repository (the files the device tool sends: tracked
+and untracked-not-ignored) with an empty cache and no built data, as the GPU machine has them, using
+only what the bundle carries: every step but the CUDA ones, the same gpu_check.json. Then the
+returned CFBenchmark samples are scored here, as docs/speed-and-gpu.md says."""
 
 import json
 import os
+import re
+import shutil
+import signal
+import struct
 import subprocess
+import sys
+import time
+from pathlib import Path
 
+import numpy as np
 import pytest
 
-from conftest import REAL_CACHE, REPO
+from conftest import REPO
 
-pytestmark = pytest.mark.slow  # every task on a model, the engine's own loops, the default model's tokenizer
+sys.path.insert(0, str(REPO / "tools"))
+
+import gpu_bundle  # noqa: E402
+import gpu_check  # noqa: E402
+import gpu_model  # noqa: E402
 
 
-def test_the_gpu_check_dry_run_writes_every_figure(tmp_path):
-    bundle, out = tmp_path / "bundle", tmp_path / "out"
-    # the default model's tokenizer and the built embedder live in the real cache
-    env = {**os.environ, "GPU_BUNDLE": str(bundle), "PYTHON": str(REPO / ".venv" / "bin" / "python"),
-           "ECONEVAL_CACHE": str(REAL_CACHE)}
-    py = env["PYTHON"] if os.path.exists(env["PYTHON"]) else "python3"
-    subprocess.run([py, "tools/gpu_bundle.py", "--counts-only"], cwd=REPO, env=env, check=True, capture_output=True)
+# ---- quick checks of the parts ------------------------------------------------------------------
+def test_the_trim_keeps_what_a_cuda_build_reads():
+    keep = ["p/CMakeLists.txt", "p/pyproject.toml", "p/README.md", "p/llama_cpp/llama_cpp.py", "p/vendor/llama.cpp/CMakeLists.txt",
+            "p/vendor/llama.cpp/ggml/src/ggml-cuda/mmq.cu", "p/vendor/llama.cpp/ggml/src/ggml-cpu/ggml-cpu.c",
+            "p/vendor/llama.cpp/ggml/src/ggml.c", "p/vendor/llama.cpp/src/llama.cpp", "p/vendor/llama.cpp/common/arg.cpp",
+            "p/vendor/llama.cpp/vendor/miniaudio/miniaudio.h", "p/vendor/llama.cpp/cmake/common.cmake", "p/vendor/llama.cpp/LICENSE",
+            "p/vendor/llama.cpp/licenses/LICENSE-curl"]
+    drop = ["p/vendor/llama.cpp/models/ggml-vocab-llama-spm.gguf", "p/vendor/llama.cpp/ggml/src/ggml-vulkan/ggml-vulkan.cpp",
+            "p/vendor/llama.cpp/ggml/src/ggml-metal/ggml-metal.m", "p/vendor/llama.cpp/tools/mtmd/clip.cpp", "p/vendor/llama.cpp/docs/ops/x",
+            "p/vendor/llama.cpp/convert_hf_to_gguf.py", "p/vendor/llama.cpp/tests/test-backend-ops.cpp", "p/.git/modules/x", "p/docs/index.md"]
+    assert [p for p in keep if gpu_bundle.trimmed_out(p.split("/"))] == []
+    assert [p for p in drop if not gpu_bundle.trimmed_out(p.split("/"))] == []
+
+
+def _proto_piece(piece: str, score: float, kind: int) -> bytes:
+    body = b"\x0a" + bytes([len(piece.encode())]) + piece.encode() + b"\x15" + struct.pack("<f", score) + b"\x18" + bytes([kind])
+    return b"\x0a" + bytes([len(body)]) + body
+
+
+def test_the_sentencepiece_model_is_read_by_hand(tmp_path):
+    pieces = [("<unk>", 0.0, 2), ("<s>", 0.0, 3), ("</s>", 0.0, 3), ("<0x0A>", 0.0, 6), ("\u2581the", -1.5, 1)]
+    normalizer = b"\x1a\x04\x18\x01\x20\x00"  # field 3: add_dummy_prefix 1, remove_extra_whitespaces 0
+    f = tmp_path / "t.model"
+    f.write_bytes(b"".join(_proto_piece(*p) for p in pieces) + normalizer)
+    voc = gpu_model.read_vocab(f)
+    assert voc["tokens"] == [p[0] for p in pieces] and voc["types"] == [2, 3, 3, 6, 1] and voc["scores"][-1] == -1.5
+    assert (voc["add_dummy_prefix"], voc["remove_extra_whitespaces"], voc["bos"], voc["eos"], voc["unk"]) == (True, False, 1, 2, 0)
+
+
+def test_k_quant_blocks_dequantize_to_centred_weights():
+    checked = gpu_model.check_blocks()  # raises unless finite, mean ~0 and sd ~sigma (gguf's reference dequantizer)
+    assert set(checked) == {"Q4_K", "Q6_K"}
+    assert [t for n, _, t in gpu_model.tensors(gpu_model.MISTRAL_7B, 32768) if n.endswith(("attn_v.weight", "ffn_down.weight"))].count("Q6_K") \
+        == 2 * sum(gpu_model.use_more_bits(i, 32) for i in range(32)) == 2 * 16  # llama.cpp's Q4_K_M mix for 32 layers
+
+
+def test_a_step_past_its_time_is_stopped_with_its_children(tmp_path):
+    check = gpu_check.Check.__new__(gpu_check.Check)
+    check.work = tmp_path
+    (tmp_path / "steps").mkdir()
+    t0 = time.monotonic()
+    with pytest.raises(gpu_check.StepFailed, match="time limit"):
+        check.run(["bash", "-c", "sleep 31.4159 & sleep 31.4159"], timeout=1.5, env=dict(os.environ), name="sleeper")
+    assert time.monotonic() - t0 < 10
+    assert subprocess.run(["pgrep", "-f", "sleep 31.4159"], capture_output=True).stdout.strip() == b""  # the child went too
+
+
+def test_cublas_is_taken_from_nvidias_wheels_when_the_toolkit_lacks_it(tmp_path, monkeypatch):
+    """A toolkit assembled from NVIDIA's wheels (nvcc, cudart, no cuBLAS, no driver stub, as the GPU
+    machine's may be): CMake is pointed at python3's nvidia/cu13 wheel and the libraries' folders
+    go on LD_LIBRARY_PATH."""
+    toolkit, site = tmp_path / "cuda-13.0", tmp_path / "site"
+    for f in ("bin/nvcc", "lib64/libcudart.so.13", "include/cuda_runtime.h", "nvidia/cu13/lib/libcublas.so.13",
+              "nvidia/cu13/lib/libcublasLt.so.13", "nvidia/cu13/include/cublas_v2.h"):
+        path = (site if f.startswith("nvidia") else toolkit) / f
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("")
+    import site as site_module
+
+    monkeypatch.setattr(site_module, "getsitepackages", lambda: [str(site)])
+    args, info = gpu_check.cuda_hints(str(toolkit / "bin" / "nvcc"))
+    lib = site / "nvidia" / "cu13" / "lib"
+    assert f"-DCUDA_cublas_LIBRARY={lib}/libcublas.so.13" in args and f"-DCUDA_cublasLt_LIBRARY={lib}/libcublasLt.so.13" in args
+    assert f"-DCMAKE_CUDA_FLAGS=-I{site}/nvidia/cu13/include" in args
+    assert info["ld_library_path"] == [str(toolkit / "lib64"), str(lib)]
+    assert "-DGGML_CUDA_NO_VMM=ON" in args or any(a.startswith("-DCUDA_cuda_driver_LIBRARY=") for a in args)
+    (toolkit / "lib64" / "libcublas.so.13").write_text("")  # a full toolkit: nothing to point at
+    (toolkit / "include" / "cublas_v2.h").write_text("")
+    args, info = gpu_check.cuda_hints(str(toolkit / "bin" / "nvcc"))
+    assert info["cublas"] == "in the toolkit" and not any("cublas" in a for a in args)
+
+
+# ---- the bundle and the dry run in a fresh copy ---------------------------------------------------
+def fresh_copy(dest: Path) -> None:
+    """The files the device tool sends: tracked and untracked-not-ignored ones of the working tree."""
+    names = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"], cwd=REPO, check=True,
+                           capture_output=True).stdout.decode().split("\0")
+    for name in filter(None, names):
+        src = REPO / name
+        if src.is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / name)
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory):
+    """.gpu_bundle as tools/gpu_bundle.py makes it where pip works (pip's cache keeps the downloads)."""
+    folder = tmp_path_factory.mktemp("gpu") / "bundle"
+    t0 = time.monotonic()
+    proc = subprocess.run([sys.executable, "tools/gpu_bundle.py"], cwd=REPO, env={**os.environ, "GPU_BUNDLE": str(folder)},
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    print(f"bundle made in {time.monotonic() - t0:.0f} s: {proc.stdout.strip().splitlines()[-1]}")
+    return folder
+
+
+@pytest.mark.slow  # downloads the sdist and the vocabulary (pip's cache), every task on a model, bench.py
+def test_the_dry_run_in_a_fresh_copy_measures_every_step(tmp_path, bundle):
+    made = json.loads((bundle / "bundle.json").read_text())
+    assert made["total_mib"] < gpu_bundle.LIMIT_MIB and made["vocabulary"]["pieces"] == 32768
+    assert {"econeval-data.tar.gz", "tokenizer.model.v3", "token_counts.json", "embedder/model.onnx"} <= set(made["files"])
+    assert any(f.startswith("llama_cpp_python-") and f.endswith("-cuda.tar.gz") for f in made["files"])
     counts = json.loads((bundle / "token_counts.json").read_text())
     assert counts["tasks"]["econnli-zero"]["items"] == 1026 and counts["tasks"]["econnli-zero"]["prompt_tokens"] > 1026 * 20
-    proc = subprocess.run(["bash", "tools/gpu_check.sh", str(out), "--dry-run"], cwd=REPO, env={**env, "PYTHON": py},
-                          capture_output=True, text=True, timeout=1200)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+
+    copy, out, work = tmp_path / "repo", tmp_path / "out", tmp_path / "work"
+    fresh_copy(copy)
+    assert not list((copy / "datasets_bundled").glob("*/*.jsonl")) and not (copy / ".gpu_bundle").exists()
+    env = {**os.environ, "GPU_BUNDLE": str(bundle), "GPU_CHECK_WORK": str(work), "PYTHON": sys.executable,
+           "ECONEVAL_CACHE": str(tmp_path / "empty-cache"), "ECONEVAL_HOME": str(tmp_path / "home")}
+    t0 = time.monotonic()
+    proc = subprocess.run(["bash", "tools/gpu_check.sh", str(out), "--dry-run"], cwd=copy, env=env, capture_output=True, text=True,
+                          timeout=900)
+    wall = time.monotonic() - t0
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-3000:]
+    assert wall < gpu_check.LIMIT_S
     doc = json.loads((out / "gpu_check.json").read_text())
-    assert doc["dry_run"] is True and doc["offloaded_layers"] == 0
-    assert doc["model"]["shapes"]["n_layer"] == 2 and doc["model"]["q4_k_m_bytes"] > 0  # quantized by llama.cpp
+    print(f"dry run: {wall:.0f} s; steps: " + ", ".join(f"{k} {v.get('seconds')} s" for k, v in doc["steps"].items()))
+    assert doc["status"] == "complete" and doc["dry_run"] is True and doc["skipped"] == {}, (doc.get("failed"), doc["skipped"])
+    steps = doc["steps"]
+    assert set(steps) == {"env", "install", "build", "data", "model", "smoke", "econeval", "engine", "bench-1", "bench-2"}
+    assert all(s["status"] == "ok" for s in steps.values())
+
+    # what comes back: at most 8 files, names the device tool returns
+    files = sorted(p.name for p in out.iterdir())
+    assert len(files) <= gpu_check.MAX_FILES and all(re.fullmatch(r"[A-Za-z0-9._-]+", f) for f in files), files
+    assert {"gpu_check.json", "gpu_check.log", "run.json", "cfbenchmark-samples.jsonl"} <= set(files)
+    assert (out / "gpu_check.log").read_text().count("gpu_check: done") == 1
+
+    # the carried wheels install as a cp312 set; the data came from the bundle, into the check's own folder
+    assert {w.split("-")[0] for w in steps["install"]["result"]["wheels"]} == {"diskcache", "gguf", "orjson", "platformdirs"}
+    assert steps["data"]["result"]["verify"] == ["all data files match their manifests"]
+    assert Path(steps["data"]["result"]["installed_in"]).is_relative_to(work)
+
+    # the model: Mistral's real vocabulary in tiny layers, Q4_K_M's types, loaded and tokenizing as SentencePiece does
+    model = steps["model"]["result"]
+    assert model["shapes"]["n_vocab"] == 32768 and model["shapes"]["n_layer"] == 2 and model["vocabulary"]["add_space_prefix"] is True
+    assert model["tensor_types"] == {"F32": 5, "Q4_K": 13, "Q6_K": 3}
+    smoke = steps["smoke"]["result"]
+    assert smoke["tokenization_matches_sentencepiece"] and smoke["finite_logits"]
+    assert Path(smoke["econeval"]).resolve().is_relative_to(copy.resolve())  # the copy's econeval, not the checkout's
+
+    # econeval on every task with the product's defaults: run.json's backend section recorded
     from econeval import registry
 
-    assert set(doc["tasks"]) == set(registry.tasks())
-    assert all(t["tokens_per_s"] and t["n_errors"] == 0 for t in doc["tasks"].values()), doc["tasks"]
-    assert set(doc["engine_batched"]) == {"1", "8"} and all(v["generated_tokens_per_s"] > 0 for v in doc["engine_batched"].values())
-    assert doc["bench"]["classification"]["econeval_over_floor"] > 0 and doc["bench"]["generation"]["econeval_over_engine"] > 0
+    ev = steps["econeval"]["result"]
+    assert set(ev["tasks"]) == set(registry.tasks()) and ev["not_run"] == []
+    assert all(t["tokens_per_s"] and t["n_errors"] == 0 for t in ev["tasks"].values()), ev["tasks"]
+    assert {k: v["items"] for k, v in ev["samples"].items()} == {k: v["items"] for k, v in ev["tasks"].items()}
+    assert {"n_ctx", "parallel", "n_batch", "kv_budget", "n_gpu_layers", "flash_attention", "device"} <= set(ev["backend"])
+    assert ev["backend"]["device"] == "cpu" and ev["backend"]["n_vocab"] == 32768
+    run = json.loads((out / "run.json").read_text())
+    assert run["backend"]["n_ctx"] == ev["backend"]["n_ctx"] and run["roles"]["embedder"]["path"] == str(bundle / "embedder")
+
+    assert set(steps["engine"]["result"]) == {"1", "8"} and all(v["generated_tokens_per_s"] > 0 for v in steps["engine"]["result"].values())
+    assert steps["bench-1"]["result"]["classification"]["econeval_over_floor"] > 0
+    assert steps["bench-2"]["result"]["generation"]["econeval_over_engine"] > 0
     proj = doc["projection"]
-    assert proj["total_s"] > 0 and all(v is not None for v in proj["seconds_per_task"].values())
-    assert (out / "gpu_check.log").read_text().count("gpu_check: done") == 1
+    assert proj["complete"] and proj["total_s"] > 0
+
+    # back here: the CFBenchmark samples carry no stand-in similarity; `econeval score` runs the embedder stage
+    lines = [json.loads(x) for x in (out / "cfbenchmark-samples.jsonl").read_text().splitlines()]
+    assert len(lines) == ev["cfbenchmark_samples"] == 16 and not any("similarity" in x or "similarity" in x["calls"] for x in lines)
+    for task in ("cfbenchmark-zero", "cfbenchmark-few"):
+        scored = tmp_path / f"scored-{task}"
+        proc = subprocess.run([sys.executable, "-m", "econeval", "score", "--task", task, "--predictions", str(out / "cfbenchmark-samples.jsonl"),
+                               "--embedder", str(bundle / "embedder"), "--bootstrap", "0", "--out", str(scored)],
+                              cwd=copy, env={**env, "ECONEVAL_HOME": str(work / "home")}, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+        res = json.loads((scored / "results.json").read_text())["tasks"][task]
+        assert res["n_scored"] == 8 and np.isfinite(res["paper"]["G.Avg"]), res["paper"]
+
+    # econeval stopped at its step's time limit (SIGTERM, as the driver sends it) still reports what ran
+    shutil.rmtree(work / "run")
+    (work / "steps" / "econeval.json").unlink()
+    step_env = {**env, "PYTHONPATH": str(copy), "ECONEVAL_HOME": str(work / "home"), "ECONEVAL_CACHE": str(work / "cache")}
+    proc = subprocess.Popen([sys.executable, "tools/gpu_check.py", "step", "econeval", str(tmp_path / "out2"), "--dry-run", "--run-s", "900"],
+                            cwd=copy, env=step_env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(25)
+    os.killpg(proc.pid, signal.SIGTERM)
+    assert proc.wait(timeout=60) == 0
+    stopped = json.loads((work / "steps" / "econeval.json").read_text())
+    assert stopped["status"] == "interrupted" and stopped["backend"]["n_ctx"] and stopped["run_projection"]["rates"]
+    assert stopped["samples"] and all(t["items"] and t["prompt_tokens"] for t in stopped["samples"].values()), stopped["samples"]
+
+
+@pytest.mark.slow
+def test_a_short_limit_skips_the_measuring_steps_and_says_why(tmp_path, bundle):
+    """The time guard: with 45 s (20 s before the driver's margin) the measuring steps do not fit;
+    they are skipped, gpu_check.json says why, and the command ends within its limit."""
+    out = tmp_path / "out"
+    env = {**os.environ, "GPU_BUNDLE": str(bundle), "GPU_CHECK_WORK": str(tmp_path / "work"), "PYTHON": sys.executable,
+           "GPU_CHECK_LIMIT_S": "45"}
+    t0 = time.monotonic()
+    proc = subprocess.run(["bash", "tools/gpu_check.sh", str(out), "--dry-run"], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert time.monotonic() - t0 < 45, proc.stdout[-3000:]
+    doc = json.loads((out / "gpu_check.json").read_text())
+    assert doc["status"] == "partial" and {"smoke", "econeval", "engine", "bench-1", "bench-2"} <= set(doc["skipped"])
+    assert all("left of the time limit" in why for why in doc["skipped"].values())
+    assert doc["steps"]["model"]["status"] == "ok" and doc["projection"] == {"note": "no econeval measurement: no projection"}

@@ -43,7 +43,7 @@ def write_tiny_llama(path: Path, chat_template: str | None = None, seed: int = 0
     """`nan`: one NaN in the output norm, so every logit is NaN (a broken model). `shapes`
     (n_layer, n_embd, n_head, n_head_kv, n_ff, n_vocab, ctx) writes a larger model of that shape,
     its vocabulary padded with filler pieces, its weights tiled from one random block (fast; for
-    timing, not for answers), stored as `dtype` (tools/gpu_check.py writes a 7B-shaped F16 one).
+    timing, not for answers), stored as `dtype`.
     `extra_tokens`: (text, llama.cpp token type) pairs added to the vocabulary (a reasoning
     family's markers: 3 control, 4 user-defined)."""
     import gguf

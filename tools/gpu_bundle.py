@@ -1,96 +1,291 @@
-"""Assemble what the GPU check needs on a machine without a package registry, into `.gpu_bundle/`
-(git-ignored): the llama-cpp-python sdist (compiled there with CUDA), cp312 manylinux wheels of
-econeval's run-time dependencies that machine lacks and of the sdist's build backend, econeval
-itself as a wheel, and `token_counts.json` (every task's prompt tokens, counted with the default
-model's tokenizer, and its generation budget) for the full-suite projection. Checks the folder
-is under 60 MiB.
+"""Assemble what the GPU check needs on a machine without a package registry or ../shared, into
+`.gpu_bundle/` (git-ignored; the device tool carries it): everything tools/gpu_check.sh reads
+that the repository's tracked files do not hold.
 
-    python tools/gpu_bundle.py [--counts-only]      (GPU_BUNDLE=DIR: another folder)
+    wheels/                         cp312 manylinux wheels of what econeval, llama-cpp-python and
+                                    gguf import and that machine lacks (orjson, platformdirs,
+                                    diskcache, gguf), at the versions installed here
+    llama_cpp_python-V-cuda.tar.gz  the llama-cpp-python sdist, trimmed to what a CUDA build with
+                                    gpu_check.sh's flags compiles (compiled there)
+    econeval-data.tar.gz            the built data package (`econeval data pack`, gzipped): the
+                                    built JSONL files are git-ignored and ../shared does not travel;
+                                    gpu_check.sh installs it with `econeval data install`
+    tokenizer.model.v3              Mistral 7B v0.3's SentencePiece vocabulary (from the PyPI
+                                    package mistral-common): the 7B-shaped model's vocabulary
+    embedder/                       a tiny random ONNX embedder (tests/tiny_bert.py): the stand-in
+                                    for the CFBenchmark generation tasks' similarity stage there (the
+                                    91 MB m3e embedder does not travel; those scores are computed back
+                                    here from the returned samples with `econeval score`)
+    token_counts.json               every task's first-stage prompt tokens (Mistral's vocabulary,
+                                    through llama.cpp) and generation budget: the full-suite projection
+    bundle.json                     what is here: each file's bytes and sha256, the versions
+
+Checks that the folder is under 60 MiB (the device tool takes 64 MiB with the tracked tree) and
+that every package the check imports is either on that machine or carried.
+
+    python tools/gpu_bundle.py [--skip-sdist]      (GPU_BUNDLE=DIR: another folder)
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
+import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tarfile
+import tempfile
+import time
+import zipfile
+from importlib import metadata
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
 OUT = Path(os.environ.get("GPU_BUNDLE") or REPO / ".gpu_bundle")
 LIMIT_MIB = 60
-LLAMA = "llama-cpp-python==0.3.36"
-# what the GPU machine lacks (it has numpy and onnxruntime): econeval's run-time needs, the sdist's
-# run-time and build needs, and gguf (writes the 7B-shaped model) with its imports
-WHEELS = ["orjson", "platformdirs", "click", "httpx", "httpcore", "h11", "anyio", "sniffio", "idna", "certifi",
-          "tokenizers", "typing-extensions", "diskcache", "jinja2", "markupsafe", "scikit-build-core", "pathspec",
-          "packaging", "gguf", "pyyaml", "tqdm", "requests", "urllib3", "charset-normalizer"]
+LLAMA_VERSION = "0.3.36"
+MISTRAL_COMMON = "mistral-common==1.13.1"  # its data/ holds Mistral 7B v0.3's tokenizer.model.v3
+# what the GPU machine lacks of what the check imports (its image: .library/device/KINDS.md): carried as wheels
+CARRY = ["orjson", "platformdirs", "diskcache", "gguf"]
+# what that machine has (python3 3.12 with these installed): econeval's, llama-cpp-python's and gguf's
+# needs and the sdist's build backend, as far as the check reaches them
+GPU_HAS = {"numpy", "onnxruntime", "tokenizers", "click", "rich", "jinja2", "markupsafe", "httpx", "httpcore", "h11", "anyio",
+           "idna", "certifi", "pyyaml", "tqdm", "requests", "urllib3", "charset-normalizer", "packaging", "scikit-build-core",
+           "pathspec", "cmake", "ninja", "pytest", "sentencepiece", "typing-extensions", "markdown-it-py", "mdurl", "pygments",
+           "protobuf", "flatbuffers", "sympy", "coloredlogs", "huggingface-hub", "filelock", "fsspec"}
 PLATFORMS = ["manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64",
              "manylinux1_x86_64", "manylinux_2_34_x86_64", "manylinux_2_31_x86_64", "manylinux_2_24_x86_64"]
+PIP = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
+
+
+def norm(name: str) -> str:
+    return name.lower().replace("_", "-").replace(".", "-")
+
+
+# ---- the sdist, trimmed -------------------------------------------------------------------------
+# Under vendor/llama.cpp: what a build with gpu_check.sh's flags (LLAMA_BUILD_TESTS/EXAMPLES/TOOLS/
+# SERVER off, LLAVA_BUILD off: no tools/mtmd) never reads: the vocabulary files, docs, tests, the
+# tools and examples, the Python converters, the web UI, and every ggml backend but the CPU and CUDA
+# ones (each is added only when its GGML_<NAME> option is on). Outside it: llama-cpp-python's own
+# docs, examples, tests and the git objects of the submodule.
+TRIM_LLAMA = {"models", "docs", "benches", "media", "tests", "gguf-py", "examples", "tools", "app", "pocs", "ci", "scripts",
+              "skills", "requirements", "conversion", "grammars", ".github", ".devops", ".gemini", ".pi", ".git"}
+TRIM_GGML = {"ggml-blas", "ggml-cann", "ggml-et", "ggml-hexagon", "ggml-hip", "ggml-metal", "ggml-musa", "ggml-opencl",
+             "ggml-openvino", "ggml-rpc", "ggml-sycl", "ggml-virtgpu", "ggml-vulkan", "ggml-webgpu", "ggml-zdnn", "ggml-zendnn"}
+TRIM_TOP = {".git", "docs", "examples", "tests", "docker", "scripts"}
+
+
+def trimmed_out(parts: list[str]) -> bool:
+    """Whether a member (its path split at '/', the sdist's folder first) is left out."""
+    rest = parts[1:]
+    if rest and rest[0] in TRIM_TOP:
+        return True
+    if rest[:2] != ["vendor", "llama.cpp"] or len(rest) < 3:
+        return False
+    sub = rest[2:]
+    if sub[0] in TRIM_LLAMA:
+        return True
+    if len(sub) == 1 and sub[0].endswith(".py"):
+        return True  # the converters
+    return len(sub) > 2 and sub[:2] == ["ggml", "src"] and sub[2] in TRIM_GGML
+
+
+def trim_sdist(path: Path, out: Path) -> dict:
+    """Write the trimmed sdist `out` from `path`; returns what was left out (files, bytes)."""
+    dropped = kept = dropped_bytes = 0
+    with tarfile.open(path) as src, tarfile.open(out, "w:gz", compresslevel=9) as dst:
+        for m in src.getmembers():
+            if trimmed_out(m.name.split("/")):
+                dropped += 1
+                dropped_bytes += m.size
+                continue
+            kept += 1
+            dst.addfile(m, src.extractfile(m) if m.isfile() else None)
+    return {"files_kept": kept, "files_dropped": dropped, "bytes_dropped": dropped_bytes}
+
+
+def sdist(work: Path) -> dict:
+    subprocess.run([*PIP, "download", "-q", "--no-deps", "--no-binary", ":all:", "-d", str(work),
+                    f"llama-cpp-python=={LLAMA_VERSION}"], check=True)
+    src = next(work.glob("llama_cpp_python-*.tar.gz"))
+    for old in OUT.glob("llama_cpp_python-*.tar.gz"):
+        old.unlink()
+    out = OUT / f"llama_cpp_python-{LLAMA_VERSION}-cuda.tar.gz"
+    info = trim_sdist(src, out)
+    return {"file": out.name, "from": src.name, "from_bytes": src.stat().st_size, **info}
+
+
+# ---- wheels and the requirement check -------------------------------------------------------------
+def wheels() -> list[str]:
+    """cp312 manylinux wheels of CARRY at the versions installed here."""
+    folder = OUT / "wheels"
+    shutil.rmtree(folder, ignore_errors=True)
+    pins = [f"{name}=={metadata.version(name)}" for name in CARRY]
+    plats = [a for p in PLATFORMS for a in ("--platform", p)]
+    subprocess.run([*PIP, "download", "-q", "--no-deps", "--only-binary=:all:", "--python-version", "3.12", "--implementation",
+                    "cp", *plats, "-d", str(folder), *pins], check=True)
+    return sorted(p.name for p in folder.glob("*.whl"))
+
+
+def _wheel_requires(whl: Path) -> list[str]:
+    with zipfile.ZipFile(whl) as z:
+        meta = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
+        text = z.read(meta).decode()
+    return [line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("Requires-Dist:")]
+
+
+def _pyproject_requires(path: Path) -> list[str]:
+    import tomllib
+
+    return tomllib.loads(path.read_text())["project"]["dependencies"]
+
+
+def missing_requirements(llama_requires: list[str]) -> list[str]:
+    """The run-time requirements (Python 3.12 on Linux, no extras) of econeval, llama-cpp-python,
+    gguf and the carried wheels that are neither on the GPU machine nor carried."""
+    from packaging.requirements import Requirement
+
+    env = {"python_version": "3.12", "python_full_version": "3.12.3", "sys_platform": "linux", "platform_system": "Linux",
+           "os_name": "posix", "platform_machine": "x86_64", "implementation_name": "cpython", "extra": ""}
+    carried = {norm(w.name.split("-")[0]) for w in (OUT / "wheels").glob("*.whl")}
+    reqs = [*_pyproject_requires(REPO / "pyproject.toml"), *llama_requires]
+    for whl in (OUT / "wheels").glob("*.whl"):
+        reqs += _wheel_requires(whl)
+    out = set()
+    for text in reqs:
+        r = Requirement(text)
+        if r.marker is not None and not r.marker.evaluate(env):
+            continue
+        name = norm(r.name)
+        if name not in GPU_HAS and name not in carried and name not in ("llama-cpp-python", "econeval"):
+            out.add(name)
+    return sorted(out)
+
+
+def llama_requires() -> list[str]:
+    """llama-cpp-python's run-time requirements (its sdist's pyproject, else the installed metadata)."""
+    for src in OUT.glob("llama_cpp_python-*.tar.gz"):
+        with tarfile.open(src) as t:
+            member = next(m for m in t.getmembers() if m.name.count("/") == 1 and m.name.endswith("/pyproject.toml"))
+            fh = t.extractfile(member)
+            if fh is not None:
+                import tomllib
+
+                return tomllib.loads(fh.read().decode())["project"]["dependencies"]
+    return metadata.requires("llama_cpp_python") or []
+
+
+# ---- the data package, the vocabulary, the stand-in embedder ---------------------------------------
+def data_package() -> dict:
+    from econeval import data
+
+    with tempfile.TemporaryDirectory() as tmp:
+        tar = Path(tmp) / "econeval-data.tar"
+        index = data.pack(tar)  # refuses data that is not built or does not match its manifests
+        with open(tar, "rb") as src, gzip.open(OUT / "econeval-data.tar.gz", "wb", compresslevel=9) as dst:
+            shutil.copyfileobj(src, dst)
+        return {"file": "econeval-data.tar.gz", "package_version": index["package_version"], "benchmarks": index["benchmarks"],
+                "tar_bytes": tar.stat().st_size}
+
+
+def vocabulary(work: Path) -> dict:
+    """tokenizer.model.v3 out of mistral-common's wheel (named so in older releases, and
+    mistral_instruct_tokenizer_240323.model.v3 in newer ones)."""
+    subprocess.run([*PIP, "download", "-q", "--no-deps", "--only-binary=:all:", "-d", str(work), MISTRAL_COMMON], check=True)
+    whl = next(work.glob("mistral_common-*.whl"))
+    with zipfile.ZipFile(whl) as z:
+        names = [n for n in z.namelist() if n.startswith("mistral_common/data/") and n.endswith(".model.v3")]
+        name = next((n for n in names if n.endswith("/tokenizer.model.v3")), None) or next(n for n in names if "240323" in n)
+        (OUT / "tokenizer.model.v3").write_bytes(z.read(name))
+    sys.path.insert(0, str(REPO / "tools"))
+    from gpu_model import read_vocab
+
+    voc = read_vocab(OUT / "tokenizer.model.v3")
+    if len(voc["tokens"]) != 32768:
+        sys.exit(f"gpu_bundle: {name} has {len(voc['tokens'])} pieces, not Mistral 7B v0.3's 32768")
+    return {"file": "tokenizer.model.v3", "from": f"{whl.name}:{name}", "pieces": len(voc["tokens"])}
+
+
+def embedder() -> dict:
+    sys.path.insert(0, str(REPO / "tests"))
+    from tiny_bert import write_tiny_bert
+
+    shutil.rmtree(OUT / "embedder", ignore_errors=True)
+    write_tiny_bert(OUT / "embedder")
+    return {"folder": "embedder", "what": "tiny random BERT-style ONNX encoder (tests/tiny_bert.py): a stand-in, its "
+                                          "similarities mean nothing"}
 
 
 def token_counts() -> dict:
-    """Per task: items, first-stage prompt tokens (the default model's tokenizer) and the sum of
-    every stage's max_tokens (an upper bound on what a model that never stops early generates)."""
+    """Per task: items, first-stage prompt tokens (Mistral 7B v0.3's vocabulary, through llama.cpp's
+    tokenizer on a tiny model of that vocabulary) and the sum of every first-stage request's
+    max_tokens (an upper bound on what a model that never stops early generates)."""
     import llama_cpp
     from llama_cpp import _internals
 
-    from econeval import api, registry, roles
-    from econeval.backends.llamacpp import model_path
+    sys.path.insert(0, str(REPO / "tools"))
+    from gpu_model import TINY, write_model
 
-    path = model_path(roles.resolve(None))
-    mp = llama_cpp.llama_model_default_params()
-    mp.vocab_only = True
-    model = _internals.LlamaModel(path_model=str(path), params=mp, verbose=False)
-    out = {"tokenizer": f"{path.name} (the default model's)", "tasks": {}}
-    for name, task in registry.tasks().items():
-        rows = api.export_prompts(name)
-        prompt = sum(len(model.tokenize(p.encode(), add_bos=True, special=False)) for r in rows for p in r["prompts"].values())
-        gen = sum(req.get("max_tokens") or 0 for r in rows for req in r["requests"].values())
-        out["tasks"][name] = {"items": len(rows), "prompt_tokens": prompt, "max_generated_tokens": gen, "stages": task.stages,
-                              "counted": "the first stage's requests (a later stage — a judge, the answer after CoT "
-                                         "reasoning, the embedder — is not counted)"}
+    from econeval import api, registry
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "vocab.gguf"
+        write_model(path, OUT / "tokenizer.model.v3", TINY)
+        mp = llama_cpp.llama_model_default_params()
+        mp.vocab_only = True
+        model = _internals.LlamaModel(path_model=str(path), params=mp, verbose=False)
+        out: dict = {"tokenizer": "Mistral 7B v0.3 (tokenizer.model.v3, llama.cpp's SentencePiece tokenizer)", "tasks": {}}
+        for name, task in registry.tasks().items():
+            rows = api.export_prompts(name)
+            prompt = sum(len(model.tokenize(p.encode(), add_bos=True, special=False)) for r in rows for p in r["prompts"].values())
+            gen = sum(req.get("max_tokens") or 0 for r in rows for req in r["requests"].values())
+            out["tasks"][name] = {"items": len(rows), "prompt_tokens": prompt, "max_generated_tokens": gen, "stages": task.stages,
+                                  "counted": "the first stage's requests (a later stage — a judge, the answer after CoT "
+                                             "reasoning, the embedder — is not counted)"}
+        model.close()
     return out
 
 
-TRIM = ("models", "docs", "benches", "media", "tests", "gguf-py", "examples")  # not needed to build the library
-
-
-def trim_sdist(path: Path) -> Path:
-    """The sdist without llama.cpp's vocabulary files, docs, benches and tests (built with
-    LLAMA_BUILD_TESTS/EXAMPLES off): 74 MB → under the transfer limit."""
-    import tarfile
-
-    out = path.with_name(path.name.replace(".tar.gz", "-trimmed.tar.gz"))
-    with tarfile.open(path) as src, tarfile.open(out, "w:gz") as dst:
-        for m in src.getmembers():
-            parts = m.name.split("/")
-            if len(parts) > 3 and parts[1:3] == ["vendor", "llama.cpp"] and parts[3] in TRIM:
-                continue
-            dst.addfile(m, src.extractfile(m) if m.isfile() else None)
-    path.unlink()
-    return out
+def sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--counts-only", action="store_true", help="write token_counts.json only (no downloads)")
+    ap.add_argument("--skip-sdist", action="store_true", help="keep the sdist already in the folder (or carry none)")
     args = ap.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
+    t0 = time.monotonic()
+    doc: dict = {"made": time.strftime("%Y-%m-%d %H:%M:%S"), "by": "tools/gpu_bundle.py"}
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        if not args.skip_sdist:
+            doc["sdist"] = sdist(work)
+        doc["wheels"] = wheels()
+        doc["data"] = data_package()
+        doc["vocabulary"] = vocabulary(work)
+    doc["embedder"] = embedder()
     (OUT / "token_counts.json").write_text(json.dumps(token_counts(), indent=1))
-    if not args.counts_only:
-        pip = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
-        plats = [a for p in PLATFORMS for a in ("--platform", p)]
-        for old in OUT.glob("llama_cpp_python-*.tar.gz"):
-            old.unlink()
-        subprocess.run([*pip, "download", "-q", "--no-deps", "--no-binary", ":all:", "-d", str(OUT), LLAMA], check=True)
-        trim_sdist(next(OUT.glob("llama_cpp_python-*.tar.gz")))
-        subprocess.run([*pip, "download", "-q", "--no-deps", "--only-binary=:all:", "--python-version", "3.12",
-                        "--implementation", "cp", *plats, "-d", str(OUT / "wheels"), *WHEELS], check=True)
-        subprocess.run([*pip, "wheel", "-q", "--no-deps", "-w", str(OUT / "wheels"), str(REPO)], check=True)
-    size = sum(p.stat().st_size for p in OUT.rglob("*") if p.is_file())
-    print(f"gpu_bundle: {OUT} holds {size / 2**20:.1f} MiB (limit {LIMIT_MIB} MiB)")
+    missing = missing_requirements(llama_requires())
+    if missing:
+        sys.exit(f"gpu_bundle: the GPU machine lacks {', '.join(missing)} and no wheel of it is carried (add it to CARRY)")
+    doc["requirements"] = "every run-time requirement of econeval, llama-cpp-python, gguf and the carried wheels is on the " \
+                          "GPU machine or carried"
+    files = sorted(p for p in OUT.rglob("*") if p.is_file() and p.name != "bundle.json")
+    doc["files"] = {str(p.relative_to(OUT)): {"bytes": p.stat().st_size, "sha256": sha256(p)} for p in files}
+    size = sum(p.stat().st_size for p in files)
+    doc["total_mib"] = round(size / 2**20, 1)
+    doc["seconds"] = round(time.monotonic() - t0, 1)
+    (OUT / "bundle.json").write_text(json.dumps(doc, indent=1))
+    print(f"gpu_bundle: {OUT} holds {size / 2**20:.1f} MiB (limit {LIMIT_MIB} MiB) in {doc['seconds']} s")
     if size > LIMIT_MIB * 2**20:
         sys.exit(f"gpu_bundle: {size / 2**20:.1f} MiB is over the {LIMIT_MIB} MiB limit")
 
