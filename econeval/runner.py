@@ -364,36 +364,40 @@ class _Run:
         spent: dict[str, dict] = {}  # task → its seconds and counters so far, and where its current segment began
         current = None
         by_name = {x.name: x for x in self.lines}
-        for task, whole in _schedule(self.tasks, self.plan, interleave=selection.interleave,
-                                     cost=lambda t: _item_cost(by_name[t.name])):
-            chunk = [it for it in whole if (task.name, it["id"]) not in self.log.done]
-            if not chunk or task.name in self.stopped:
-                continue
-            if selection.deadline is not None and time.monotonic() >= selection.deadline:
-                self.budget_spent = True  # no chunk starts after the budget: the one in flight is the overshoot
-                break
-            if current != task.name:
-                if current:
-                    _segment_end(spent[current], backend, prog)
-                prog.begin(task.name)
-                spent.setdefault(task.name, {"seconds": 0.0, "counters": {}}).update(c0=backend.counters(), t0=time.monotonic())
-                current = task.name
-            self.chunk_no += 1
-            prep = self.preps[task.name]
-            outputs = run_chunk(task, chunk, prep, self.ctx, progress=prog.advance, first=self.built[task.name],
-                                refused=self.refused.get(task.name, frozenset()))
-            records = score_records(task, chunk, outputs, prep)
-            sig.write(self.log.append, records)
-            prog.saved(len(chunk), sum(len(str(p)) for o in outputs for p in (o.get("prompts") or {}).values()))
-            if selection.watches:  # a budget's progress note, a gate's verdicts
-                self._watch(task, records)
-        if current:
-            _segment_end(spent[current], backend, prog)
-        for task in self.tasks:
-            line = by_name[task.name]
-            used = spent.get(task.name, {"seconds": 0.0, "counters": {}})
+        try:
+            for task, whole in _schedule(self.tasks, self.plan, interleave=selection.interleave,
+                                         cost=lambda t: _item_cost(by_name[t.name])):
+                chunk = [it for it in whole if (task.name, it["id"]) not in self.log.done]
+                if not chunk or task.name in self.stopped:
+                    continue
+                if selection.deadline is not None and time.monotonic() >= selection.deadline:
+                    self.budget_spent = True  # no chunk starts after the budget: the one in flight is the overshoot
+                    break
+                if current != task.name:
+                    if current:
+                        _segment_end(spent[current], backend, prog)
+                    prog.begin(task.name)
+                    spent.setdefault(task.name, {"seconds": 0.0, "counters": {}}).update(c0=backend.counters(), t0=time.monotonic())
+                    current = task.name
+                self.chunk_no += 1
+                prep = self.preps[task.name]
+                outputs = run_chunk(task, chunk, prep, self.ctx, progress=prog.advance, first=self.built[task.name],
+                                    refused=self.refused.get(task.name, frozenset()))
+                records = score_records(task, chunk, outputs, prep)
+                sig.write(self.log.append, records)
+                prog.saved(len(chunk), sum(len(str(p)) for o in outputs for p in (o.get("prompts") or {}).values()))
+                if selection.watches:  # a budget's progress note, a gate's verdicts
+                    self._watch(task, records)
+        finally:  # an interrupted or failed run keeps the seconds and counters of what it ran (the chunk in flight too)
+            if current:
+                _segment_end(spent[current], backend, prog)
+            self._time(spent)
+
+    def _time(self, spent: dict[str, dict]) -> None:
+        for line in self.lines:
+            used = spent.get(line.name, {"seconds": 0.0, "counters": {}})
             seconds = used["seconds"]
-            self.timing[task.name] = {"items_run": line.items_done, "seconds": round(seconds, 3),
+            self.timing[line.name] = {"items_run": line.items_done, "seconds": round(seconds, 3),
                                       "items_per_s": round(line.items_done / seconds, 3) if line.items_done and seconds else None,
                                       **used["counters"]}
 

@@ -172,6 +172,8 @@ def test_interrupt_marks_the_run_and_resumes_exactly(cli, tmp_path, env, sig, co
     assert meta["status"] == "interrupted"
     done = lines(out / "samples.jsonl")
     assert 32 <= len(done) < 120 and len(done) % 16 == 0  # whole chunks only
+    timed = meta["timing"]["econnli-zero"]  # what ran is timed, the chunk in flight included
+    assert timed["items_run"] == len(done) and timed["seconds"] > 0 and timed["tokens_evaluated"] > 0
     rc, _, err2 = cli(*RUN, "--limit", "120", "--out", out, env=env)
     assert rc == 0, err2
     ref = tmp_path / "ref"

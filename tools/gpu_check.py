@@ -735,9 +735,8 @@ def step_econeval(out: Path, dry: bool, run_s: float) -> dict:
 
 
 def samples_summary(samples: Path) -> dict:
-    """Per task, from samples.jsonl: items saved, their prompt and generated tokens, errors. (run.json
-    times each task only when the run ends: a run stopped by SIGTERM has these, and its calibrated
-    rates in run.json's projection, but no per-task seconds.)"""
+    """Per task, from samples.jsonl: items saved, their prompt and generated tokens, errors (beside
+    run.json's timing, which an interrupted run also writes)."""
     out: dict[str, dict] = {}
     for line in samples.read_text().splitlines() if samples.is_file() else []:
         row = json.loads(line)
