@@ -286,7 +286,7 @@ def record_key(backend: dict | None) -> dict:
 
 
 def describe_key(key: dict) -> str:
-    out = f"reasoning {key['mode']}"
+    out = f"reasoning {key['mode']}" + (" (not honoured: the model reasoned)" if key["mode"] == "off" and key["reasons"] else "")
     if key["reasons"]:
         out += f", {key['tokens']} reasoning tokens" + (f", effort {key['effort']}" if key.get("effort") else "")
     elif key["mode"] == "auto":

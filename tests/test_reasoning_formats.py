@@ -263,3 +263,14 @@ def test_anthropic_thinking_blocks_are_the_reasoning(cli, tmp_path, url):
     rc, _, err = cli("run", "--model", "anthropic:claude-sonnet-4-5", "--base-url", url, "--reasoning", "on",
                      "--reasoning-tokens", "100", "--task", "econnli-zero", "--out", tmp_path / "small", "-q")
     assert rc == 2 and "at least 1,024" in err
+
+
+def test_compare_refuses_an_off_that_did_not_hold_beside_one_that_did(cli, tmp_path, url):
+    runs = {}
+    for name, fmt in (("held", Fmt("qwen3-8b", parser="end", off=(("enable_thinking", False),))),
+                      ("ignored", Fmt("qwen3-8b", parser="end", only="premise"))):
+        runs[name] = tmp_path / name
+        rc, _, err = _run(cli, url, runs[name], fmt, ("--chat", "on", "--reasoning", "off", "-C", "1"), ("econnli-zero",))
+        assert rc == 0, err
+    rc, _, err = cli("compare", runs["held"], runs["ignored"])
+    assert rc == 2 and "differ in reasoning" in err and "reasoning off (not honoured: the model reasoned)" in err
