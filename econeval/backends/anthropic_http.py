@@ -116,17 +116,18 @@ class AnthropicBackend(Backend[AnthropicOptions]):
     def _post(self, r, max_tokens: int, stops: list[str], sent: dict) -> Any:
         """Send r's message; a refusal that names what to change is learnt for the run, and the
         message built again and sent after a backoff; never sent again unchanged."""
-        refused: tuple[dict, HTTPError] | None = None
+        refused: list[tuple[dict, HTTPError]] = []
         for attempt in range(MAX_LEARN + 1):
             body = self._build(r, max_tokens, stops, sent)
-            if refused is not None and body == refused[0]:
-                raise refused[1]
+            again = next((exc for sent_before, exc in refused if sent_before == body), None)
+            if again is not None:
+                raise again  # what was refused is never sent again unchanged
             try:
                 return self.client.post("/v1/messages", body)
             except HTTPError as exc:
                 if attempt == MAX_LEARN or not self._learn(exc, body):
                     raise
-                refused = (body, exc)
+                refused.append((body, exc))
                 self.client.count("contract_retries")
                 self.client.backoff(attempt, f"HTTP {exc.code}, {str(exc.error.get('message'))[:80]}")
         raise AssertionError("unreachable")

@@ -278,17 +278,18 @@ class OpenAIHTTPBackend(Backend[OpenAIOptions]):
         another endpoint) is learnt, for the run, and the request built again and sent after a
         backoff. A request is never sent again unchanged: a refusal that teaches nothing, or more
         than MAX_LEARN of them, stops the run with the server's message."""
-        refused: tuple[dict, HTTPError] | None = None
+        refused: list[tuple[dict, HTTPError]] = []
         for attempt in range(MAX_LEARN + 1):
             path, body = self._build(r, kind, sent)
-            if refused is not None and body == refused[0]:
-                raise refused[1]  # what was refused is never sent again unchanged
+            again = next((exc for sent_before, exc in refused if sent_before == body), None)
+            if again is not None:
+                raise again  # what was refused is never sent again unchanged
             try:
                 return self.client.post(path, body)
             except HTTPError as exc:
                 if attempt == MAX_LEARN or not self._learn(exc, body, kind):
                     raise
-                refused = (body, exc)
+                refused.append((body, exc))
                 self.client.count("contract_retries")
                 self.client.backoff(attempt, f"HTTP {exc.code}, {self._lesson(exc)}")
         raise AssertionError("unreachable")
