@@ -25,50 +25,88 @@ THINKING = "thinking"  # the sample field holding each request's reasoning ({req
 @dataclass(frozen=True)
 class Markers:
     """How one family of models writes its reasoning inline: the text that opens it, the text
-    that ends it, and what stands between the end and the answer (harmony's final channel)."""
+    that ends it, and what stands between the end and the answer (harmony's final channel).
+    `anchored`: the markers are phrases, recognised only where a reply starts with the opener (a
+    reply may quote them); `special`: they are special tokens, which servers drop from the text
+    unless asked not to (`skip_special_tokens`)."""
 
     family: str
     open: str
     close: str
     answer: str = ""  # the header of the answer after `close` (appended when the reasoning is closed for the model)
     after_close: str = ""  # what the family writes after `close` before the answer (Qwen's blank line)
+    anchored: bool = False
+    special: bool = False
 
 
-THINK = Markers("think", "<think>", "</think>", after_close="\n\n")  # Qwen3, QwQ, DeepSeek-R1 and its distills, Phi-4, Granite
-HARMONY = Markers("harmony", "<|channel|>analysis<|message|>", "<|end|>", answer="<|start|>assistant<|channel|>final<|message|>")
+THINK = Markers("think", "<think>", "</think>", after_close="\n\n")  # Qwen3, QwQ, DeepSeek-R1 and its distills, Phi-4, Kimi K2
+HARMONY = Markers("harmony", "<|channel|>analysis<|message|>", "<|end|>", answer="<|start|>assistant<|channel|>final<|message|>",
+                  special=True)
 GEMMA = Markers("gemma", "<|channel>thought\n", "<channel|>")  # Gemma 4
-MISTRAL = Markers("mistral", "[THINK]", "[/THINK]")  # Magistral
-FAMILIES = (THINK, HARMONY, GEMMA, MISTRAL)
+MISTRAL = Markers("mistral", "[THINK]", "[/THINK]", special=True)  # Magistral, Ministral reasoning
+SEED = Markers("seed", "<seed:think>", "</seed:think>")  # Seed-OSS
+KIMI = Markers("kimi", "◁think▷", "◁/think▷")  # Kimi-VL thinking, Kimi k1.5
+GRANITE = Markers("granite", "Here is my thought process:", "Here is my response:", after_close="\n", anchored=True)  # Granite 3.2
+FAMILIES = (THINK, HARMONY, GEMMA, MISTRAL, SEED, KIMI, GRANITE)
 HARMONY_FINAL = "<|channel|>final<|message|>"
 HARMONY_ENDS = ("<|return|>", "<|end|>", "<|call|>")
+# harmony with its special tokens dropped by the server (vLLM's /v1/completions): "analysis…assistantfinal…"
+STRIPPED_ANALYSIS, STRIPPED_FINAL = "analysis", "assistantfinal"
+
+
+def custom(end: str, start: str = "") -> Markers:
+    """The markers a user names (`-M think_end=…`, `-M think_start=…`), as lm-eval's
+    `think_end_token` and lighteval's reasoning tags."""
+    return Markers("custom", start, end)
+
+
+def families(extra: Markers | None = None) -> tuple[Markers, ...]:
+    return FAMILIES if extra is None else (extra, *FAMILIES)
 
 
 @dataclass(frozen=True)
 class Split:
     """A reply as reasoning and answer. `reasoning` None: the reply did not reason; `ended`
-    False: the reasoning never ended (then `answer` is empty: the item is unanswered)."""
+    False: the reasoning never ended (then `answer` is empty: the item is unanswered).
+    `family`: the markers it was read by; `opened`: only the end marker was seen (the prompt
+    opened the reasoning, as a template that ends in `<think>` does)."""
 
     answer: str
     reasoning: str | None = None
     ended: bool = True
+    family: str | None = None
+    opened: bool = False
 
 
-def split(text: str, opened: Markers | None = None) -> Split:
+def split(text: str, opened: Markers | None = None, extra: Markers | None = None) -> Split:
     """The reasoning and the answer of a reply. `opened`: the prompt already opened the reasoning
-    (a template that ends in `<think>`), so the reply starts inside it."""
+    (a template that ends in `<think>`), so the reply starts inside it. `extra`: markers the user
+    named, tried first."""
     if opened is not None:
         return _inside(text, opened)
     head = text.lstrip()
     if HARMONY_FINAL in text or head.startswith(("<|channel|>", "<|start|>")):
         return _harmony(text)
-    for m in FAMILIES:
-        if head.startswith(m.open.strip()):
+    if head.startswith(STRIPPED_ANALYSIS) and STRIPPED_FINAL in head:
+        reasoning, _, answer = head[len(STRIPPED_ANALYSIS):].partition(STRIPPED_FINAL)
+        return Split(answer.strip(), reasoning.strip(), True, "harmony")
+    fams = families(extra)
+    for m in fams:
+        if m.open.strip() and head.startswith(m.open.strip()):
             return _inside(head[len(m.open.strip()):], m)
-    for m in FAMILIES:  # only the end marker: the template opened the reasoning in the prompt
-        if m.close in text and m is not HARMONY:
+    for m in fams:  # only the end marker: the template opened the reasoning in the prompt
+        if m.close in text and m is not HARMONY and not m.anchored:
             reasoning, _, answer = text.partition(m.close)
-            return Split(answer.lstrip(), reasoning.strip("\n"), True)
+            return Split(_answer(answer), reasoning.strip("\n"), True, m.family, opened=True)
     return Split(text)
+
+
+def _answer(text: str) -> str:
+    """The answer after a closed reasoning: Granite 3.3 wraps it in <response>…</response>."""
+    out = text.lstrip()
+    if out.startswith("<response>"):
+        out = out[len("<response>"):].split("</response>", 1)[0]
+    return out
 
 
 def _inside(text: str, m: Markers) -> Split:
@@ -76,8 +114,8 @@ def _inside(text: str, m: Markers) -> Split:
         return _harmony(m.open + text)
     reasoning, found, answer = text.partition(m.close)
     if not found:
-        return Split("", reasoning.strip("\n"), False)
-    return Split(answer.lstrip(), reasoning.strip("\n"), True)
+        return Split("", reasoning.strip("\n"), False, m.family)
+    return Split(_answer(answer), reasoning.strip("\n"), True, m.family)
 
 
 def _harmony(text: str) -> Split:
@@ -87,10 +125,59 @@ def _harmony(text: str) -> Split:
     for piece in ("<|start|>assistant", "<|channel|>analysis<|message|>", *HARMONY_ENDS):
         reasoning = reasoning.replace(piece, "")
     if not found:
-        return Split("", reasoning.strip(), False)
+        return Split("", reasoning.strip(), False, "harmony")
     for end in HARMONY_ENDS:
         answer = answer.split(end, 1)[0]
-    return Split(answer.strip(), reasoning.strip() or None, True)
+    return Split(answer.strip(), reasoning.strip() or None, True, "harmony")
+
+
+MARKER_PIECES = tuple(dict.fromkeys(p for m in FAMILIES if not m.anchored for p in (m.open.strip(), m.close.strip()) if p)) \
+    + ("<|channel|>", "<|start|>", "<|message|>", "<|channel>")
+
+
+def marker_token(token: str, extra: Markers | None = None) -> bool:
+    """Whether a generated token is (the start of) a reasoning marker: an option's log-probabilities
+    at that position would be read at the reasoning's first token, never at the answer's."""
+    t = token.strip()
+    if len(t) < 2 or t[0] not in "<[◁":
+        return False
+    pieces = MARKER_PIECES + tuple(p for p in ((extra.open.strip(), extra.close.strip()) if extra else ()) if p)
+    return any(p.startswith(t) or t.startswith(p) for p in pieces)
+
+
+# ---- models known by name (served) -------------------------------------------------------------
+# name patterns of model families that reason by default, and how: the markers they write, whether
+# their chat template opens the reasoning in the prompt (the reply then holds only the end marker)
+BY_NAME: tuple[tuple[str, Markers, bool], ...] = (
+    (r"r1[-_.]?distill|deepseek[-_.]?r1|qwq|thinking[-_.]?2507|qwen3[.-]5|phi-?4[-_.]?(mini[-_.]?)?reasoning", THINK, True),
+    (r"qwen3(?!.*(instruct|coder|2507))", THINK, False),
+    (r"magistral|ministral.*reasoning", MISTRAL, False),
+    (r"gpt[-_]?oss", HARMONY, False),
+    (r"seed[-_]?oss", SEED, False),
+    (r"kimi.*thinking", KIMI, False),
+)
+
+
+def by_name(name: str) -> tuple[Markers, bool] | None:
+    """(markers, whether the template opens the reasoning) of a model that reasons by default, by its name."""
+    import re
+
+    low = (name or "").lower()
+    for pattern, m, opens in BY_NAME:
+        if re.search(pattern, low):
+            return m, opens
+    return None
+
+
+def estimate_tokens(total: int | None, reasoning: str, answer: str) -> int | None:
+    """A reasoning's tokens where the server counts only the completion's: the completion's tokens in
+    the reasoning's share of the characters (an estimate, labelled so where it is recorded); a
+    reasoning the server hid gets the completion's tokens but the answer's (4 characters a token)."""
+    if not isinstance(total, int) or isinstance(total, bool) or total < 0:
+        return None
+    if reasoning:
+        return round(total * len(reasoning) / max(1, len(reasoning) + len(answer.strip())))
+    return max(0, total - (max(1, round(len(answer.strip()) / 4)) if answer.strip() else 0))
 
 
 # ---- templates (in-process models) -------------------------------------------------------------
@@ -109,27 +196,39 @@ class TemplateReading:
     effort: bool = False  # the template takes `reasoning_effort` (gpt-oss)
 
 
-OFF_VARS = {"enable_thinking": False, "thinking": False}
+OFF_VARS = {"enable_thinking": False, "thinking": False, "thinking_budget": 0}  # thinking_budget: Seed-OSS
 ON_VARS = {"enable_thinking": True, "thinking": True}
 
 
 def prompt_state(tail: str, m: Markers) -> str:
     """"open" (the prompt opened the reasoning), "closed" (an empty block: no reasoning) or "none"."""
     t = tail.rstrip()
-    if t.endswith(m.open.strip()):
+    if m.open.strip() and t.endswith(m.open.strip()):
         return "open"
     if t.endswith(m.close.strip()) and m.close.strip():
         return "closed"
     return "none"
 
 
-def read_template(template: str, render) -> TemplateReading:
-    """`render(variables)` renders a one-message conversation's generation prompt."""
-    marks = [m for m in FAMILIES if ("<|channel|>" in template if m is HARMONY else
-                                     m.close.strip() in template or m.open.strip() in template)]
+def _uses(template: str, name: str) -> bool:
+    """Whether a template reads the variable `name`: in its Jinja code, outside string literals
+    (Ministral's 'thinking' chunks and its system prompt's "thinking process" are not switches)."""
+    import re
+
+    code = " ".join(a or b for a, b in re.findall(r"\{%-?(.*?)-?%\}|\{\{-?(.*?)-?\}\}", template, re.S))
+    code = re.sub(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"", "''", code)
+    return re.search(rf"(?<![\w.]){name}(?!\w)", code) is not None
+
+
+def read_template(template: str, render, extra: Markers | None = None) -> TemplateReading:
+    """`render(variables)` renders a one-message conversation's generation prompt. `extra`: the
+    markers the user named (`-M think_end=…`): read first; where the template shows no markers at
+    all, the user's word that the model reasons with them (always: no switch is known)."""
+    marks = [m for m in families(extra) if ("<|channel|>" in template if m is HARMONY else
+                                            m.close.strip() in template or (m.open.strip() and m.open.strip() in template))]
     effort = "reasoning_effort" in template
     if not marks:
-        return TemplateReading(None, False, False, False)
+        return TemplateReading(extra, extra is not None, False, extra is not None)
     m = marks[0]
     plain, off, on = render({}), render(OFF_VARS), render(ON_VARS)
     states = {k: prompt_state(v, m) for k, v in (("plain", plain), ("off", off), ("on", on))}
@@ -142,7 +241,7 @@ def read_template(template: str, render) -> TemplateReading:
         if which != "off" and text != off:  # rendering it off changes the prompt: this one reasons
             return True
         # the prompt says nothing: the model opens its reasoning itself when the template has no switch at all
-        return not any(v in template for v in OFF_VARS)
+        return not any(_uses(template, v) for v in OFF_VARS)
 
     default = reasons("plain", plain)
     r_off, r_on = reasons("off", off), reasons("on", on)
@@ -187,7 +286,7 @@ def record_key(backend: dict | None) -> dict:
 
 
 def describe_key(key: dict) -> str:
-    out = f"reasoning {key['mode']}"
+    out = f"reasoning {key['mode']}" + (" (not honoured: the model reasoned)" if key["mode"] == "off" and key["reasons"] else "")
     if key["reasons"]:
         out += f", {key['tokens']} reasoning tokens" + (f", effort {key['effort']}" if key.get("effort") else "")
     elif key["mode"] == "auto":

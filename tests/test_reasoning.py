@@ -1,143 +1,20 @@
-"""Reasoning models: the answer is read after the reasoning, never from inside it, against the
-fake servers of tests/fake_reasoning.py (each wire format), the fake backend, and tiny GGUFs with
-the real chat templates of the reasoning families."""
+"""Reasoning models: the answer is read after the reasoning, never from inside it: the split of a
+reply per family, the fake backend, compare and gate, and tiny GGUFs with the real chat templates
+of the reasoning families (served formats: tests/test_reasoning_formats.py)."""
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
 import pytest
 
 from conftest import read_lines
-from fake_http import serve
-from fake_reasoning import ANSWERS, REASONING_WORDS, AnthropicThinking, ReasoningServer, parsed_answer
 from tiny_gguf import write_tiny_llama
 
 from econeval import reasoning as rz
 
 TEMPLATES = Path(__file__).parent / "templates"
-
-
-@pytest.fixture
-def reasoning_server():
-    srv, url = serve(ReasoningServer)
-    ReasoningServer.seen = []
-    yield url
-    srv.shutdown()
-
-
-TASKS = ("econnli-zero", "econlogicqa-1shot", "steer-me")
-
-
-def _answers(out: Path, task: str) -> list[dict]:
-    return [r for r in read_lines(out / "samples.jsonl") if r["task"] == task]
-
-
-@pytest.mark.parametrize("fmt,chat", [("inline", "off"), ("inline", "on"), ("reasoning_content", "on"), ("reasoning", "on")])
-def test_served_answers_are_read_after_the_reasoning(cli, tmp_path, reasoning_server, fmt, chat):
-    ReasoningServer.fmt = fmt
-    out = tmp_path / "run"
-    rc, _, err = cli("run", "--model", "openai:thinker", "--base-url", reasoning_server, "--chat", chat,
-                     *[a for t in TASKS for a in ("--task", t)], "--limit", "6", "--out", out, "-q")
-    assert rc == 0, err
-    want = ANSWERS
-    for task in TASKS:
-        recs = _answers(out, task)
-        assert recs and all(rz.THINKING in r for r in recs), task
-        assert {parsed_answer(r) for r in recs} == {want[task]}, (task, [r.get("parsed") for r in recs])
-        for r in recs:  # the reasoning is saved, never the response
-            assert all("</think>" not in str(r.get(name)) for name in r["calls"])
-    results = json.loads((out / "results.json").read_text())["tasks"]
-    assert results["econnli-zero"]["reasoning"]["n_items_reasoned"] == 6
-    assert results["econnli-zero"]["reasoning"]["n_budget_hit"] == 0
-    meta = json.loads((out / "run.json").read_text())
-    assert meta["backend"]["reasoning"]["reasons"] is True and meta["backend"]["reasoning"]["mode"] == "auto"
-    # once the model showed reasoning, requests carry the budget and no server-side stop strings
-    late = [b for _, b in ReasoningServer.seen[-10:]]
-    assert all(b["max_tokens"] > rz.DEFAULT_TOKENS and "stop" not in b for b in late)
-
-
-def test_a_reasoning_that_never_ends_leaves_items_unanswered(cli, tmp_path, reasoning_server):
-    ReasoningServer.fmt = "endless"
-    out = tmp_path / "run"
-    rc, _, err = cli("run", "--model", "openai:thinker", "--base-url", reasoning_server, "--task", "econnli-zero",
-                     "--task", "econlogicqa-1shot", "--limit", "4", "--reasoning-tokens", "40", "--out", out, "-q")
-    assert rc == 0, err
-    for rec in read_lines(out / "samples.jsonl"):
-        assert rec["response"] == "" and rec["parsed"] is None  # never read from inside the reasoning
-        assert rec["calls"]["response"]["reasoning_ended"] is False
-    res = json.loads((out / "results.json").read_text())["tasks"]
-    assert res["econnli-zero"]["n_unparsed"] == 4 and res["econnli-zero"]["reasoning"]["n_budget_hit"] == 4
-
-
-def test_openai_reasoning_contract(cli, tmp_path, reasoning_server):
-    """A server keeping OpenAI's reasoning-model contract, under a name that is not one of OpenAI's:
-    the refusals teach the run, and max_tokens is not sent after the first one."""
-    ReasoningServer.fmt = "openai"
-    out = tmp_path / "run"
-    rc, _, err = cli("run", "--model", "openai:thinker", "--base-url", reasoning_server, "--chat", "on", "-C", "1",
-                     *[a for t in TASKS for a in ("--task", t)], "--limit", "4", "--out", out, "-q")
-    assert rc == 0, err
-    bodies = [b for _, b in ReasoningServer.seen]
-    first = next(i for i, b in enumerate(bodies) if "max_tokens" in b)
-    assert not any("max_tokens" in b for b in bodies[first + 1:])
-    assert not any("temperature" in b for b in bodies[first + 3:]) and not any(b.get("logprobs") for b in bodies[first + 4:])
-    for task, want in (("econnli-zero", "Yes"), ("econlogicqa-1shot", "A, B, C, D"), ("steer-me", "A")):
-        assert {parsed_answer(r) for r in _answers(out, task)} == {want}
-    rec = _answers(out, "econnli-zero")[0]
-    assert rec["thinking"]["response"] == "" and rec["calls"]["response"]["n_reasoning_tokens"] == REASONING_WORDS
-    contract = json.loads((out / "run.json").read_text())["backend"]["reasoning"]["contract"]
-    assert any("max_tokens" in c for c in contract) and any("temperature" in c for c in contract)
-
-
-def test_openai_reasoning_models_by_name(cli, tmp_path, reasoning_server):
-    ReasoningServer.fmt = "openai"
-    out = tmp_path / "run"
-    rc, _, err = cli("run", "--model", "openai:o4-mini", "--base-url", reasoning_server,
-                     *[a for t in TASKS for a in ("--task", t)], "--limit", "3", "--out", out, "-q")
-    assert rc == 0, err
-    bodies = [b for _, b in ReasoningServer.seen]
-    assert bodies and all("max_tokens" not in b and "temperature" not in b and not b.get("logprobs") for b in bodies)
-    assert all(b["max_completion_tokens"] > rz.DEFAULT_TOKENS for b in bodies)
-    rc, _, err = cli("run", "--model", "openai:o4-mini", "--base-url", reasoning_server, "--task", "econnli-zero",
-                     "--reasoning", "off", "--out", tmp_path / "off", "-q")
-    assert rc == 2 and "cannot switch it off" in err and len(err.strip().splitlines()) <= 2
-    # STEER-ME's protocol for a model that always reasons: no 0-CoT adaptation
-    rc, _, err = cli("run", "--model", "openai:o4-mini", "--base-url", reasoning_server, "--task", "steer-me",
-                     "--adaptation", "cot-hidden", "--limit", "2", "--out", tmp_path / "cot", "-q")
-    assert rc == 2 and "not run for a model that reasons" in err
-
-
-def test_reasoning_off_sends_the_switch_on_every_request(cli, tmp_path, reasoning_server):
-    ReasoningServer.fmt = "reasoning"
-    out = tmp_path / "run"
-    rc, _, err = cli("run", "--model", "openai:thinker", "--base-url", reasoning_server, "--chat", "on",
-                     "--reasoning", "off", "--task", "econnli-zero", "--limit", "3", "--out", out, "-q")
-    assert rc == 0, err
-    assert ReasoningServer.seen and all(b.get("chat_template_kwargs") == {"enable_thinking": False, "thinking": False}
-                                        for _, b in ReasoningServer.seen)
-    meta = json.loads((out / "run.json").read_text())
-    assert meta["backend"]["reasoning"]["mode"] == "off" and meta["identity"]["model"]["settings"]["reasoning"]["mode"] == "off"
-
-
-def test_anthropic_thinking_blocks_are_the_reasoning(cli, tmp_path):
-    srv, url = serve(AnthropicThinking)
-    try:
-        out = tmp_path / "run"
-        rc, _, err = cli("run", "--model", "anthropic:claude-x", "--base-url", url, "--reasoning", "on", "--reasoning-tokens",
-                         "2000", "--task", "econnli-zero", "--task", "steer-me", "--limit", "3", "--out", out, "-q")
-        assert rc == 0, err
-        assert all(b["thinking"] == {"type": "enabled", "budget_tokens": 2000} for b in AnthropicThinking.seen)
-        assert {parsed_answer(r) for r in _answers(out, "econnli-zero")} == {"Yes"}
-        assert {parsed_answer(r) for r in _answers(out, "steer-me")} == {"A"}
-        assert all(r["thinking"] for r in read_lines(out / "samples.jsonl"))
-        rc, _, err = cli("run", "--model", "anthropic:claude-x", "--base-url", url, "--reasoning", "on", "--reasoning-tokens",
-                         "100", "--task", "econnli-zero", "--out", tmp_path / "small", "-q")
-        assert rc == 2 and "at least 1,024" in err
-    finally:
-        srv.shutdown()
 
 
 # ---- the fake backend, compare and gate ----------------------------------------------------------
@@ -176,13 +53,55 @@ def test_compare_and_gate_refuse_runs_that_differ_in_reasoning(cli, tmp_path):
 
 
 def test_split_reads_each_family():
-    assert rz.split("<think>No, not at all</think>\n\nYes") == rz.Split("Yes", "No, not at all", True)
-    assert rz.split("No no no\n</think>\n\nYes") == rz.Split("Yes", "No no no", True)  # the prompt opened it
-    assert rz.split("<think>No and on and on") == rz.Split("", "No and on and on", False)
+    assert rz.split("<think>No, not at all</think>\n\nYes") == rz.Split("Yes", "No, not at all", True, "think")
+    assert rz.split("No no no\n</think>\n\nYes") == rz.Split("Yes", "No no no", True, "think", opened=True)  # the prompt opened it
+    assert rz.split("<think>No and on and on") == rz.Split("", "No and on and on", False, "think")
     assert rz.split("<|channel|>analysis<|message|>B surely<|end|><|start|>assistant<|channel|>final<|message|>A<|return|>") \
-        == rz.Split("A", "B surely", True)
-    assert rz.split("[THINK]B[/THINK]A") == rz.Split("A", "B", True)
+        == rz.Split("A", "B surely", True, "harmony")
+    assert rz.split("[THINK]B[/THINK]A") == rz.Split("A", "B", True, "mistral")
     assert rz.split(" Yes, it does.") == rz.Split(" Yes, it does.")  # no reasoning: the text as it is
+
+
+def test_split_reads_the_families_added_in_the_second_pass():
+    assert rz.split("<seed:think>No, no<seed:cot_budget_reflect>20 left</seed:cot_budget_reflect></seed:think>Yes") \
+        == rz.Split("Yes", "No, no<seed:cot_budget_reflect>20 left</seed:cot_budget_reflect>", True, "seed")
+    assert rz.split("◁think▷B surely◁/think▷A") == rz.Split("A", "B surely", True, "kimi")
+    assert rz.split("Here is my thought process:\nB surely\nHere is my response:\nA") == rz.Split("A", "B surely", True, "granite")
+    assert rz.split("Here is my thought process:\nB and B") == rz.Split("", "B and B", False, "granite")  # never closed
+    # Granite's phrases only where a reply opens with them: quoted elsewhere they are text
+    assert rz.split("A. Here is my response: A").reasoning is None
+    # harmony as vLLM's /v1/completions sends it, its special tokens dropped
+    assert rz.split("analysisB, surely.assistantfinalA") == rz.Split("A", "B, surely.", True, "harmony")
+    assert rz.split("analysis of demand shows a rise").reasoning is None
+    # Granite 3.3's answer wrapper; a template-opened reply (only the end marker) says so
+    assert rz.split("<think>B</think><response>A</response>").answer == "A"
+    assert rz.split("B, B\n</think>\n\nA") == rz.Split("A", "B, B", True, "think", opened=True)
+    # the user's markers (-M think_end=...), and a reply the prompt opened that never closes
+    mine = rz.custom("</reasoning>", "<reasoning>")
+    assert rz.split("<reasoning>B</reasoning>\nA", extra=mine) == rz.Split("A", "B", True, "custom")
+    assert rz.split("B and on", opened=rz.THINK) == rz.Split("", "B and on", False, "think")
+
+
+def test_marker_tokens():
+    for tok in ("<think>", " <think>", "<|channel|>", "<|start|>", "[THINK]", "<seed:think>", "◁think▷", "<|channel>", "<th"):
+        assert rz.marker_token(tok), tok
+    for tok in (" A", "B", "Yes", "<", " No", "(A)", "[", ""):
+        assert not rz.marker_token(tok), tok
+    assert rz.marker_token("<reasoning>", rz.custom("</reasoning>", "<reasoning>")) and not rz.marker_token("<reasoning>")
+
+
+def test_models_known_by_name():
+    assert rz.by_name("deepseek-ai/DeepSeek-R1-Distill-Qwen-7B") == (rz.THINK, True)
+    assert rz.by_name("Qwen/QwQ-32B") == (rz.THINK, True) and rz.by_name("Qwen/Qwen3-8B") == (rz.THINK, False)
+    assert rz.by_name("Qwen/Qwen3-4B-Instruct-2507") is None and rz.by_name("llama-3.1-8b") is None
+    assert rz.by_name("openai/gpt-oss-20b") == (rz.HARMONY, False) and rz.by_name("mistralai/Magistral-Small-2509")[0] is rz.MISTRAL
+    assert rz.by_name("ByteDance-Seed/Seed-OSS-36B-Instruct")[0] is rz.SEED
+
+
+def test_estimated_reasoning_tokens():
+    assert rz.estimate_tokens(40, "x" * 90, "y" * 10) == 36  # the reasoning's share of the characters
+    assert rz.estimate_tokens(40, "", "Yes") == 39 and rz.estimate_tokens(40, "", "") == 40  # hidden: all but the answer's
+    assert rz.estimate_tokens(None, "x", "y") is None
 
 
 # ---- real chat templates, rendered as llama-cpp-python renders them ------------------------------
@@ -201,6 +120,12 @@ def _reading(name: str) -> rz.TemplateReading:
     ("deepseek-ai-DeepSeek-V3.1.jinja", "think", False, True, True),  # thinks only with thinking=True
     ("google-gemma-4-31B-it.jinja", "gemma", False, True, True),  # only when asked
     ("openai-gpt-oss-120b.jinja", "harmony", True, False, True),  # analysis channel, always
+    ("ByteDance-Seed-OSS.jinja", "seed", True, True, True),  # thinking_budget 0 closes it
+    ("Kimi-K2-Thinking.jinja", "think", True, False, True),  # always
+    ("mistralai-Ministral-3-14B-Reasoning-2512.jinja", "mistral", True, False, True),  # its system prompt asks for [THINK]
+    ("ibm-granite-granite-3.3-2B-Instruct.jinja", "think", False, True, True),  # only with thinking=True
+    ("NVIDIA-Nemotron-Nano-v2.jinja", "think", True, False, True),  # its switch is /no_think in a message, not a variable
+    ("Qwen-QwQ-32B.jinja", "think", False, True, True),  # llama.cpp's copy closes it unless enable_thinking is given
 ])
 def test_templates_read_per_family(name, family, default, can_off, can_on):
     r = _reading(name)
@@ -287,3 +212,50 @@ def test_llamacpp_always_reasoning_template_refuses_off(qwen3, r1, cli, tmp_path
     for rec in read_lines(out / "samples.jsonl"):
         assert rec["rendered"]["response"].endswith("<think>") and "response" in rec["thinking"]
         assert rec["calls"]["response"]["n_reasoning_tokens"] <= 4
+
+
+SEED_TOKENS = (("<seed:think>", 4), ("</seed:think>", 4), ("<seed:bos>", 3), ("<seed:eos>", 3),
+               ("<seed:cot_budget_reflect>", 4), ("</seed:cot_budget_reflect>", 4))
+
+
+def test_llamacpp_seed_oss_reasons_in_its_own_markers(tmp_path):
+    """Seed-OSS: read from its template (not mistaken for a model without reasoning); the opener
+    appended for the reasoning stage; `off` renders thinking_budget 0, its closed block."""
+    from econeval.types import Generate
+
+    path = write_tiny_llama(tmp_path / "seed.gguf", (TEMPLATES / "ByteDance-Seed-OSS.jinja").read_text(), extra_tokens=SEED_TOKENS)
+    b = _backend(path, reasoning_tokens=5)
+    try:
+        res = b.evaluate([Generate(prompt="Is it so?", max_tokens=3, chat=True)])[0]
+        record = b.info().details["reasoning"]
+    finally:
+        b.close()
+    assert record["reasons"] is True and record["family"] == "seed" and "<seed:think>" in record["detected"]
+    assert res.rendered.endswith("assistant\n<seed:think>") and res.reasoning is not None and res.n_reasoning_tokens <= 5
+    b = _backend(path, reasoning="off")
+    try:
+        res = b.evaluate([Generate(prompt="Is it so?", max_tokens=3, chat=True)])[0]
+    finally:
+        b.close()
+    assert res.reasoning is None and res.rendered.endswith("</seed:think>")
+
+
+def test_llamacpp_markers_the_user_names(tmp_path):
+    """-M think_end: a model whose template shows no markers econeval knows reasons until the end
+    marker the user named; its answer is read after it."""
+    from tiny_gguf import CHAT_TEMPLATE
+
+    from econeval.types import Generate, OptionLogprobs
+
+    path = write_tiny_llama(tmp_path / "plain.gguf", CHAT_TEMPLATE, extra_tokens=(("<reasoning>", 4), ("</reasoning>", 4)))
+    b = _backend(path, reasoning_tokens=4, think_end="</reasoning>", think_start="<reasoning>")
+    try:
+        gen, opt = b.evaluate([Generate(prompt="Is it so?", max_tokens=3, chat=True),
+                               OptionLogprobs(prompt="Pick A or B", options=("A", "B"), chat=True)])
+        record = b.info()
+    finally:
+        b.close()
+    assert gen.rendered.endswith("<|assistant|><reasoning>") and gen.reasoning is not None and gen.n_reasoning_tokens <= 4
+    assert set(opt.scores) == {"A", "B"} and opt.reasoning is not None  # read after the closed reasoning
+    assert record.details["reasoning"]["family"] == "custom"
+    assert record.settings["reasoning"]["think_end"] == "</reasoning>"  # part of the run's identity

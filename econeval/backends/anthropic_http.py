@@ -6,34 +6,55 @@ so option questions are answered in text and read by the task's text reader (run
 there is no seed and no repetition penalty (a task that needs one is refused). The API has no
 explicit context-overflow code, so a too-long prompt stops the run with the server's message.
 
-Reasoning: Claude reasons only when asked. `--reasoning on` sends `thinking: {type: enabled,
-budget_tokens: N}` (the reasoning budget, at least the API's 1,024) with `max_tokens` the budget
-plus the task's answer budget and no temperature (the API allows none with thinking); the
-`thinking` blocks are kept as the reasoning, the `text` blocks are the answer. `auto` and `off`
-send no thinking.
+Reasoning: `--reasoning on` sends `thinking: {type: enabled, budget_tokens: N}` (the reasoning
+budget, at least the API's 1,024) with `max_tokens` the budget plus the task's answer budget and
+no temperature; a model that refuses it (adaptive thinking only, Claude Opus 4.7 and later) is
+sent `thinking: {type: adaptive}`, learnt from its 400. `-M reasoning_effort=` goes out as
+`output_config: {effort}`. `off` sends `thinking: {type: disabled}` (refused in one line by a model
+that cannot stop). In `auto` nothing is sent; a model that thinks by default is detected before
+the first scored request (a probe) or in a reply, and asked again with the budget. A field the
+API refuses (`temperature` on newer models) is left out for the run; a request is never sent
+again unchanged after a refusal. The `thinking` blocks are the reasoning, the `text` blocks the
+answer; the reasoning's tokens are estimated from `output_tokens` (the API counts no thinking
+tokens apart).
 """
 
 from __future__ import annotations
 
 import os
+import threading
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from .. import registry
 from ..errors import ModelError, UsageError
 from ..types import BackendInfo, Completion, Generate, OptionLogprobs, OptionScores, chat_messages
-from .base import Backend, Settings
-from .http_client import ServedClient, ServedOptions, reasoning_of, split_stops
+from .base import Backend, Settings, option
+from .http_client import HTTPError, Reading, ServedClient, ServedOptions, reasoning_of, split_stops
 
 API_VERSION = "2023-06-01"
 DEFAULT_URL = "https://api.anthropic.com"
 UNCAPPED_TOKENS = 4096  # the Messages API needs a max_tokens: an "uncapped" text answer gets this many
 MIN_THINKING = 1024  # the API's least budget_tokens
+EFFORTS = ("low", "medium", "high", "xhigh", "max")
+MAX_LEARN = 6
+PROBE = "Question: Is water wet? Answer Yes or No.\nAnswer:"
+
+
+@dataclass(frozen=True)
+class AnthropicOptions(ServedOptions):
+    reasoning_effort: str | None = option(None, "Claude's effort (output_config.effort): " + ", ".join(EFFORTS))
+
+    def check(self, where: str) -> None:
+        super().check(where)
+        if self.reasoning_effort is not None and self.reasoning_effort not in EFFORTS:
+            raise UsageError(f"{where}: reasoning_effort must be one of {', '.join(EFFORTS)}, not {self.reasoning_effort!r}")
 
 
 @registry.backend("anthropic")
-class AnthropicBackend(Backend[ServedOptions]):
+class AnthropicBackend(Backend[AnthropicOptions]):
     prefix = "anthropic"
-    Options = ServedOptions
+    Options = AnthropicOptions
     description = "a model behind Anthropic's Messages API"
 
     @classmethod
@@ -42,47 +63,157 @@ class AnthropicBackend(Backend[ServedOptions]):
         return {"api_model": name, "base_url": DEFAULT_URL, **env}
 
     @classmethod
-    def validate(cls, spec, options: ServedOptions, settings: Settings) -> None:
+    def validate(cls, spec, options: AnthropicOptions, settings: Settings) -> None:
         options.check_key(spec.name)
         if options.reasoning == "on" and options.reasoning_tokens is not None and options.reasoning_tokens < MIN_THINKING:
             raise UsageError(f"model '{spec.name}': Anthropic's thinking budget is at least {MIN_THINKING:,} tokens, "
                              f"not {options.reasoning_tokens}", hint=f"--reasoning-tokens {MIN_THINKING} or more")
 
-    def __init__(self, spec, options: ServedOptions | None = None, settings: Settings | None = None,
+    def __init__(self, spec, options: AnthropicOptions | None = None, settings: Settings | None = None,
                  warn: Callable[[str], None] | None = None):
         super().__init__(spec, options, settings)
         options, settings = self.options, self.settings
         key = options.key()
         headers = {"anthropic-version": API_VERSION, **({"x-api-key": key} if key else {})}
         self.client = ServedClient(options, headers, _as_completion, warn)
-        self.client.n.update(client_side_stops=0, text_only_answers=0, oversized_answers=0)
+        self.client.n.update(client_side_stops=0, text_only_answers=0, oversized_answers=0, reasoning_retries=0,
+                             reasoning_probes=0, contract_retries=0)
+        self.thinks = options.reasoning == "on"
+        self.detected = "--reasoning on" if self.thinks else ""
+        self.thinking = "enabled"  # the thinking contract in force for --reasoning on: enabled (budget_tokens) | adaptive
+        self.dropped: set[str] = set()
+        self.contract: set[str] = set()
+        self.lock = threading.Lock()
+        self.detect_lock = threading.Lock()
+        self.ready = self.tried = False
+        self.refusal: ModelError | None = None
         self.served = self.client.check_server()
 
     @property
-    def thinks(self) -> bool:
-        return self.options.reasoning == "on"
+    def budget(self) -> int:
+        return max(MIN_THINKING, self.options.reasoning_budget)
 
-    def _message(self, r: Generate | OptionLogprobs, max_tokens: int, **kw) -> Any:
-        if not self.thinks:
-            return self.client.post("/v1/messages", {"model": self.options.api_model, "temperature": 0, "max_tokens": max_tokens,
-                                                     "messages": chat_messages(r.prompt, r.turns), **kw})
-        budget = max(MIN_THINKING, self.options.reasoning_budget)
-        return self.client.post("/v1/messages", {"model": self.options.api_model, "max_tokens": max_tokens + budget,
-                                                 "thinking": {"type": "enabled", "budget_tokens": budget},
-                                                 "messages": chat_messages(r.prompt, r.turns), **kw})
+    def _build(self, r, max_tokens: int, stops: list[str], sent: dict) -> dict:
+        o = self.options
+        with self.lock:
+            thinks = self.thinks
+            body: dict = {"model": o.api_model, "max_tokens": max_tokens + (self.budget if thinks else 0),
+                          "messages": chat_messages(r.prompt, r.turns)}
+            if o.reasoning == "on":
+                body["thinking"] = {"type": "enabled", "budget_tokens": self.budget} if self.thinking == "enabled" \
+                    else {"type": "adaptive"}
+            elif o.reasoning == "off":
+                body["thinking"] = {"type": "disabled"}
+            if not thinks and "temperature" not in self.dropped:
+                body["temperature"] = 0  # the API allows no other temperature with thinking
+            if o.reasoning_effort:
+                body["output_config"] = {"effort": o.reasoning_effort}
+            if stops and not thinks:
+                body["stop_sequences"] = stops
+            sent.update(thinks=thinks, stops=stops if not thinks else [])
+        return body
+
+    def _post(self, r, max_tokens: int, stops: list[str], sent: dict) -> Any:
+        """Send r's message; a refusal that names what to change is learnt for the run, and the
+        message built again and sent after a backoff; never sent again unchanged."""
+        refused: list[tuple[dict, HTTPError]] = []
+        for attempt in range(MAX_LEARN + 1):
+            body = self._build(r, max_tokens, stops, sent)
+            again = next((exc for sent_before, exc in refused if sent_before == body), None)
+            if again is not None:
+                raise again  # what was refused is never sent again unchanged
+            try:
+                return self.client.post("/v1/messages", body)
+            except HTTPError as exc:
+                if attempt == MAX_LEARN or not self._learn(exc, body):
+                    raise
+                refused.append((body, exc))
+                self.client.count("contract_retries")
+                self.client.backoff(attempt, f"HTTP {exc.code}, {str(exc.error.get('message'))[:80]}")
+        raise AssertionError("unreachable")
+
+    def _learn(self, exc: HTTPError, body: dict) -> bool:
+        """Anthropic's current thinking contract from its 400s: temperature refused, budget_tokens
+        refused (adaptive thinking only), adaptive refused (an older model), disabled refused."""
+        if exc.code != 400:
+            return False
+        msg = str(exc.error.get("message") or "")
+        kind = (body.get("thinking") or {}).get("type")
+        with self.lock:
+            if "temperature" in msg and "temperature" in body:
+                self.dropped.add("temperature")
+                self.contract.add("the API refused temperature: the model's own sampling (no temperature sent)")
+                return True
+            if kind == "enabled" and ("thinking.type.enabled" in msg or "budget_tokens" in msg or "adaptive" in msg):
+                self.thinking = "adaptive"
+                self.contract.add("the API refused thinking type enabled (budget_tokens): adaptive thinking sent; the "
+                                  "reasoning budget bounds it through max_tokens")
+                return True
+            if kind == "adaptive" and "adaptive" in msg:
+                self.thinking = "enabled"
+                self.contract.add("the API refused adaptive thinking: thinking enabled with budget_tokens")
+                return True
+        if kind == "disabled" and "disabled" in msg:
+            raise UsageError(f"model '{self.spec.name}' cannot stop thinking (the API refused thinking type disabled): "
+                             "--reasoning off cannot switch it off",
+                             hint="run it with --reasoning auto (its thinking is read apart from its answer)")
+        if "output_config" in body and ("output_config" in msg or "effort" in msg):
+            refusal = ModelError(f"{self.client.base} refuses reasoning effort for '{self.options.api_model}': {msg[:200]}",
+                                 hint="leave -M reasoning_effort out for this model")
+            refusal.definitive = True  # type: ignore[attr-defined]
+            raise refusal
+        return False
+
+    def _ensure_detected(self) -> None:
+        """Before the first scored request (auto): one probe shows whether the model thinks by default."""
+        if self.ready:
+            return
+        with self.detect_lock:
+            if self.ready:
+                return
+            if self.refusal is not None:  # the probe was refused for good: never asked the same again
+                raise self.refusal
+            self.tried = True
+            if self.options.reasoning == "auto":
+                self.client.count("reasoning_probes")
+                try:
+                    resp = self._post(Generate(prompt=PROBE, max_tokens=16), 16, [], {})
+                except ModelError as exc:
+                    if isinstance(exc, HTTPError) or getattr(exc, "definitive", False):
+                        self.refusal = exc
+                    raise
+                if reasoning_of(resp["choices"][0], resp.get("usage") or {}).reasoning is not None:
+                    with self.lock:
+                        self.thinks, self.detected = True, "before the first request: the probe's reply had thinking blocks"
+            self.ready = True
+
+    def _observed(self) -> None:
+        with self.lock:
+            if not self.thinks:
+                self.thinks, self.detected = True, "seen in an answer (thinking blocks)"
+        self.client.count("reasoning_retries")
+
+    def _ask(self, r, max_tokens: int, stops: list[str]) -> tuple[Any, dict]:
+        for _ in range(2):
+            sent: dict = {}
+            resp = self._post(r, max_tokens, stops, sent)
+            if resp["choices"][0].get("reasoning_content") is not None and not sent["thinks"]:
+                self._observed()  # it thinks: asked again with the budget
+                continue
+            return resp, sent
+        raise AssertionError("a reply showed thinking after the model was known to think")
 
     def _generate(self, r: Generate) -> Completion:
         if r.repeat_penalty != 1.0:
             raise ModelError(f"a task asks for repetition penalty {r.repeat_penalty:g}, which the Messages API does not offer")
-        server_stops = split_stops(r)
-        resp = self._message(r, max_tokens=r.max_tokens, **({"stop_sequences": server_stops} if server_stops else {}))
-        return self.client.completion(resp, r, server_stops)
+        resp, sent = self._ask(r, r.max_tokens, split_stops(r))
+        return self.client.completion(resp, r, sent["stops"], Reading(thinks=sent["thinks"]))
 
     def _one(self, r):
         if isinstance(r, OptionLogprobs):  # no log-probabilities: the letter is read from the text
             self.client.count("text_only_answers")
-            resp = self._message(r, max_tokens=r.text_tokens or UNCAPPED_TOKENS)
-            thought = reasoning_of(resp["choices"][0], resp.get("usage") or {})
+            resp, sent = self._ask(r, r.text_tokens or UNCAPPED_TOKENS, [])
+            thought = reasoning_of(resp["choices"][0], resp.get("usage") or {}, Reading(thinks=sent["thinks"]))
             if thought.reasoning is None:
                 return OptionScores(text=thought.answer)
             return OptionScores(text=thought.answer, reasoning=thought.reasoning, n_reasoning_tokens=thought.tokens,
@@ -90,22 +221,35 @@ class AnthropicBackend(Backend[ServedOptions]):
         return self._generate(r)
 
     def reasoning_tokens_for(self, request) -> int:
-        return max(MIN_THINKING, self.options.reasoning_budget) if self.thinks else 0
+        return self.budget if self.thinks else 0
 
     def evaluate(self, requests: Sequence[Generate | OptionLogprobs], on_done=None) -> list:
+        if requests:
+            self._ensure_detected()
         return self.client.map(self._one, requests, on_done)
 
     def info(self) -> BackendInfo:
+        try:
+            if not self.tried:  # once here: a probe that failed is tried again by the first request, not by every record
+                self._ensure_detected()
+        except UsageError:
+            raise
+        except ModelError:  # a server that fails the probe fails the first request the same way, where the run says so
+            pass
         o = self.options
-        record = o.reasoning_record(self.thinks, "--reasoning on" if self.thinks else "not asked: Claude reasons only when asked",
-                                    f"thinking enabled, budget_tokens {max(MIN_THINKING, o.reasoning_budget)}" if self.thinks
-                                    else "none: no thinking sent")
+        switch = ((f"thinking enabled, budget_tokens {self.budget}" if self.thinking == "enabled" else
+                   "adaptive thinking (max_tokens: the budget plus the answer's)") if o.reasoning == "on" else
+                  "thinking disabled" if o.reasoning == "off" else "none: no thinking sent")
+        record = o.reasoning_record(self.thinks, self.detected or "not seen: the model did not think", switch,
+                                    effort=o.reasoning_effort, contract=sorted(self.contract) or None,
+                                    token_counts="estimated from output_tokens (the API counts no thinking tokens apart)"
+                                    if self.thinks else None)
         return self.client.info(self.kind, self.spec, self.served, True, {
             "reasoning": record,
             "backend": "Anthropic Messages API", "endpoint": "/v1/messages",
             "decoding": "temperature 0 (no seed in the API); option questions answered in text", "repeat_penalty_param": "none",
             "fallbacks": ["no log-probabilities in the Messages API: options read from the generated text"]
-            + sorted(self.client.fallbacks)}, settings=o.reasoning_identity())
+            + sorted(self.client.fallbacks)}, settings=o.reasoning_identity(effort=o.reasoning_effort))
 
     def counters(self) -> dict[str, int]:
         with self.client.lock:

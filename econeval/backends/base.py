@@ -128,12 +128,26 @@ class ReasoningOptions(BackendOptions):
                             ("--reasoning",))
     reasoning_tokens: int | None = option(None, "the reasoning budget in tokens, on top of each task's own answer budget "
                                                 f"(default {reasoning_modes.DEFAULT_TOKENS})", ("--reasoning-tokens",))
+    think_end: str | None = option(None, "the text that ends the model's reasoning, where its family is not one econeval "
+                                         "knows (as lm-eval's think_end_token): the answer is read after it")
+    think_start: str | None = option(None, "the text that opens the model's reasoning (with think_end)")
 
     def check(self, where: str) -> None:
         if self.reasoning not in reasoning_modes.MODES:
             raise UsageError(f"{where}: reasoning must be one of {', '.join(reasoning_modes.MODES)}, not {self.reasoning!r}")
         if self.reasoning_tokens is not None and not 1 <= self.reasoning_tokens <= 1 << 20:
             raise UsageError(f"{where}: reasoning_tokens {self.reasoning_tokens} is out of range (1 to {1 << 20})")
+        for name in ("think_end", "think_start"):
+            value = getattr(self, name)
+            if value is not None and (not value.strip() or len(value) > 64):
+                raise UsageError(f"{where}: {name} must be the marker's text (1 to 64 characters), not {value!r}")
+        if self.think_start is not None and self.think_end is None:
+            raise UsageError(f"{where}: think_start needs think_end (the text that ends the reasoning)")
+
+    @property
+    def markers(self) -> "reasoning_modes.Markers | None":
+        """The markers the user named (think_end, think_start), or None."""
+        return reasoning_modes.custom(self.think_end, self.think_start or "") if self.think_end else None
 
     @property
     def reasoning_budget(self) -> int:
@@ -149,6 +163,7 @@ class ReasoningOptions(BackendOptions):
         """The part of a backend's identity settings that its reasoning options make: what was asked
         (empty for a model run as it is served, so such runs keep their identity; whether it reasoned
         is in run.json's `backend.reasoning`, which compare and gate check)."""
+        more = {"think_end": self.think_end, "think_start": self.think_start, **more}
         if self.reasoning == "auto" and self.reasoning_tokens is None and not any(more.values()):
             return {}
         return {"reasoning": {"mode": self.reasoning, "tokens": self.reasoning_budget,

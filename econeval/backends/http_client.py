@@ -22,6 +22,7 @@ from typing import Any, Callable, Sequence
 
 from .. import errors
 from ..errors import ModelError, UsageError
+from ..reasoning import Markers
 from .base import ReasoningOptions, option
 
 DEFAULT_CONCURRENCY = 8
@@ -256,6 +257,29 @@ class ServedClient:
             self._warned = now
         self.warn(msg)
 
+    def backoff(self, attempt: int, why: str) -> None:
+        """Wait before a request is sent again after a refusal that taught the run something (a
+        field left out, another endpoint): full jitter, growing with each attempt, capped; ended
+        at once when the call ends."""
+        wait = self._rng.uniform(0, min(BACKOFF_CAP, BACKOFF_BASE * 2 ** attempt))
+        self.count("retries")
+        self._note(f"{self.base}: {why}; asking again in {wait:.1f} s")
+        if self._stop.wait(wait):
+            raise ModelError(f"{self.base}: stopped while retrying")
+
+    def get_json(self, path: str, body: dict | None = None) -> Any:
+        """One request outside the completion APIs (a template read: llama.cpp's /apply-template,
+        vLLM's /tokenize), not retried: its JSON, or None when the server has no such endpoint or
+        does not answer it."""
+        base = self.bases[0]
+        try:
+            resp = self.client.post(base + path, json=body, timeout=min(15.0, self.timeout),
+                                    auth=self.auth.get(base) or self._httpx.USE_CLIENT_DEFAULT)
+            self.count("template_reads")
+            return resp.json() if resp.status_code == 200 else None
+        except (self._httpx.HTTPError, ValueError):
+            return None
+
     def _send(self, url: str, body: dict, auth: tuple[str, str] | None = None) -> Answer:
         """One attempt: the whole answer within `timeout` seconds (a server that drips bytes is cut
         off at the deadline, not only between reads) and at most MAX_BODY bytes decompressed."""
@@ -422,7 +446,7 @@ class ServedClient:
             stop.set()
         return out
 
-    def completion(self, resp, r, server_stops: list[str]):
+    def completion(self, resp, r, server_stops: list[str], reading: "Reading | None" = None):
         """A generation answer as a Completion: the reasoning told from the answer (a reasoning
         field beside the content, inline `<think>` blocks, or reasoning the server only counts),
         and the stop strings the server was not sent applied here, to the answer (those the task
@@ -435,7 +459,7 @@ class ServedClient:
         choice = resp["choices"][0]
         given_usage = resp.get("usage")
         usage: dict = given_usage if isinstance(given_usage, dict) else {}
-        thought = reasoning_of(choice, usage)
+        thought = reasoning_of(choice, usage, reading)
         text = thought.answer
         finish = "stop" if choice.get("finish_reason") == "stop" else "length"
         if not thought.ended:
@@ -457,6 +481,10 @@ class ServedClient:
         if thought.reasoning is None:
             return Completion(text=text, n_prompt_tokens=tokens[0], n_tokens=tokens[1], finish=finish)
         n_reasoning = thought.tokens
+        if thought.estimated:
+            with self.lock:
+                self.fallbacks.add("reasoning tokens estimated from usage.completion_tokens (the server counts no reasoning "
+                                   "tokens apart): the reasoning's share of the characters, or the tokens beyond the answer's")
         answer_tokens = tokens[1] - n_reasoning if n_reasoning is not None else (0 if not thought.ended else tokens[1])
         return Completion(text=text, n_prompt_tokens=tokens[0], n_tokens=max(0, answer_tokens), finish=finish,
                           reasoning=thought.reasoning, n_reasoning_tokens=n_reasoning, reasoning_ended=thought.ended)
@@ -490,45 +518,87 @@ def split_stops(r) -> list[str]:
 
 
 @dataclass(frozen=True)
+class Reading:
+    """How a backend reads a reply: `opened`, the markers the prompt opened (the chat template ends
+    in `<think>`: the reply starts inside the reasoning, so one without the end marker never closed
+    it); `extra`, markers the user named (`-M think_end=…`); `thinks`, the request was sent as to a
+    reasoning model (then a reply cut at its limit that shows no closed reasoning never closed it:
+    the reasoning budget is on top of the answer's)."""
+
+    opened: Markers | None = None
+    extra: Markers | None = None
+    thinks: bool = False
+
+
+@dataclass(frozen=True)
 class Thought:
     """A served answer's reasoning (None: it did not reason; "" hidden: the server only counted it),
-    its reasoning tokens where the server said (None: not said), the answer after it, and whether
-    the reasoning ended within the budget."""
+    its reasoning tokens where the server said or they were estimated (None: not known), the answer
+    after it, whether the reasoning ended within the budget, and how it was read (`family`: the
+    markers; `opened`: only the end marker was seen)."""
 
     answer: str
     reasoning: str | None
     tokens: int | None
     ended: bool
+    estimated: bool = False
+    family: str | None = None
+    opened: bool = False
 
 
-REASONING_FIELDS = ("reasoning_content", "reasoning")  # llama.cpp's server and older vLLM; vLLM since 0.10
+REASONING_FIELDS = ("reasoning_content", "reasoning")  # llama.cpp's server and older vLLM; vLLM since 0.10, Ollama
 
 
-def reasoning_of(choice: dict, usage: dict) -> Thought:
+def _count(v: Any) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
+
+
+def reasoning_of(choice: dict, usage: dict, reading: Reading | None = None) -> Thought:
     """The reasoning of a completion or chat choice: the message's reasoning field (the content
-    is then the answer), inline blocks in the text (split), or only a count in usage (OpenAI's
-    reasoning models keep it hidden)."""
-    from ..reasoning import split
+    is then the answer), inline blocks in the text (split, by every known family's markers and the
+    user's), reasoning the server only counts (OpenAI's reasoning models keep it hidden), or tokens
+    far beyond what the text could hold (a server that drops the reasoning, as Ollama's
+    /v1/completions does). A reasoning that never closed leaves no answer, whatever the content."""
+    from ..reasoning import estimate_tokens, split
 
+    reading = reading or Reading()
     given = choice.get("message")
     message: dict = given if isinstance(given, dict) else {}
     field = next((v for k in REASONING_FIELDS for v in (message.get(k), choice.get(k)) if isinstance(v, str) and v), None)
     details = usage.get("completion_tokens_details")
-    counted = details.get("reasoning_tokens") if isinstance(details, dict) else None
-    counted = counted if isinstance(counted, int) and not isinstance(counted, bool) and counted >= 0 else None
-    if isinstance(usage.get("reasoning_tokens"), int):  # an adapter's own count (Anthropic's has none)
+    counted = _count(details.get("reasoning_tokens")) if isinstance(details, dict) else None
+    if _count(usage.get("reasoning_tokens")) is not None:  # an adapter's own count
         counted = usage["reasoning_tokens"]
-    part = split(choice_text(choice))
+    total = _count(usage.get("completion_tokens"))
+    text = choice_text(choice)
+    part = split(text, reading.opened if field is None else None, reading.extra)
     finished = choice.get("finish_reason") == "stop"
+
+    def tokens(reasoning: str, answer: str) -> tuple[int | None, bool]:
+        if counted is not None:
+            return counted, False
+        est = estimate_tokens(total, reasoning, answer)
+        return est, est is not None
+
     if field is not None:
         reasoning = field if part.reasoning is None else field + "\n" + part.reasoning
         ended = part.ended and (bool(part.answer.strip()) or finished)
-        return Thought(part.answer if ended else "", reasoning, counted, ended)
+        n, est = tokens(reasoning, part.answer)
+        return Thought(part.answer if ended else "", reasoning, n, ended, est, part.family)
     if part.reasoning is not None:
-        return Thought(part.answer, part.reasoning, counted, part.ended)
+        n, est = tokens(part.reasoning, part.answer)
+        return Thought(part.answer if part.ended else "", part.reasoning, n, part.ended, est, part.family, part.opened)
     if counted:  # hidden reasoning: counted, not shown
         ended = bool(part.answer.strip()) or finished
         return Thought(part.answer if ended else "", "", counted, ended)
+    if reading.thinks and choice.get("finish_reason") == "length":
+        # cut at the limit (the reasoning budget on top of the answer's) with no closed reasoning in
+        # sight: a reasoning that never closed, returned as content by a parser that needs both markers
+        return Thought("", text, total, False, total is not None)
+    if total is not None and total > 2 * len(text) + 16:  # far more tokens than the text holds: hidden reasoning
+        ended = bool(text.strip()) or finished
+        n, _ = tokens("", text)
+        return Thought(text if ended else "", "", n, ended, True)
     return Thought(part.answer, None, None, True)
 
 

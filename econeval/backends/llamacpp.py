@@ -396,7 +396,8 @@ class LlamaCppBackend(Backend[LlamaCppOptions]):
         self.reading = rz.TemplateReading(None, False, False, False)
         if self.template:
             try:
-                self.reading = rz.read_template(str(self.template), lambda v: self._render_chat([{"role": "user", "content": "?"}], v))
+                self.reading = rz.read_template(str(self.template), lambda v: self._render_chat([{"role": "user", "content": "?"}], v),
+                                                o.markers)
             except ModelError:  # a template that cannot be rendered: said when a request needs it
                 pass
         r, name = self.reading, self.spec.name
