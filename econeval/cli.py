@@ -29,6 +29,9 @@ except EconevalError as _exc:
     _DISCOVERY_ERROR = _exc
 
 
+N_CTX_HELP = "Context length in tokens (default: the model entry's n_ctx, else the model's trained context, bounded by memory)."
+
+
 def _echo_json(obj) -> None:
     click.echo(dumps(obj).decode())
 
@@ -220,7 +223,7 @@ def _prefix_help() -> str:
 @click.option("--seed", type=click.IntRange(min=0, max=2**63 - 1),
               help="Seed for few-shot draws and --sample (recorded in run.json; default 1234, and for a benchmark whose "
                    "authors' protocol names a seed, its draws use that one: the task's settings in run.json say which).")
-@click.option("--n-ctx", type=click.IntRange(*N_CTX_RANGE), help="Context length in tokens (default: the model's entry).")
+@click.option("--n-ctx", type=click.IntRange(*N_CTX_RANGE), help=N_CTX_HELP)
 @click.option("--chat", type=click.Choice(["auto", "on", "off"]),
               help="Chat template: auto (each task's default, as its paper's code did, when the model has a template), "
                    "on (every request), off (raw prompts). Default: the model's entry (auto). Recorded in run.json.")
@@ -471,7 +474,7 @@ def compare_cmd(baseline, candidate, max_drop, metrics, n_boot, seed, allow_miss
               help="A finished candidate run folder instead of --model: its items in the gate's order until the gate "
                    "decides (what a gate would have used).")
 @click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), help="Also write JUnit XML (one test case per task and metric).")
-@click.option("--n-ctx", type=click.IntRange(*N_CTX_RANGE), help="Context length in tokens (default: the model's entry).")
+@click.option("--n-ctx", type=click.IntRange(*N_CTX_RANGE), help=N_CTX_HELP)
 @click.option("--chat", type=click.Choice(["auto", "on", "off"]), help="Chat template (as for `run`).")
 @_model_options
 @click.option("--out", "-o", type=click.Path(file_okay=False, path_type=Path),
