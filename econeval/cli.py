@@ -407,12 +407,14 @@ def view_cmd(run_dir, tasks, out):
                    "every-eval-ever: the run's aggregate Every Eval Ever record (one run).")
 @click.option("--out", "-o", required=True, type=click.Path(path_type=Path),
               help="The file (a folder for inspect) to write; an earlier export there is replaced, anything else left alone.")
-def export_cmd(runs, fmt, out):
+@click.option("--developer", help="every-eval-ever: who made the model (e.g. google), where the run does not say "
+                                  "(models.toml's `developer`, a GGUF's general.organization); otherwise \"unknown\".")
+def export_cmd(runs, fmt, out, developer):
     """Write finished runs in a shape other tools open: a tidy per-item table for pandas and R,
-    lm-eval's results.json, or Inspect eval logs (docs/exports.md)."""
+    lm-eval's results.json, Inspect eval logs, or an Every Eval Ever record (docs/exports.md)."""
     from .export import export
 
-    n = export(list(runs), fmt, out)
+    n = export(list(runs), fmt, out, developer=developer)
     what = {"table": "rows", "lm-eval": "tasks", "inspect": "task logs", "every-eval-ever": "evaluation results"}[fmt]
     click.echo(clean(f"econeval: {n:,} {what} written to {out}"), err=True)
 
