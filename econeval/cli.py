@@ -270,7 +270,9 @@ def run(model, suite, tasks, limit, sample, budget, seed, n_ctx, chat, model_opt
         click.echo(clean(f"model: {doc['model']}   run folder: {folder}"))
         for name, res in doc["tasks"].items():
             ivs = res.get("intervals") or {}
-            cells = "  ".join(f"{k} {_fmt(v)}" + (f" [{ivs[k][0]:.3f}, {ivs[k][1]:.3f}]" if res.get("estimate") and ivs.get(k) else "")
+            cells = "  ".join(f"{k} {_fmt(v)}" + (f" [{ivs[k][0]:.3f}, {ivs[k][1]:.3f}]" if res.get("estimate") and ivs.get(k) else
+                                                  " [no interval: no item parsed]" if res.get("estimate") and k in ivs and v is not None
+                                                  else "")
                               for k, v in registry.get_task(name).headline(res).items())
             est = f"  (estimates: {res['estimate']['from']:,} of {res['estimate']['of']:,} items)" if res.get("estimate") else ""
             click.echo(f"  {name:<22} n {res['n']:>5}  unparsed {res.get('n_unparsed', 0):>4}  skipped {res['n_skipped']:>3}  "
