@@ -247,14 +247,18 @@ def export(folders: list[Path], fmt: str, out: Path, developer: str | None = Non
         raise UsageError("--developer is for --format every-eval-ever", hint="leave it out")
     if developer is not None and (not developer.strip() or "/" in developer):
         raise UsageError(f"--developer {developer!r}: a name such as google, one path component", hint="name the organisation")
-    if fmt == "table" and out.suffix not in (".csv", ".parquet"):
+    to_stdout = str(out) == "-"  # `--out -`: standard output (a table as CSV)
+    if to_stdout and fmt == "inspect":
+        raise UsageError("--out -: an Inspect export is a folder of logs, not one stream", hint="name a folder")
+    if fmt == "table" and not to_stdout and out.suffix not in (".csv", ".parquet"):
         raise UsageError(f"--out {out}: a table is written as .csv or .parquet", hint="name FILE.csv or FILE.parquet")
     if fmt in ("lm-eval", "inspect", "every-eval-ever") and len(folders) != 1:
         raise UsageError(f"an {fmt} export holds one run: name one run folder", hint="export each run on its own")
     if fmt == "inspect":
         return _export_inspect(Path(folders[0]), out)
-    check_output(out)
-    if out.exists() and not _previous(out, fmt):
+    if not to_stdout:
+        check_output(out)
+    if not to_stdout and out.exists() and not _previous(out, fmt):
         raise UsageError(f"--out {out} exists and is not an earlier export of econeval's: it is left as it is",
                          hint="name a new file, or remove that one")
     runs = [_finished(Path(f)) for f in folders]
@@ -265,7 +269,7 @@ def export(folders: list[Path], fmt: str, out: Path, developer: str | None = Non
         from .export_eee import instances, record, samples_path
 
         doc = record(runs[0], developer)
-        beside = samples_path(out)
+        beside = None if to_stdout else samples_path(out)
         if beside is not None:  # the datastore's layout: the instance records beside the record, written first
             lines = instances(runs[0], doc)
             body = b"".join(dumps(line, pretty=False) + b"\n" for line in lines)
@@ -277,7 +281,14 @@ def export(folders: list[Path], fmt: str, out: Path, developer: str | None = Non
     else:
         doc = lm_eval_doc(runs[0])
         data, count = dumps(doc) + b"\n", len(doc["results"])
-    write_output(out, data)
+    if to_stdout:
+        import sys
+
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+    else:
+        write_output(out, data)
     return count
 
 
