@@ -45,12 +45,14 @@ def _labels(runs: list[FinishedRun]) -> None:
     --limit 2, ...); the folder's name where nothing else tells two runs apart."""
     settings = [_settings(r.record) for r in runs]
     keys = sorted({k for s in settings for k in s})
-    differ = [k for k in keys if len({repr(s.get(k)) for s in settings}) > 1]
+    # a setting tells runs apart where the runs that have it differ in it: a task option of a task only one run has
+    # (the tasks of the two differ) is no difference, and would put every option of both into both labels
+    differ = [k for k in keys if len({repr(s[k]) for s in settings if k in s}) > 1]
     keys_ = [r.record.reasoning_key() for r in runs]
     plain = all(k["mode"] == "auto" and not k["reasons"] for k in keys_)  # no run reasoned or set a mode: no label
     differ = [k for k in differ if k != "reasoning"]
     for r, s, key in zip(runs, settings, keys_):
-        parts = [f"{k} {s.get(k) if s.get(k) is not None else '-'}" for k in differ]
+        parts = [f"{k} {s.get(k) if s.get(k) is not None else '-'}" for k in differ if k in s]
         if not plain:
             parts.append(reasoning.describe_key(key))
         r.label = r.model + (f" ({', '.join(parts)})" if parts else "")
@@ -111,8 +113,14 @@ def _row_cells(t: dict, row: dict) -> list[str]:
     return [cell_iv(v, iv, t["decimals"]) for v, iv in zip(row["values"], ivs)]
 
 
+def has_setting(t: dict) -> bool:
+    """Whether a table's rows name a setting (the prompting, an adaptation): a table of groups (STEER-ME
+    by module, by setting, ...) has none, and a "setting" column there would be empty, or a second one."""
+    return any(row.get("setting") for row in t["rows"])
+
+
 def _head(t: dict) -> list[str]:
-    return ["source", t.get("row_label", "model"), "setting", *t["columns"], "n"]
+    return ["source", t.get("row_label", "model"), *(["setting"] if has_setting(t) else []), *t["columns"], "n"]
 
 
 def md_text(text: str) -> str:
@@ -128,7 +136,7 @@ def render_md(doc: dict) -> str:
     for t in doc["tables"]:
         out += [f"## {t['title']}", "", "| " + " | ".join(_head(t)) + " |", "|" + "---|" * len(_head(t))]
         for row in t["rows"]:
-            cells = [row["source"], row["label"], row.get("setting") or "", *_row_cells(t, row),
+            cells = [row["source"], row["label"], *([row.get("setting") or ""] if has_setting(t) else []), *_row_cells(t, row),
                      "" if row.get("n") is None else str(row["n"])]
             out.append("| " + " | ".join(md_text(c) for c in cells) + " |")
         out += [""] + [f"- {md_text(n)}" for n in t["notes"]] + [""]

@@ -149,3 +149,38 @@ def test_the_f1_bars_carry_the_published_rows_as_reference_marks(cli, two_runs):
     marks = {m["name"]: m["values"] for m in bars["marks"]}
     assert set(marks) == {"GPT-4 (published)", "LLAMA2 (7B) (published)"}
     assert marks["GPT-4 (published)"] == [[0.823, 0.848]] * len(bars["groups"])  # Zero: negative, positive F1
+
+
+def test_tables_of_groups_have_one_setting_column_and_the_forest_reads_better_to_the_right(cli, tmp_path):
+    pytest.importorskip("matplotlib")
+    runs = []
+    for name in ("a", "b"):
+        out = tmp_path / name
+        rc, _, err = cli("run", "--model", f"fake:{name}", "--task", "steer-me", "--limit", "2", "-q", "--out", out)
+        assert rc == 0, err
+        runs.append(out)
+    page = tmp_path / "r.html"
+    rc, _, err = cli("report", *runs, "--format", "html", "--out", page)
+    assert rc == 0, err
+    text = page.read_text()
+    by_setting = text[text.index("STEER-ME by setting"):]
+    head = by_setting[:by_setting.index("</tr>")]
+    assert re.findall(r"<th>([^<]*)</th>", head) == ["source", "setting", "a", "b", "n"]  # one "setting": the row's group
+    rc, md, _ = cli("report", *runs)
+    line = next(x for x in md[md.index("STEER-ME by setting"):].splitlines() if x.startswith("| source"))
+    assert line.count("setting") == 1, line
+    forest = text[text.rindex("<figure"):]
+    assert "-max_drop (-0.02)" in forest and "ECE (lower is better: negated)" in forest and "Brier (lower is better: negated)" in forest
+    assert "acc (lower" not in forest
+
+
+def test_the_view_shows_labels_not_codes_and_a_shared_prompt_once(cli, tmp_path):
+    run = tmp_path / "run"
+    rc, _, err = cli("run", "--model", "fake:m", "--task", "econnli-zero", "--task", "steer-me", "--limit", "2", "-q", "--out", run)
+    assert rc == 0, err
+    rc, _, err = cli("view", run, "--out", tmp_path / "v.html")
+    assert rc == 0, err
+    page = (tmp_path / "v.html").read_text()
+    golds = re.findall(r"· gold ([^<·]*)", page)
+    assert golds and {g.strip() for g in golds} <= {"Yes", "No", "A", "B", "C", "D", "E", "F", "G", "H", "I", "J"}, golds
+    assert "<p class=k>prompt response, option_logprobs</p>" in page and "<p class=k>prompt response</p>" not in page
