@@ -184,3 +184,32 @@ def test_the_view_shows_labels_not_codes_and_a_shared_prompt_once(cli, tmp_path)
     golds = re.findall(r"· gold ([^<·]*)", page)
     assert golds and {g.strip() for g in golds} <= {"Yes", "No", "A", "B", "C", "D", "E", "F", "G", "H", "I", "J"}, golds
     assert "<p class=k>prompt response, option_logprobs</p>" in page and "<p class=k>prompt response</p>" not in page
+
+
+def test_econlogicqa_and_cfbenchmark_get_their_bars(cli, two_runs):
+    """The figures hold the tables' own numbers: EconLogicQA's accuracy per run and shot count, and
+    (for a CFBenchmark run) each sub-task's score per run and setting."""
+    from econeval.report import build
+
+    doc = build(two_runs)
+    logic = next(t for t in doc["tables"] if t["id"] == "econlogicqa-table2")
+    fig = logic["figures"][0]
+    runs = [r for r in logic["rows"] if r["source"] == "run"]
+    assert fig["kind"] == "bars" and fig["groups"] == logic["columns"]
+    assert [s["values"] for s in fig["series"]] == [r["values"] for r in runs] and len(runs) == 2
+    assert fig["reference"]["value"] == pytest.approx(100 / 24)
+
+
+def test_cfbenchmark_bars_are_the_tables_sub_task_columns(cli, tmp_path):
+    from econeval.report import build
+    from tiny_bert import write_tiny_bert
+
+    out = tmp_path / "cf"
+    rc, _, err = cli("run", "--model", "fake:m", "--task", "cfbenchmark-zero", "--limit", "1", "-q", "--out", out,
+                     "--embedder", write_tiny_bert(tmp_path / "tiny-bert"))
+    assert rc == 0, err
+    tab = next(t for t in build([out])["tables"] if t["id"] == "cfbenchmark-table2")
+    fig = tab["figures"][0]
+    row = next(r for r in tab["rows"] if r["source"] == "run")
+    assert fig["groups"] == [c for c in tab["columns"] if not c.endswith("Avg")] and len(fig["groups"]) == 8
+    assert fig["series"][0]["values"] == [row["values"][tab["columns"].index(g)] for g in fig["groups"]]
