@@ -46,16 +46,13 @@ def model_identity(rec: RunRecord, developer: str | None = None) -> tuple[str, s
     own (`general.basename`, its size label and fine-tune, as GGUF file names join them), else
     the run's model name. The backend (llamacpp, openai) is the inference platform, never the
     developer."""
-    model = rec.model
-    meta = obj(model.get("gguf_metadata"))
     name = str(rec.model_name or UNKNOWN)
-    basename = meta.get("general.basename")
-    if isinstance(basename, str) and basename.strip():
-        name = "-".join(str(meta[k]).strip() for k in ("general.basename", "general.size_label", "general.finetune")
-                        if isinstance(meta.get(k), str) and str(meta[k]).strip())
+    if (rec.gguf("general.basename") or "").strip():
+        name = "-".join(str(v).strip() for k in ("general.basename", "general.size_label", "general.finetune")
+                        if (v := rec.gguf(k)) and v.strip())
     served_dev, _, served_name = name.partition("/") if rec.backend_kind in SERVED else ("", "", "")
-    for got, where in ((developer, "the --developer option"), (model.get("developer"), "models.toml's developer"),
-                       (meta.get("general.organization"), "the GGUF's general.organization"),
+    for got, where in ((developer, "the --developer option"), (rec.model_developer, "models.toml's developer"),
+                       (rec.gguf("general.organization"), "the GGUF's general.organization"),
                        (served_dev if served_name else None, "the served model's name")):
         if isinstance(got, str) and got.strip():
             dev = got.strip()
@@ -81,8 +78,7 @@ def _model_info(rec: RunRecord, developer: str | None = None) -> dict:
                                **_strings({"econeval_backend": kind, "sha256": model.get("sha256"),
                                            "developer_from": source, "reasoning": rec.reasoning.get("mode")})}}
     if kind == "llamacpp":  # the llama.cpp build run.json records (llama-cpp-python's version)
-        info["inference_engine"] = {"name": "llama.cpp (llama-cpp-python)",
-                                    "version": str(rec.backend.get("llama_cpp_python") or UNKNOWN)}
+        info["inference_engine"] = {"name": "llama.cpp (llama-cpp-python)", "version": rec.engine_version or UNKNOWN}
     return info
 
 

@@ -148,7 +148,7 @@ def eval_logs(run: FinishedRun) -> dict[str, Any]:
             name=SCORER, scorer=SCORER, scored_samples=scored, unscored_samples=None if scored is None else len(recs) - scored,
             metrics=metrics, metadata={"table": res.get("table"), "estimate": estimate.get("note"), "n": res.get("n"),
                                        "not_computed": [m for m, v in headline.items() if v is None] or None})])
-        seconds = obj(obj(rec.timing).get(name)).get("seconds")
+        seconds = rec.task_seconds(name)
         spec = log.EvalSpec(
             created=str(rec.started), task=f"econeval/{name}", task_version=task.prompt_version,
             task_description=task.description, task_attribs={"benchmark": task.benchmark, "suite": task.suite},
@@ -161,7 +161,7 @@ def eval_logs(run: FinishedRun) -> dict[str, Any]:
                       "n_shot": task.n_shot(prep), "headline": lead,
                       "timing": "started_at and completed_at: this task's measured seconds (run.json's timing), laid end "
                                 "to end from the run's start in the run's task order"})
-        if started is not None and isinstance(seconds, (int, float)) and not isinstance(seconds, bool):
+        if started is not None and seconds is not None:
             begin, end = started + timedelta(seconds=elapsed), started + timedelta(seconds=elapsed + seconds)
             elapsed += seconds
             stats = log.EvalStats(started_at=begin.isoformat(), completed_at=end.isoformat())
