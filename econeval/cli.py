@@ -347,15 +347,15 @@ def run(model, suite, tasks, limit, sample, budget, seed, n_ctx, chat, model_opt
         _echo_json({"run_folder": str(folder), **doc})
     else:
         click.echo(clean(f"model: {doc['model']}   run folder: {folder}"))
-        for name, res in doc["tasks"].items():
-            ivs = res.get("intervals") or {}
-            cells = "  ".join(f"{k} {_fmt(v)}" + (f" [{ivs[k][0]:.3f}, {ivs[k][1]:.3f}]" if res.get("estimate") and ivs.get(k) else
-                                                  " [no interval: no item parsed]" if res.get("estimate") and k in ivs and v is not None
-                                                  else "")
-                              for k, v in registry.get_task(name).headline(res).items())
-            est = f"  (estimates: {res['estimate']['from']:,} of {res['estimate']['of']:,} items)" if res.get("estimate") else ""
-            click.echo(f"  {name:<22} n {res['n']:>5}  unparsed {res.get('n_unparsed', 0):>4}  skipped {res['n_skipped']:>3}  "
-                       f"errors {res['n_errors']:>3}  {cells}{est}")
+        rows = summary_rows(doc)
+        if sys.stdout.isatty():  # a terminal: rich lays the table out to its width, never breaking a number
+            from rich.console import Console
+
+            Console(highlight=False).print(summary_table(rows))
+        else:  # a pipe or a log: one line per task, as scripts read it
+            for r in rows:
+                click.echo(f"  {r['task']:<22} n {r['n']:>5}  unparsed {r['unparsed']:>4}  skipped {r['skipped']:>3}  "
+                           f"errors {r['errors']:>3}  {'  '.join(r['cells'])}{r['estimate']}")
         for name in doc.get("not_reached", []):
             click.echo(f"  {name:<22} not reached: the budget was spent before its first chunk (a larger --budget runs it)")
     if tables:
@@ -363,6 +363,41 @@ def run(model, suite, tasks, limit, sample, budget, seed, n_ctx, chat, model_opt
 
         click.echo("\n" + render(build([Path(folder)]), "md"))
     _check_outcome(doc)
+
+
+def summary_rows(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Each task's line of the run's summary: its counts, and each headline number with its
+    interval (a --sample or --budget run's) as one cell."""
+    out = []
+    for name, res in doc["tasks"].items():
+        ivs = res.get("intervals") or {}
+        cells = [f"{k} {_fmt(v)}" + (f" [{ivs[k][0]:.3f}, {ivs[k][1]:.3f}]" if res.get("estimate") and ivs.get(k) else
+                                     " [no interval: no item parsed]" if res.get("estimate") and k in ivs and v is not None
+                                     else "")
+                 for k, v in registry.get_task(name).headline(res).items()]
+        est = f"  (estimates: {res['estimate']['from']:,} of {res['estimate']['of']:,} items)" if res.get("estimate") else ""
+        out.append({"task": name, "n": res["n"], "unparsed": res.get("n_unparsed", 0), "skipped": res["n_skipped"],
+                    "errors": res["n_errors"], "cells": cells, "estimate": est})
+    return out
+
+
+def summary_table(rows: list[dict[str, Any]]):
+    """The summary as rich lays it out on a terminal: per task a line of its counts, then its
+    numbers in columns that fit the width, each number with its interval kept whole (a line
+    breaks between numbers, never inside one)."""
+    from rich.columns import Columns
+    from rich.console import Group
+    from rich.padding import Padding
+    from rich.text import Text
+
+    parts: list = []
+    for r in rows:
+        head = Text(f"{r['task']}", style="bold")
+        head.append(f"  n {r['n']:,}  unparsed {r['unparsed']}  skipped {r['skipped']}  errors {r['errors']}", style="default")
+        parts.append(head)
+        cells = [*r["cells"], *([r["estimate"].strip()] if r["estimate"] else [])]
+        parts.append(Padding(Columns([Text(c, no_wrap=True) for c in cells], padding=(0, 3)), (0, 0, 0, 2)))
+    return Group(*parts)
 
 
 def _check_outcome(doc: Mapping[str, Any]) -> None:
