@@ -78,6 +78,33 @@ def tables(runs: list[FinishedRun]) -> list:
     return out
 
 
+def estimates(runs: list[FinishedRun]) -> list[dict[str, Any]]:
+    """Per run of a --sample or --budget: each task's headline estimates of the full set's numbers
+    with their 95% intervals and the items they rest on (counts left out: another scale)."""
+    from .tables import interval
+
+    out = []
+    for run in runs:
+        rows = []
+        for name, res in run.results.items():
+            est = res.get("estimate") if isinstance(res, dict) else None
+            if not isinstance(est, dict):
+                continue
+            task = registry.tasks().get(name)
+            if task is None:
+                continue
+            for metric, value in task.headline(res).items():
+                spec = task.metric(metric)
+                if spec.count or not isinstance(value, (int, float)) or isinstance(value, bool):
+                    continue
+                iv = interval(res, metric)
+                rows.append({"task": name, "metric": metric, "value": value, "low": iv[0] if iv else None,
+                             "high": iv[1] if iv else None, "direction": spec.direction, "from": est.get("from"), "of": est.get("of")})
+        if rows:
+            out.append({"run": run.label, "rows": rows})
+    return out
+
+
 def build(folders: list[Path]) -> dict[str, Any]:
     """The report document: runs, tables (paper rows and run rows, each with its figures), and
     the paired comparison of each later run against the first when the runs share tasks."""
@@ -88,7 +115,7 @@ def build(folders: list[Path]) -> dict[str, Any]:
     doc = {"runs": [{"label": r.label, "folder": str(r.path), "model": r.model, "limit": r.record.limit,
                      "seed": r.record.seed, "econeval_version": r.record.econeval_version,
                      "data_package": r.record.data_version, "tasks": sorted(r.results)} for r in runs],
-           "tables": [as_dict(t) for t in tables(runs)], "compare": []}
+           "tables": [as_dict(t) for t in tables(runs)], "compare": [], "estimates": estimates(runs)}
     if len(runs) > 1:
         from . import compare
 
@@ -148,6 +175,12 @@ def render_md(doc: dict) -> str:
         from .compare import Comparison, Row, render
 
         out += [render(Comparison([Row(**r) for r in c["rows"]], c["dropped"], c["differences"], c["max_drop"]), "md"), ""]
+    for est in doc.get("estimates") or []:
+        out += [f"## Estimates: {md_text(est['run'])}", "", "| task | metric | estimate [95% interval] | items |", "|---|---|---|---|"]
+        out += [f"| {md_text(r['task'])} | {md_text(r['metric'])} | "
+                f"{cell_iv(r['value'], [r['low'], r['high']] if r['low'] is not None else None, 3)} | {r['from']} of {r['of']} |"
+                for r in est["rows"]]
+        out.append("")
     return "\n".join(out)
 
 

@@ -144,6 +144,23 @@ def _forest(plt, np, fig_doc):
     return fig
 
 
+def _estimates(plt, np, fig_doc):
+    """A run's estimates of the full sets' numbers: each task's headline number and its 95% interval
+    (a --sample or --budget run), the items it rests on beside the label."""
+    rows = fig_doc["rows"]
+    fig, ax = plt.subplots(figsize=(6, 0.32 * len(rows) + 1.2))
+    y = np.arange(len(rows))[::-1]
+    for yi, r in zip(y, rows):
+        if r.get("low") is not None and r.get("high") is not None:
+            ax.plot([r["low"], r["high"]], [yi, yi], color="#1f77b4", lw=2)
+        ax.plot([r["value"]], [yi], "o", color="#1f77b4" if r.get("low") is not None else "#999")
+    labels = [f"{r['task']} {r['metric']}" + (f" ({r['from']:,} of {r['of']:,})" if isinstance(r.get("from"), int)
+                                              and isinstance(r.get("of"), int) else "") for r in rows]
+    ax.set_yticks(y, labels, fontsize=7)
+    ax.set_xlabel("estimate of the full set's number (95% interval; grey: none)")
+    return fig
+
+
 def _direction(row: dict) -> int:
     """+1 where larger is better, -1 where smaller is (the task's declared metric)."""
     from . import registry
@@ -154,7 +171,7 @@ def _direction(row: dict) -> int:
         return 1
 
 
-KINDS = {"bars": _bars, "heatmap": _heatmap, "reliability": _reliability, "forest": _forest}
+KINDS = {"bars": _bars, "heatmap": _heatmap, "reliability": _reliability, "forest": _forest, "estimates": _estimates}
 
 
 def _figures(figs: list[dict], mpl) -> list[str]:
@@ -243,6 +260,13 @@ def render_html(doc: dict[str, Any]) -> str:
                                 "caption": f"Compare: {c['candidate']} against {c['baseline']}: better to the right (a "
                                            "lower-is-better metric negated); the dashed line is -max_drop; red: regression "
                                            "beyond the margin."}], mpl)
+    for est in doc.get("estimates") or []:
+        parts.append(f"<h2>Estimates: {e(est['run'])}</h2>")
+        wanted = True
+        parts += _figures([{"kind": "estimates", "rows": est["rows"],
+                            "caption": f"{est['run']}: each task's headline numbers estimated for the full set from a "
+                                       "stratified sample (--sample or --budget), with 95% intervals; (n of N): the items "
+                                       "run of the task's."}], mpl)
     if wanted and mpl is None:
         parts.append('<p class="muted">Plots need matplotlib: pip install "econeval[report]".</p>')
     parts.append("</body></html>")

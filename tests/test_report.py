@@ -73,11 +73,12 @@ def test_report_formats(cli, two_runs):
     rc, md, err = cli("report", a, "--format", "md")
     assert rc == 0, err
     assert "## EconNLI Table 4" in md and "| paper | GPT-4 | Zero | 0.895 | 0.762 | 0.823 |" in md
-    assert "## EconLogicQA Table 2: accuracy (%)" in md and "| paper | GPT-4-Turbo |  | 56.92 | 56.15 |" in md
+    # no row of EconLogicQA's table names a setting: no empty "setting" column
+    assert "## EconLogicQA Table 2: accuracy (%)" in md and "| paper | GPT-4-Turbo | 56.92 | 56.15 |" in md
     run_rows = [line for line in md.splitlines() if line.startswith("| run | tiny |")]
     assert run_rows and any(re.search(r"\d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\]", line) for line in run_rows)  # value [interval]
     assert "re-implementation" in md and "partial train split" in md and "--limit 6" in md
-    assert "| source | element | setting |" in md and "| source | module | setting |" in md  # group tables name their rows
+    assert "| source | element | tiny | n |" in md and "| source | module | tiny | n |" in md  # group tables name their rows
     rc, text, _ = cli("report", a, b, "--format", "csv")
     rows = list(csv.DictReader(io.StringIO(text)))
     mine = [r for r in rows if r["source"] == "run" and r["table"] == "econnli-table4"]
@@ -213,3 +214,29 @@ def test_cfbenchmark_bars_are_the_tables_sub_task_columns(cli, tmp_path):
     row = next(r for r in tab["rows"] if r["source"] == "run")
     assert fig["groups"] == [c for c in tab["columns"] if not c.endswith("Avg")] and len(fig["groups"]) == 8
     assert fig["series"][0]["values"] == [row["values"][tab["columns"].index(g)] for g in fig["groups"]]
+
+
+def test_a_sample_runs_estimates_are_plotted_with_their_intervals(cli, tmp_path):
+    pytest.importorskip("matplotlib")
+    from econeval import registry
+
+    run = tmp_path / "s"
+    rc, _, err = cli("run", "--model", "fake:m", "--task", "econnli-zero", "--task", "econnli-gen", "--sample", "30", "-q",
+                     "--out", run)
+    assert rc == 0, err
+    rc, out, err = cli("report", run, "--format", "json")
+    assert rc == 0, err
+    doc = json.loads(out)
+    results = json.loads(next(run.glob("results-sample-*.json")).read_text())["tasks"]
+    rows = {(r["task"], r["metric"]): r for r in doc["estimates"][0]["rows"]}
+    for metric, value in registry.get_task("econnli-zero").headline(results["econnli-zero"]).items():
+        if value is not None:
+            r = rows[("econnli-zero", metric)]
+            assert r["value"] == value and [r["low"], r["high"]] == results["econnli-zero"]["intervals"][metric]
+            assert (r["from"], r["of"]) == (30, 1026)
+    assert not any(task == "econnli-gen" and m in ("Ent.", "Con.", "Irr.") for task, m in rows)  # counts: another scale
+    rc, md, _ = cli("report", run)
+    assert "## Estimates: m" in md
+    rc, _, err = cli("report", run, "--format", "html", "--out", tmp_path / "r.html")
+    page = (tmp_path / "r.html").read_text()
+    assert rc == 0 and "<h2>Estimates: m</h2>" in page and "econnli-zero F1 (30 of 1,026)" in page
