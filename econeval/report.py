@@ -15,7 +15,7 @@ from . import reasoning, registry
 from .errors import UsageError, clean_tree
 from .finished import FinishedRun, open_run
 from .record import RunRecord
-from .tables import as_dict, cell
+from .tables import as_dict, cell, has_setting
 
 
 def _open(folder: Path) -> FinishedRun:
@@ -138,12 +138,6 @@ def cell_iv(value, iv, decimals: int) -> str:
 def _row_cells(t: dict, row: dict) -> list[str]:
     ivs = row.get("intervals") or [None] * len(row["values"])
     return [cell_iv(v, iv, t["decimals"]) for v, iv in zip(row["values"], ivs)]
-
-
-def has_setting(t: dict) -> bool:
-    """Whether a table's rows name a setting (the prompting, an adaptation): a table of groups (STEER-ME
-    by module, by setting, ...) has none, and a "setting" column there would be empty, or a second one."""
-    return any(row.get("setting") for row in t["rows"])
 
 
 def _head(t: dict) -> list[str]:

@@ -9,8 +9,7 @@ import html
 import io
 from typing import Any
 
-from .report import has_setting
-from .tables import cell
+from .tables import cell, has_setting
 
 LEGEND_WRAP = 48  # characters of a series name a line: a long run label wraps within the figure
 
