@@ -7,13 +7,23 @@ from Python and returns the results document (see econeval.api); the selections 
 __version__ = "0.1.0"
 
 
+_API = ("evaluate", "score_predictions", "export_prompts")  # econeval.api's
+_SELECTIONS = ("Full", "Limit", "StratifiedSample", "Shard", "from_flags")  # econeval.selection's
+__all__ = [*_API, *_SELECTIONS, "__version__"]
+
+
 def __getattr__(name):
-    if name in ("evaluate", "score_predictions", "export_prompts"):  # imported on first use: `import econeval` stays light
+    if name in _API:  # imported on first use: `import econeval` stays light
         from . import api
 
         return getattr(api, name)
-    if name in ("Full", "Limit", "StratifiedSample", "Shard", "from_flags"):
+    if name in _SELECTIONS:
         from . import selection
 
         return getattr(selection, name)
-    raise AttributeError(name)
+    raise AttributeError(f"module 'econeval' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """The public names (and the module's own), so that dir() and completion show the lazy ones."""
+    return sorted({*globals(), *__all__})

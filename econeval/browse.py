@@ -163,10 +163,29 @@ def _item(rec: dict) -> dict:
     thinking = {str(k): v for k, v in thinking.items()} if isinstance(thinking, dict) else {}
     scores = {k: v for k, v in rec.items() if k not in _META and k not in responses and k != group_field
               and isinstance(v, (int, float, bool, str)) and len(str(v)) < 200}
+    shown: dict[str, Any] = {}  # a prompt sent to several requests (an answer and its log-probabilities) shown once
+    for name, text in prompts.items():
+        same = next((k for k, v in shown.items() if v == text), None)
+        if same is None:
+            shown[name] = text
+        else:
+            shown[f"{same}, {name}"] = shown.pop(same)
     return {"id": _text(rec.get("id")), "task": task, "group": group,
-            "outcome": _outcome(rec), "prompts": prompts, "responses": responses, "thinking": thinking,
-            "gold": rec.get("gold", rec.get("reference")), "parsed": rec.get("parsed"),
+            "outcome": _outcome(rec), "prompts": shown, "responses": responses, "thinking": thinking,
+            "gold": _label(task, rec.get("gold", rec.get("reference")), rec), "parsed": _label(task, rec.get("parsed"), rec),
             "why": rec.get("error") or rec.get("skipped") or rec.get("unparsed_reason"), "scores": scores}
+
+
+def _label(task: str, value: Any, rec: dict) -> Any:
+    """A gold answer or a parse as a reader reads it (Yes/No, an option's letter: Task.shown), where
+    the task is known and reads it; the stored value otherwise."""
+    known = registry.tasks().get(task)
+    if known is None or value is None:
+        return value
+    try:
+        return known.shown(value, rec)
+    except Exception:  # noqa: BLE001 - a damaged line is shown as it is
+        return value
 
 
 def _capped(text: str, limit: int = SHOWN_CHARS) -> str:

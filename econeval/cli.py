@@ -36,6 +36,19 @@ def _echo_json(obj) -> None:
     click.echo(dumps(obj).decode())
 
 
+STDOUT = Path("-")  # `--out -`: standard output, as Unix tools read it
+
+
+def _stdout(body: bytes) -> None:
+    """Bytes to standard output (a closed pipe, as `| head` leaves it, ends quietly)."""
+    try:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(body)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
 def _fmt(v) -> str:
     if v is None:
         return "-"
@@ -46,8 +59,21 @@ def _help() -> str:
     suites = registry.suites()
     lines = [f"  {name} ({', '.join(tasks)})" for name, tasks in suites.items() if name != "all"]
     return ("Evaluate language models on economics and finance reasoning, offline.\n\n\b\nSuites:\n"
-            + "\n".join(lines) + "\n  all (every task)\nRun `econeval list --verbose` for tasks and their options.\n"
-            "Quick start:  econeval data build && econeval run --suite all --limit 2")
+            + "\n".join(lines) + "\n  all (every task)\nRun `econeval list --verbose` for tasks and their options.\n\n\b\n"
+            f"Quick start (the README's command 1):\n  {QUICK_START}\n\n\b\n"
+            "Environment:\n" + "\n".join(f"  {k:<19} {v}" for k, v in ENVIRONMENT.items()))
+
+
+QUICK_START = "econeval data build && econeval run --suite all --budget 10m --tables"
+ENVIRONMENT = {  # what econeval reads from the environment (docs/using.md lists the same)
+    "ECONEVAL_HOME": "runs and installed data (default: the platform's user data folder)",
+    "ECONEVAL_CACHE": "the assembled default model, built embedders, hashes (default: the user cache folder)",
+    "ECONEVAL_DATA_DIR": "the data package's folder (manifests and built files); set but empty is refused",
+    "ECONEVAL_MODELS": "one more models.toml, read after the package's and the user's",
+    "ECONEVAL_PLUGINS": "modules of plugin tasks or backends to import (comma-separated)",
+    "ECONEVAL_DEBUG": "any non-empty value: as --debug, full tracebacks",
+    "_ECONEVAL_COMPLETE": "shell completion: eval \"$(_ECONEVAL_COMPLETE=bash_source econeval)\"",
+}
 
 
 def versions() -> dict:
@@ -201,16 +227,66 @@ def _config_option(section: str):
                              "recorded in run.json.")
 
 
+# ---- shell completion (click's: _ECONEVAL_COMPLETE=bash_source econeval) ------------------------
+def _names(names, incomplete: str, described: Mapping[str, str] | None = None) -> list:
+    from click.shell_completion import CompletionItem
+
+    return [CompletionItem(n, help=(described or {}).get(n)) for n in names if n.startswith(incomplete)]
+
+
+def complete_tasks(_ctx, _param, incomplete: str) -> list:
+    """Task names, each with its description."""
+    return _names(registry.tasks(), incomplete, {n: t.description for n, t in registry.tasks().items()})
+
+
+def complete_suites(_ctx, _param, incomplete: str) -> list:
+    return _names(registry.suites(), incomplete)
+
+
+def complete_data_names(_ctx, _param, incomplete: str) -> list:
+    """`data export`'s NAME: a benchmark, or a task (with --prompts)."""
+    return _names([*data.benchmarks(), *registry.tasks()], incomplete)
+
+
+def complete_benchmarks(_ctx, _param, incomplete: str) -> list:
+    return _names(data.benchmarks(), incomplete)
+
+
+def complete_models(_ctx, _param, incomplete: str) -> list:
+    """The registry's model names, the served prefixes (`PREFIX:`), and files (a model path)."""
+    from click.shell_completion import CompletionItem
+
+    try:
+        reg = roles.load_models()
+        named = {n: m.description for n, m in reg.models.items()}
+    except EconevalError:  # a broken models.toml: the prefixes and files still complete
+        named = {}
+    return (_names(named, incomplete, named) + _names([f"{p}:" for p in registry.prefixes()], incomplete)
+            + [CompletionItem(incomplete, type="file")])
+
+
+def complete_embedders(_ctx, _param, incomplete: str) -> list:
+    from click.shell_completion import CompletionItem
+
+    try:
+        named = {n: m.description for n, m in roles.load_models().embedders.items()}
+    except EconevalError:
+        named = {}
+    return _names(named, incomplete, named) + [CompletionItem(incomplete, type="dir")]
+
+
 def _prefix_help() -> str:
     return ", ".join(f"{p}:NAME" for p in registry.prefixes())
 
 
 # ---- run ---------------------------------------------------------------------------------
 @cli.command()
-@click.option("--model", "-m", help="A model file, a name from models.toml, or PREFIX:NAME for a served model ("
+@click.option("--model", "-m", shell_complete=complete_models, help="A model file, a name from models.toml, or PREFIX:NAME for a served model ("
                                     + _prefix_help() + "). Default: the registry's default model.")
-@click.option("--suite", "-s", default=None, help="Suite to run: " + ", ".join(registry.suites()) + " (default: all).")
-@click.option("--task", "-t", "tasks", multiple=True, help="Run only this task (repeatable); instead of --suite.")
+@click.option("--suite", "-s", default=None, shell_complete=complete_suites,
+              help="Suite to run: " + ", ".join(registry.suites()) + " (default: all).")
+@click.option("--task", "-t", "tasks", multiple=True, shell_complete=complete_tasks,
+              help="Run only this task (repeatable); instead of --suite.")
 @click.option("--limit", "-n", type=click.IntRange(min=1, max=10**9),
               help="Evaluate only the first N items of each task (a task may count them per sub-task or element).")
 @click.option("--sample", metavar="N|F", help="Evaluate a seeded stratified sample of each task: N items, or a fraction F "
@@ -232,10 +308,12 @@ def _prefix_help() -> str:
               help="Run folder (default: the run's own folder under the data dir, named by model, tasks, options and seed, "
                    "so the same command resumes it). A folder of the same run, or of some of its tasks, is resumed.")
 @click.option("--new", is_flag=True, help="Start a new run folder (timestamped) instead of resuming the run's own.")
-@click.option("--embedder", "-e", help="Sentence embedder for tasks scored by similarity: a models.toml name or a folder "
+@click.option("--embedder", "-e", shell_complete=complete_embedders,
+              help="Sentence embedder for tasks scored by similarity: a models.toml name or a folder "
                                        "(default: the registry's default embedder).")
 @_task_options
-@click.option("--judge", help="Judge model for the tasks that use one (a model file, a models.toml name or PREFIX:NAME; "
+@click.option("--judge", shell_complete=complete_models,
+              help="Judge model for the tasks that use one (a model file, a models.toml name or PREFIX:NAME; "
                               "default: the evaluated model).")
 @_role_option
 @click.option("--bootstrap", "n_boot", type=click.IntRange(min=0, max=100000), default=1000, show_default=True,
@@ -243,7 +321,8 @@ def _prefix_help() -> str:
 @click.option("--shard", metavar="K/N|auto", help="Run only shard K of N (the chunks whose index is K-1 mod N) into "
               "OUT/shard-K-of-N; auto: from a Slurm job array or a Kubernetes Indexed Job. `econeval merge` joins them.")
 @click.option("--shard-count", type=click.IntRange(min=1), help="With --shard auto in a Kubernetes Indexed Job: its completions.")
-@click.option("--json", "as_json", is_flag=True, help="Print results.json on stdout instead of the summary table.")
+@click.option("--json", "as_json", is_flag=True, help="Print results.json, with the run folder as `run_folder`, on stdout "
+              "instead of the summary table.")
 @click.option("--tables", is_flag=True, help="Then print the paper tables of the run folder (as `econeval report FOLDER`).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress display.")
 @_config_option("run")
@@ -267,17 +346,19 @@ def run(model, suite, tasks, limit, sample, budget, seed, n_ctx, chat, model_opt
                    progress=not quiet, argv=[*program(), *sys.argv[1:]], new=new,
                    config_file=click.get_current_context().meta.get("econeval_config"))
     folder = doc.pop("run_folder")
-    if as_json:
-        _echo_json(doc)
+    if as_json:  # results.json, and the folder it is in (a script's next command needs it)
+        _echo_json({"run_folder": str(folder), **doc})
     else:
         click.echo(clean(f"model: {doc['model']}   run folder: {folder}"))
-        for name, res in doc["tasks"].items():
-            ivs = res.get("intervals") or {}
-            cells = "  ".join(f"{k} {_fmt(v)}" + (f" [{ivs[k][0]:.3f}, {ivs[k][1]:.3f}]" if res.get("estimate") and ivs.get(k) else "")
-                              for k, v in registry.get_task(name).headline(res).items())
-            est = f"  (estimates: {res['estimate']['from']:,} of {res['estimate']['of']:,} items)" if res.get("estimate") else ""
-            click.echo(f"  {name:<22} n {res['n']:>5}  unparsed {res.get('n_unparsed', 0):>4}  skipped {res['n_skipped']:>3}  "
-                       f"errors {res['n_errors']:>3}  {cells}{est}")
+        rows = summary_rows(doc)
+        if sys.stdout.isatty():  # a terminal: rich lays the table out to its width, never breaking a number
+            from rich.console import Console
+
+            Console(highlight=False).print(summary_table(rows))
+        else:  # a pipe or a log: one line per task, as scripts read it
+            for r in rows:
+                click.echo(f"  {r['task']:<22} n {r['n']:>5}  unparsed {r['unparsed']:>4}  skipped {r['skipped']:>3}  "
+                           f"errors {r['errors']:>3}  {'  '.join(r['cells'])}{r['estimate']}")
         for name in doc.get("not_reached", []):
             click.echo(f"  {name:<22} not reached: the budget was spent before its first chunk (a larger --budget runs it)")
     if tables:
@@ -285,6 +366,41 @@ def run(model, suite, tasks, limit, sample, budget, seed, n_ctx, chat, model_opt
 
         click.echo("\n" + render(build([Path(folder)]), "md"))
     _check_outcome(doc)
+
+
+def summary_rows(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Each task's line of the run's summary: its counts, and each headline number with its
+    interval (a --sample or --budget run's) as one cell."""
+    out = []
+    for name, res in doc["tasks"].items():
+        ivs = res.get("intervals") or {}
+        cells = [f"{k} {_fmt(v)}" + (f" [{ivs[k][0]:.3f}, {ivs[k][1]:.3f}]" if res.get("estimate") and ivs.get(k) else
+                                     " [no interval: no item parsed]" if res.get("estimate") and k in ivs and v is not None
+                                     else "")
+                 for k, v in registry.get_task(name).headline(res).items()]
+        est = f"  (estimates: {res['estimate']['from']:,} of {res['estimate']['of']:,} items)" if res.get("estimate") else ""
+        out.append({"task": name, "n": res["n"], "unparsed": res.get("n_unparsed", 0), "skipped": res["n_skipped"],
+                    "errors": res["n_errors"], "cells": cells, "estimate": est})
+    return out
+
+
+def summary_table(rows: list[dict[str, Any]]):
+    """The summary as rich lays it out on a terminal: per task a line of its counts, then its
+    numbers in columns that fit the width, each number with its interval kept whole (a line
+    breaks between numbers, never inside one)."""
+    from rich.columns import Columns
+    from rich.console import Group
+    from rich.padding import Padding
+    from rich.text import Text
+
+    parts: list = []
+    for r in rows:
+        head = Text(f"{r['task']}", style="bold")
+        head.append(f"  n {r['n']:,}  unparsed {r['unparsed']}  skipped {r['skipped']}  errors {r['errors']}", style="default")
+        parts.append(head)
+        cells = [*r["cells"], *([r["estimate"].strip()] if r["estimate"] else [])]
+        parts.append(Padding(Columns([Text(c, no_wrap=True) for c in cells], padding=(0, 3)), (0, 0, 0, 2)))
+    return Group(*parts)
 
 
 def _check_outcome(doc: Mapping[str, Any]) -> None:
@@ -304,14 +420,17 @@ def _check_outcome(doc: Mapping[str, Any]) -> None:
 
 # ---- score -------------------------------------------------------------------------------
 @cli.command()
-@click.option("--task", "-t", "task_name", required=True, help="Task whose parser and metrics to use (`econeval list` names them).")
+@click.option("--task", "-t", "task_name", required=True, shell_complete=complete_tasks,
+              help="Task whose parser and metrics to use (`econeval list` names them).")
 @click.option("--predictions", "-p", required=True, type=click.Path(dir_okay=False, path_type=Path),
               help='JSON Lines: {"id": "...", "response": "raw model text"} per item, optionally "option_logprobs"; '
                    "or a run's samples.jsonl (its lines of this task).")
 @click.option("--seed", type=click.IntRange(min=0, max=2**63 - 1),
               help="Seed the predictions were made with (few-shot draws; default as for run).")
-@click.option("--embedder", "-e", help="Sentence embedder for tasks scored by similarity (default: the registry's default).")
-@click.option("--judge", help="Judge model for the tasks that use one (a model file, a models.toml name or PREFIX:NAME).")
+@click.option("--embedder", "-e", shell_complete=complete_embedders,
+              help="Sentence embedder for tasks scored by similarity (default: the registry's default).")
+@click.option("--judge", shell_complete=complete_models,
+              help="Judge model for the tasks that use one (a model file, a models.toml name or PREFIX:NAME).")
 @_role_option
 @click.option("--out", "-o", type=click.Path(file_okay=False, path_type=Path),
               help="Also write a run folder (run.json, samples.jsonl, results.json), e.g. for `econeval compare`.")
@@ -346,7 +465,8 @@ def merge_cmd(shard_dirs, out):
 @cli.command("report")
 @click.argument("runs", nargs=-1, required=True, type=click.Path(file_okay=False, exists=True, path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(["md", "csv", "json", "html"]), default="md", show_default=True)
-@click.option("--out", "-o", type=click.Path(dir_okay=False, path_type=Path), help="Write the report to this file (default: stdout).")
+@click.option("--out", "-o", type=click.Path(dir_okay=False, path_type=Path, allow_dash=True),
+              help="Write the report to this file (default, or -: stdout).")
 def report_cmd(runs, fmt, out):
     """Each benchmark's paper tables: the runs' rows (with 95% intervals and item counts) beside
     the papers' published rows, deviations under each table. With several runs, each later run is
@@ -354,6 +474,8 @@ def report_cmd(runs, fmt, out):
     `report` extra: matplotlib)."""
     from .report import build, render
 
+    if out == STDOUT:
+        out = None
     if out:
         check_output(out)
     text = render(build(list(runs)), fmt)
@@ -382,7 +504,7 @@ def runs_cmd(paths, as_json):
 
 @cli.command("view")
 @click.argument("run_dir", type=click.Path(file_okay=False, exists=True, path_type=Path))
-@click.option("--task", "-t", "tasks", multiple=True, help="Only this task's items (repeatable).")
+@click.option("--task", "-t", "tasks", multiple=True, shell_complete=complete_tasks, help="Only this task's items (repeatable).")
 @click.option("--out", "-o", type=click.Path(dir_okay=False, path_type=Path),
               help="The page to write (default: RUN_DIR.view.html beside the run folder; nothing is written inside it).")
 def view_cmd(run_dir, tasks, out):
@@ -408,16 +530,19 @@ def view_cmd(run_dir, tasks, out):
               help="table: one row per item (FILE.csv, or FILE.parquet with pyarrow); lm-eval: lm-evaluation-harness's "
                    "results.json layout (one run); inspect: a folder of Inspect eval logs, one per task (one run; inspect_ai); "
                    "every-eval-ever: the run's aggregate Every Eval Ever record (one run).")
-@click.option("--out", "-o", required=True, type=click.Path(path_type=Path),
-              help="The file (a folder for inspect) to write; an earlier export there is replaced, anything else left alone.")
-def export_cmd(runs, fmt, out):
+@click.option("--out", "-o", required=True, type=click.Path(path_type=Path, allow_dash=True),
+              help="The file (a folder for inspect) to write; an earlier export there is replaced, anything else left alone. "
+                   "-: standard output (a table as CSV).")
+@click.option("--developer", help="every-eval-ever: who made the model (e.g. google), where the run does not say "
+                                  "(models.toml's `developer`, the model file's own metadata); otherwise \"unknown\".")
+def export_cmd(runs, fmt, out, developer):
     """Write finished runs in a shape other tools open: a tidy per-item table for pandas and R,
-    lm-eval's results.json, or Inspect eval logs (docs/exports.md)."""
+    lm-eval's results.json, Inspect eval logs, or an Every Eval Ever record (docs/exports.md)."""
     from .export import export
 
-    n = export(list(runs), fmt, out)
+    n = export(list(runs), fmt, out, developer=developer)
     what = {"table": "rows", "lm-eval": "tasks", "inspect": "task logs", "every-eval-ever": "evaluation results"}[fmt]
-    click.echo(clean(f"econeval: {n:,} {what} written to {out}"), err=True)
+    click.echo(clean(f"econeval: {n:,} {what} written to {'standard output' if out == STDOUT else out}"), err=True)
 
 
 @cli.command("compare")
@@ -461,7 +586,7 @@ def compare_cmd(baseline, candidate, max_drop, metrics, n_boot, seed, allow_miss
 
 @cli.command("gate")
 @click.argument("baseline", type=click.Path(file_okay=False, exists=True, path_type=Path))
-@click.option("--model", "-m", help="The candidate model (as for `run`; default: the registry's default model).")
+@click.option("--model", "-m", shell_complete=complete_models, help="The candidate model (as for `run`; default: the registry's default model).")
 @click.option("--max-drop", type=click.FloatRange(min=0), default=0.02, show_default=True,
               help="Pass when every gated metric's interval lies above -max-drop; regression when one lies below.")
 @click.option("--alpha", type=click.FloatRange(min=0, max=1, min_open=True, max_open=True), default=0.05, show_default=True,
@@ -479,8 +604,8 @@ def compare_cmd(baseline, candidate, max_drop, metrics, n_boot, seed, allow_miss
 @_model_options
 @click.option("--out", "-o", type=click.Path(file_okay=False, path_type=Path),
               help="The candidate's run folder (default: the run's own folder under the data dir; resumable).")
-@click.option("--embedder", "-e", help="Sentence embedder for tasks scored by similarity (as for `run`).")
-@click.option("--judge", help="Judge model (as for `run`): the baseline's, where it named one.")
+@click.option("--embedder", "-e", shell_complete=complete_embedders, help="Sentence embedder for tasks scored by similarity (as for `run`).")
+@click.option("--judge", shell_complete=complete_models, help="Judge model (as for `run`): the baseline's, where it named one.")
 @_role_option
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--quiet", "-q", is_flag=True, help="No progress display.")
@@ -596,7 +721,7 @@ def models_options(as_json):
 
 
 @models.command("check")
-@click.argument("name")
+@click.argument("name", shell_complete=complete_models)
 @_model_options
 def models_check(name, model_option, **kw):
     """Check that a model can be used (its backend's own check: a served model's server answers
@@ -630,7 +755,7 @@ def data_group():
 
 
 @data_group.command("build")
-@click.argument("names", nargs=-1)
+@click.argument("names", nargs=-1, shell_complete=complete_benchmarks)
 @click.option("--source", type=click.Path(file_okay=False, path_type=Path),
               help="Folder with the upstream benchmark folders (default: ../shared/datasets beside the repository).")
 def data_build(names, source):
@@ -706,8 +831,9 @@ def data_verify():
 
 
 @data_group.command("export")
-@click.argument("name")
-@click.option("--out", "out", required=True, type=click.Path(dir_okay=False, path_type=Path), help="JSONL file to write.")
+@click.argument("name", shell_complete=complete_data_names)
+@click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path, allow_dash=True),
+              help="JSONL file to write (default, or -: standard output).")
 @click.option("--file", "file_name", help="Which file of the benchmark (default: its evaluation items).")
 @click.option("--prompts", is_flag=True, help="NAME is a task: write each item's prompt(s) as econeval sends them "
               "(seeded few-shot demonstrations included; a model's chat template is applied by the backend on top).")
@@ -717,7 +843,10 @@ def data_verify():
 @_task_options
 def data_export(name, out, file_name, prompts, seed, limit, task_option, **kw):
     """Write a benchmark's normalised items (ids included), or with --prompts a task's prompts, as JSON Lines."""
-    check_output(out)
+    if out == STDOUT:
+        out = None
+    if out:
+        check_output(out)
     if prompts:
         from .api import export_prompts
 
@@ -729,8 +858,12 @@ def data_export(name, out, file_name, prompts, seed, limit, task_option, **kw):
         m = data.manifest(name)
         names = [file_name] if file_name else m.get("export", next(iter(m["files"])))
         rows = [row for f in ([names] if isinstance(names, str) else names) for row in data.load(name, f)]
-    write_output(out, data.jsonl_bytes(rows))
-    click.echo(f"wrote {len(rows)} {'prompts' if prompts else 'items'} to {out}", err=True)
+    body = data.jsonl_bytes(rows)
+    if out:
+        write_output(out, body)
+    else:
+        _stdout(body)
+    click.echo(f"wrote {len(rows)} {'prompts' if prompts else 'items'} to {out or 'standard output'}", err=True)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -742,12 +875,19 @@ def main(argv: list[str] | None = None) -> None:
     except EconevalError as exc:
         click.echo(f"econeval: error: {exc.one_line()}", err=True)
         sys.exit(exc.exit_code)
-    debug = "--debug" in argv or bool(os.environ.get("ECONEVAL_DEBUG"))
+    # --debug anywhere before a `--` (after the subcommand too: `econeval report X --debug`), as the group's option
+    end = argv.index("--") if "--" in argv else len(argv)
+    debug = "--debug" in argv[:end] or bool(os.environ.get("ECONEVAL_DEBUG"))
+    if "--debug" in argv[:end]:
+        argv = ["--debug", *(a for a in argv[:end] if a != "--debug"), *argv[end:]]
     signals.install()  # a run refines this: writes in progress finish first
     try:
         cli.main(args=argv, prog_name="econeval", standalone_mode=False)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
+    except click.exceptions.NoArgsIsHelpError as exc:  # bare `econeval` (or a bare group): its help, as laid out
+        click.echo(exc.ctx.get_help(), err=True)
+        sys.exit(2)
     except click.Abort:  # click turned an interrupt at a prompt into Abort
         click.echo("econeval: interrupted", err=True)
         sys.exit(130)

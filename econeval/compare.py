@@ -3,8 +3,11 @@ headline metrics recomputed by the task itself on the items both runs scored, th
 with a seeded paired bootstrap interval, McNemar's exact test where items are right or wrong,
 and a verdict per metric.
 
-A metric regresses when the candidate is worse by more than the margin and the interval of the
-difference excludes zero. A gate cannot pass by omission: a candidate that lacks a task or
+A metric regresses when the candidate is worse by more than the margin, the interval of the
+difference excludes zero, and an exact paired (sign-flip) test of the difference shows it at 5%:
+a bootstrap interval over a few items is degenerate (two items give a point), so with too few
+items to show any change (five or fewer) the metric is inconclusive, "too few items", never a
+regression or an improvement. A gate cannot pass by omission: a candidate that lacks a task or
 items the baseline scored is refused (exit 2) unless `allow_missing`, and then the comparison
 says how many were dropped. What else differs between the runs (their schedules, settings,
 data package, econeval version) is named beside the rows. Which way is worse, whether a metric is a count, and whether McNemar's
@@ -28,7 +31,8 @@ from .intervals import percentile_interval
 from .record import RunRecord, identity_differences, plain_json
 from .tables import Metric
 
-COLUMNS = ("task", "metric", "n", "baseline", "candidate", "diff", "low", "high", "p_mcnemar", "verdict", "detectable")
+COLUMNS = ("task", "metric", "n", "baseline", "candidate", "diff", "low", "high", "p_mcnemar", "verdict", "detectable", "p_paired",
+           "note")
 GATE_COLUMNS = ("task", "metric", "n", "of", "failed", "baseline", "candidate", "diff", "low", "high", "verdict", "further_items")
 
 
@@ -51,6 +55,8 @@ class Row:
     of: int | None = None  # the gate: the baseline's items with a value
     failed: int | None = None  # the gate: candidate items without a valid value, counted as the worst value
     further_items: int | None = None  # the gate: about how many more items would decide an inconclusive metric
+    p_paired: float | None = None  # compare: the exact paired (sign-flip) test's two-sided p, where the bootstrap saw a change
+    note: str | None = None  # why a metric is inconclusive where the bootstrap alone would have decided it
 
     def as_dict(self, columns: tuple[str, ...] = COLUMNS) -> dict[str, Any]:
         return {c: getattr(self, c) for c in columns}
@@ -90,6 +96,11 @@ class Comparison:
         tail = f"; {dropped:,} baseline item(s) dropped (--allow-missing)" if dropped else ""
         if bad:
             return f"verdict: REGRESSION in {len(bad)} of {len(gated)} metrics ({', '.join(bad)}){tail}"
+        few = [r for r in open_ if r.note and r.note.startswith(TOO_FEW)]
+        if open_ and few and len(few) == len(open_):
+            return (f"verdict: inconclusive: too few items: {len(few)} of {len(gated)} metrics rest on so few paired items that "
+                    f"no outcome could show a change ({', '.join(f'{r.task} {r.metric} (n {r.n})' for r in few)}): run more "
+                    f"items{tail}")
         if open_:
             need = max((r.detectable or 0) for r in open_)
             return (f"verdict: inconclusive: {len(open_)} of {len(gated)} metrics cannot rule out a drop of {self.max_drop} "
@@ -266,7 +277,17 @@ def _compare(loaded: FinishedRun, other: FinishedRun, max_drop: float, metrics: 
             if spec.paired_exact and all(isinstance(r.get("correct"), bool) for r in pb + pc):
                 p = mcnemar_exact(sum(x["correct"] and not y["correct"] for x, y in zip(pb, pc)),
                                   sum(y["correct"] and not x["correct"] for x, y in zip(pb, pc)))
-            rows.append(Row(t, m, len(ids), vb, vc, diff, low, high, p, _verdict(spec, diff, low, high, max_drop, len(ids)), detectable))
+            verdict = _verdict(spec, diff, low, high, max_drop, len(ids))
+            p_paired = note = None
+            if verdict in ("regression", "improvement"):  # the bootstrap saw a change: an exact test must show it too
+                p_paired = paired_p(task.resampler(pb + pc, prep), len(ids), m, diff, n_boot, seed)
+                if p_paired >= ALPHA:
+                    verdict = "inconclusive"
+                    note = (f"{TOO_FEW}: no outcome of {len(ids)} paired items reaches p < {ALPHA} in an exact paired test "
+                            f"(the smallest p is {exact_floor(len(ids)):.3g})" if exact_floor(len(ids)) >= ALPHA else
+                            f"the exact paired test does not show the {verdict} (p {p_paired:.3g}); the bootstrap interval "
+                            "is too narrow with so few items")
+            rows.append(Row(t, m, len(ids), vb, vc, diff, low, high, p, verdict, detectable, p_paired=p_paired, note=note))
     unknown = [m for m in metrics if m not in available]
     if unknown:
         raise UsageError(f"no task of these runs has the metric {', '.join(repr(m) for m in unknown)}",
@@ -275,6 +296,43 @@ def _compare(loaded: FinishedRun, other: FinishedRun, max_drop: float, metrics: 
 
 
 POWER_Z = 1.959964 + 0.841621  # two-sided 5% test at 80% power: z(0.975) + z(0.80)
+ALPHA = 0.05  # the exact paired test's level (two-sided), as the bootstrap interval's 95%
+TOO_FEW = "too few items"
+EXACT_ALL = 4096  # up to this many sign assignments the paired test enumerates them all (n <= 12 items)
+
+
+def exact_floor(n: int) -> float:
+    """The smallest two-sided p-value an exact paired sign-flip test can reach with n pairs: the
+    observed assignment and its mirror out of 2^n (n <= 5 can never reach 0.05)."""
+    return 2.0 ** (1 - n) if n else 1.0
+
+
+def paired_p(numbers, n: int, metric: str, observed: float | None, n_draws: int, seed: int) -> float:
+    """The two-sided p-value of a paired randomization (sign-flip) test of the difference in
+    `metric`: under no difference, each item's baseline and candidate records are exchangeable,
+    so the difference is recomputed (by the task's own `numbers`, a resampler over the baseline's
+    records then the candidate's) with each pair's two records swapped or not; all 2^n
+    assignments where that is at most EXACT_ALL (exact), else n_draws seeded random ones (a
+    Monte Carlo p, (1 + hits) / (1 + draws)). Valid at any n, unlike a bootstrap interval,
+    which at 2 items collapses to a point."""
+    import numpy as np
+
+    if observed is None or n == 0:
+        return 1.0
+    if 2 ** n <= EXACT_ALL:
+        flips = (np.arange(2 ** n)[:, None] >> np.arange(n)[None, :]) & 1
+        exact = True
+    else:
+        flips = np.random.default_rng(seed).integers(0, 2, size=(n_draws, n))
+        exact = False
+    base = np.arange(n)[None, :] + n * flips  # a swapped pair takes the candidate's record as the baseline's
+    cand = np.arange(n)[None, :] + n * (1 - flips)
+    hits = 0
+    for b, c in zip(base.tolist(), cand.tolist()):
+        vb, vc = numbers(b).get(metric), numbers(c).get(metric)
+        if vb is not None and vc is not None and abs(vc - vb) >= abs(observed) - 1e-12:
+            hits += 1
+    return hits / len(flips) if exact else (1 + hits) / (1 + len(flips))
 
 
 def resolution(n: int) -> float:
@@ -330,6 +388,7 @@ def render(comparison: Comparison, fmt: str) -> str:
     notes = [f"dropped: {t}: {d['missing']:,} of {d['of']:,} baseline items have no candidate score"
              + (" (task not run)" if d.get("task_missing") else "") for t, d in comparison.dropped.items()]
     notes += [f"the runs differ in {d}" for d in comparison.differences]
+    notes += [f"{r.task} {r.metric}: {r.note}" for r in rows if r.note]
     if notes:
         lines += [""] + [bullet + n for n in notes]
     lines += ["", comparison.verdict_line()]
@@ -343,7 +402,9 @@ def junit(comparison: Comparison) -> str:
     cases = []
     for r in comparison.rows:
         skipped = failure = None
-        if r.verdict == "inconclusive":
+        if r.verdict == "inconclusive" and r.note:
+            skipped = f"inconclusive: {r.note} (diff {_fmt(r.diff)}, 95% interval [{_fmt(r.low)}, {_fmt(r.high)}], n {r.n})"
+        elif r.verdict == "inconclusive":
             skipped = (f"inconclusive: a drop beyond {max_drop} is not ruled out (diff {_fmt(r.diff)}, 95% interval "
                        f"[{_fmt(r.low)}, {_fmt(r.high)}], detectable at 80% power {_fmt(r.detectable)}, n {r.n})")
         if r.verdict == "regression":

@@ -71,6 +71,7 @@ class ModelSpec:
     n_ctx: int | None = None  # the context length; None: the model's own (its trained context)
     chat: str = "auto"  # apply the model's chat template: auto (each task's default), on, off
     description: str = ""
+    developer: str = ""  # who made the model (`google`), as an Every Eval Ever record files it; "": not said
     source: str = ""  # the models.toml it came from, or "--model ..."
     root: str = ""  # the folder relative paths in `options` are relative to (the models.toml's)
     options: dict = field(default_factory=dict, hash=False, compare=True)  # the backend's own settings
@@ -92,7 +93,8 @@ class Registry:
 
 # keys every entry may have; any other key is one of its backend's options
 N_CTX_RANGE = (256, 2**20)  # context lengths econeval accepts (the engine aborts below a few tokens, wraps above 2^32)
-_SHARED: dict[str, dict[str, type]] = {"models": {"kind": str, "n_ctx": int, "chat": str, "description": str, "options": dict},
+_SHARED: dict[str, dict[str, type]] = {"models": {"kind": str, "n_ctx": int, "chat": str, "description": str, "developer": str,
+                                                  "options": dict},
            "embedders": {"kind": str, "description": str, "options": dict}}
 
 

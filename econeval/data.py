@@ -21,7 +21,7 @@ import orjson
 import platformdirs
 
 from .config import REPO_ROOT
-from .errors import DataError
+from .errors import DataError, UsageError
 from .results import write_atomic, write_json
 
 
@@ -37,16 +37,27 @@ def installed_dir() -> Path:
     return (Path(home) if home else platformdirs.user_data_path("econeval")) / "data"
 
 
+def env_data_dir() -> Path | None:
+    """ECONEVAL_DATA_DIR, where it is set; set but empty is refused (it would silently mean the
+    package's own data)."""
+    env = os.environ.get("ECONEVAL_DATA_DIR")
+    if env is None:
+        return None
+    if not env.strip():
+        raise UsageError("ECONEVAL_DATA_DIR is set but empty", hint="unset it to use the package's own data, or name the data folder")
+    return Path(env)
+
+
 def data_dir() -> Path:
     """The manifests: ECONEVAL_DATA_DIR (files beside them) or the package's own."""
-    env = os.environ.get("ECONEVAL_DATA_DIR")
-    return Path(env) if env else bundled_dir()
+    env = env_data_dir()
+    return env if env is not None else bundled_dir()
 
 
 def files_dir(benchmark: str) -> Path:
     """Where a benchmark's built files are read: ECONEVAL_DATA_DIR; else beside the package's
     manifests when they were built there (a checkout); else an installed data package."""
-    if os.environ.get("ECONEVAL_DATA_DIR"):
+    if env_data_dir() is not None:
         return data_dir() / benchmark
     names = list(manifest(benchmark)["files"])
     for base in (bundled_dir(), installed_dir()):
@@ -58,7 +69,7 @@ def files_dir(benchmark: str) -> Path:
 def build_dir(benchmark: str) -> Path:
     """Where `data build` writes: ECONEVAL_DATA_DIR, a checkout's datasets_bundled, else the
     installed data folder (an installed package's own folder is not for data)."""
-    if os.environ.get("ECONEVAL_DATA_DIR"):
+    if env_data_dir() is not None:
         return data_dir() / benchmark
     if bundled_dir() == REPO_ROOT / "datasets_bundled" and (REPO_ROOT / "pyproject.toml").is_file():
         return bundled_dir() / benchmark

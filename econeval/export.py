@@ -8,8 +8,9 @@ reads it (finished.open_checked), written in another tool's shape.
   (export_inspect.py; the `inspect` extra).
 - `every-eval-ever`: the run's aggregate record in the Every Eval Ever schema (export_eee.py).
 - `lm-eval`: a results.json in lm-evaluation-harness's layout (`results` with `<metric>,none`
-  keys, `versions`, `n-shot`, `higher_is_better`, `n-samples`, `config`), so scripts written for
-  lm-eval output read econeval's headline numbers.
+  keys, `versions`, `n-shot`, `higher_is_better`, `n-samples`, `config`), valid under lm-eval's
+  own result schema (`lm_eval/result_schema.py`), so scripts written for lm-eval output read
+  econeval's headline numbers.
 
 Every export carries a marker (`econeval_export`; an Every Eval Ever record names econeval as its
 eval_library) so that a later export may replace it; any other
@@ -23,7 +24,9 @@ import csv
 import hashlib
 import io
 import json
+import math
 import re
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -112,51 +115,92 @@ def _parquet(columns: list[str], rows: list[dict]) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
-def _stderr(result: dict, metric: str) -> float | str:
-    """A metric's standard error from its 95% interval (half its width over 1.96), or lm-eval's "N/A"."""
+def _stderr(result: dict, metric: str) -> float | None:
+    """A metric's standard error from its 95% interval (half its width over 1.96); None without one."""
     iv = interval(result, metric)
-    return (iv[1] - iv[0]) / (2 * 1.959964) if iv else "N/A"
+    return (iv[1] - iv[0]) / (2 * 1.959964) if iv else None
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _unix(stamp: Any) -> float | None:
+    """run.json's ISO time as lm-eval's `date` (a UNIX time), or None where it is not one."""
+    try:
+        return datetime.fromisoformat(str(stamp)).timestamp()
+    except ValueError:
+        return None
 
 
 def lm_eval_doc(run: FinishedRun) -> dict[str, Any]:
-    """The run's headline numbers in lm-eval's results.json layout."""
+    """The run's headline numbers in lm-eval's results.json layout, as lm-eval's own result schema
+    (lm_eval/result_schema.py, EvalResults) types it: each task's `name`, `alias` and `sample_len`;
+    a metric as a number, left out where the run computed none (named in the task's config's
+    `not_computed`), its `_stderr` only where the run has an interval; a config's values as text;
+    `date` a UNIX time."""
     if run.record.gate:
         raise UsageError(f"{run.path} is a gate's folder: its items are the gate's sample, not a task's results",
                          hint="export the baseline or candidate run, or use --format table")
-    results = run.results
+    rec, results = run.record, run.results
     doc: dict[str, Any] = {"results": {}, "groups": {}, "group_subtasks": {}, "configs": {}, "versions": {}, "n-shot": {},
-                           "higher_is_better": {}, "n-samples": {}}
-    for name in run.record.tasks:
+                           "higher_is_better": {}, "n-samples": {}, "task_hashes": {}}
+    for name, entry in rec.tasks.items():
         task, res = registry.get_task(name), results.get(name)
         if not isinstance(res, dict):
             continue  # a task with no results (not run for this model): nothing to report
-        row: dict[str, Any] = {"alias": name}
-        better: dict[str, bool] = {}
+        n = res.get("n") if isinstance(res.get("n"), int) else len(run.samples.get(name, {}))
+        row: dict[str, Any] = {"name": name, "alias": name, "sample_len": n}
+        better: dict[str, bool | None] = {}
+        missing = []
         for metric, value in task.headline(res).items():
-            row[f"{metric},none"] = value
-            row[f"{metric}_stderr,none"] = _stderr(res, metric)
             direction = task.metric(metric).direction
-            if direction:
-                better[metric] = direction > 0
+            better[metric] = direction > 0 if direction else None
+            if not _number(value):
+                missing.append(metric)  # not computed (over no parsed item): no number is written for it
+                continue
+            row[f"{metric},none"] = value
+            if (se := _stderr(res, metric)) is not None:
+                row[f"{metric}_stderr,none"] = se
         estimate = obj(res.get("estimate"))
+        shots = task.n_shot(run.preps[name])
+        of = estimate.get("of")
         doc["results"][name] = row
         doc["group_subtasks"][name] = []
         doc["versions"][name] = task.prompt_version
-        doc["n-shot"][name] = task.n_shot(run.preps[name])
+        if shots is not None:
+            doc["n-shot"][name] = shots
         doc["higher_is_better"][name] = better
-        doc["n-samples"][name] = {"original": estimate.get("of", len(run.preps[name].items)), "effective": res.get("n")}
-        doc["configs"][name] = {"task": name, "num_fewshot": doc["n-shot"][name], "description": task.description,
-                                "metadata": {"version": task.prompt_version, "table": res.get("table"),
-                                             "estimate": estimate.get("note"),
-                                             # a task that draws with its authors' seed says so (STEER-ME without --seed)
-                                             "seed": run.preps[name].settings.get("seed", run.record.seed)}}
-    doc["config"] = {"model": run.record.backend_kind, "model_args": run.record.model_name, "limit": run.record.limit,
-                     "random_seed": run.record.seed, "bootstrap_iters": run.record.bootstrap,
-                     "gen_kwargs": None, "model_sha256": run.record.model_sha256}
-    doc["date"] = run.record.started
-    doc["econeval_version"] = run.record.econeval_version
-    doc["data_package"] = run.record.data_package
-    doc[MARK] = "lm-eval/1"
+        doc["n-samples"][name] = {"original": of if isinstance(of, int) else len(run.preps[name].items), "effective": n}
+        # each task's data, as its files' hashes: one hash of them (lm-eval's task_hashes)
+        doc["task_hashes"][name] = hashlib.sha256(json.dumps(entry.get("dataset"), sort_keys=True).encode()).hexdigest()
+        doc["configs"][name] = {
+            "task": name, "description": task.description, "version": task.prompt_version,
+            "table": text(res.get("table")), "estimate": text(estimate.get("note")),
+            "not_computed": ", ".join(missing) or None,
+            # a task that draws with its authors' seed says so (STEER-ME without --seed)
+            "seed": text(run.preps[name].settings.get("seed", rec.seed)),
+            "options": text(entry.get("options") or None)}
+    config: dict[str, Any] = {"model": str(rec.backend_kind or "econeval"), "model_args": rec.model_name, "limit": rec.limit,
+                              "gen_kwargs": None}
+    for key, value in (("random_seed", rec.seed), ("bootstrap_iters", rec.bootstrap)):
+        if isinstance(value, int):
+            config[key] = value
+    if isinstance(rec.model_sha256, str):
+        config["model_sha"] = rec.model_sha256
+    doc["config"] = config
+    doc["model_source"] = str(rec.backend_kind or "econeval")
+    if rec.model_name:
+        doc["model_name"] = rec.model_name
+        doc["model_name_sanitized"] = re.sub(r"[^A-Za-z0-9._-]+", "__", rec.model_name)
+    if (date := _unix(rec.started)) is not None:
+        doc["date"] = date
+        end = _unix(rec.finished)
+        if end is not None:
+            doc["total_evaluation_time_seconds"] = str(end - date)
+    doc["econeval_version"] = rec.econeval_version
+    doc["data_package"] = rec.data_package
+    doc[MARK] = "lm-eval/2"
     return doc
 
 
@@ -196,16 +240,25 @@ FORMATS = ("table", "lm-eval", "inspect", "every-eval-ever")
 FOLDER_MARK = ".econeval_export"  # in an Inspect export's folder: a later export may replace the folder
 
 
-def export(folders: list[Path], fmt: str, out: Path) -> int:
-    """Write the runs in `fmt` to `out`; returns the rows (table), tasks (lm-eval) or logs (inspect) written."""
-    if fmt == "table" and out.suffix not in (".csv", ".parquet"):
+def export(folders: list[Path], fmt: str, out: Path, developer: str | None = None) -> int:
+    """Write the runs in `fmt` to `out`; returns the rows (table), tasks (lm-eval) or logs (inspect) written
+    (`developer`: who made the model, for an Every Eval Ever record whose run does not say)."""
+    if developer is not None and fmt != "every-eval-ever":
+        raise UsageError("--developer is for --format every-eval-ever", hint="leave it out")
+    if developer is not None and (not developer.strip() or "/" in developer):
+        raise UsageError(f"--developer {developer!r}: a name such as google, one path component", hint="name the organisation")
+    to_stdout = str(out) == "-"  # `--out -`: standard output (a table as CSV)
+    if to_stdout and fmt == "inspect":
+        raise UsageError("--out -: an Inspect export is a folder of logs, not one stream", hint="name a folder")
+    if fmt == "table" and not to_stdout and out.suffix not in (".csv", ".parquet"):
         raise UsageError(f"--out {out}: a table is written as .csv or .parquet", hint="name FILE.csv or FILE.parquet")
     if fmt in ("lm-eval", "inspect", "every-eval-ever") and len(folders) != 1:
         raise UsageError(f"an {fmt} export holds one run: name one run folder", hint="export each run on its own")
     if fmt == "inspect":
         return _export_inspect(Path(folders[0]), out)
-    check_output(out)
-    if out.exists() and not _previous(out, fmt):
+    if not to_stdout:
+        check_output(out)
+    if not to_stdout and out.exists() and not _previous(out, fmt):
         raise UsageError(f"--out {out} exists and is not an earlier export of econeval's: it is left as it is",
                          hint="name a new file, or remove that one")
     runs = [_finished(Path(f)) for f in folders]
@@ -215,8 +268,8 @@ def export(folders: list[Path], fmt: str, out: Path) -> int:
     elif fmt == "every-eval-ever":
         from .export_eee import instances, record, samples_path
 
-        doc = record(runs[0])
-        beside = samples_path(out)
+        doc = record(runs[0], developer)
+        beside = None if to_stdout else samples_path(out)
         if beside is not None:  # the datastore's layout: the instance records beside the record, written first
             lines = instances(runs[0], doc)
             body = b"".join(dumps(line, pretty=False) + b"\n" for line in lines)
@@ -228,7 +281,14 @@ def export(folders: list[Path], fmt: str, out: Path) -> int:
     else:
         doc = lm_eval_doc(runs[0])
         data, count = dumps(doc) + b"\n", len(doc["results"])
-    write_output(out, data)
+    if to_stdout:
+        import sys
+
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+    else:
+        write_output(out, data)
     return count
 
 

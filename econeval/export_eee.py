@@ -35,21 +35,50 @@ def _bound(x: float) -> float | str:
     return x if math.isfinite(x) else ("Infinity" if x > 0 else "-Infinity")
 
 
-def _model_info(rec: RunRecord) -> dict:
-    kind = str(rec.backend_kind or "unknown")
+UNKNOWN = "unknown"
+
+
+def model_identity(rec: RunRecord, developer: str | None = None) -> tuple[str, str, str]:
+    """Who made the model and what it is called, as the datastore files it: (developer, model
+    name, where the developer came from). The developer: `developer` (the --developer option),
+    else the models.toml entry's `developer`, else the GGUF's `general.organization`, else the
+    prefix of a served model's `org/name`; "unknown" where none says. The model name: the GGUF's
+    own (`general.basename`, its size label and fine-tune, as GGUF file names join them), else
+    the run's model name. The backend (llamacpp, openai) is the inference platform, never the
+    developer."""
+    name = str(rec.model_name or UNKNOWN)
+    if (rec.gguf("general.basename") or "").strip():
+        name = "-".join(str(v).strip() for k in ("general.basename", "general.size_label", "general.finetune")
+                        if (v := rec.gguf(k)) and v.strip())
+    served_dev, _, served_name = name.partition("/") if rec.backend_kind in SERVED else ("", "", "")
+    for got, where in ((developer, "the --developer option"), (rec.model_developer, "models.toml's developer"),
+                       (rec.gguf("general.organization"), "the GGUF's general.organization"),
+                       (served_dev if served_name else None, "the served model's name")):
+        if isinstance(got, str) and got.strip():
+            dev = got.strip()
+            if name.startswith(dev + "/"):
+                name = name[len(dev) + 1:]
+            return dev, name.replace("/", "_"), where
+    return UNKNOWN, name.replace("/", "_"), "nothing in the run says (the models.toml field `developer` or --developer names it)"
+
+
+def _model_info(rec: RunRecord, developer: str | None = None) -> dict:
+    kind = str(rec.backend_kind or UNKNOWN)
     model = rec.model
-    name = str(rec.model_name or "unknown")
     served = kind in SERVED
+    dev, name, source = model_identity(rec, developer)
     info: dict[str, Any] = {
-        "name": name, "id": name if "/" in name else f"{kind}/{name}",
+        "name": str(rec.model_name or name),
+        # the datastore files a record under the id's prefix: a flat id with developer "unknown" says honestly that
+        # no one named the developer (the validator then calls it not merge-ready, as it should)
+        "id": f"{dev}/{name}" if dev != UNKNOWN else name, "developer": dev,
         "inference_platform": "local" if not served else kind,
         "additional_details": {"deployment_type": "externally_managed" if served else "self_deployed",
-                               "model_availability": "open_weights" if kind == "llamacpp" else "unknown",
-                               **_strings({"econeval_backend": kind, "sha256": model.get("sha256"), "path": model.get("path"),
-                                           "reasoning": rec.reasoning.get("mode")})}}
-    if kind == "llamacpp":
-        info["inference_engine"] = {"name": "llama.cpp (llama-cpp-python)",
-                                    "version": str(obj(rec.environment).get("llama_cpp_python") or "unknown")}
+                               "model_availability": "open_weights" if kind == "llamacpp" else UNKNOWN,
+                               **_strings({"econeval_backend": kind, "sha256": model.get("sha256"),
+                                           "developer_from": source, "reasoning": rec.reasoning.get("mode")})}}
+    if kind == "llamacpp":  # the llama.cpp build run.json records (llama-cpp-python's version)
+        info["inference_engine"] = {"name": "llama.cpp (llama-cpp-python)", "version": rec.engine_version or UNKNOWN}
     return info
 
 
@@ -111,10 +140,11 @@ def instances(run: FinishedRun, doc: dict) -> list[dict]:
     return out
 
 
-def record(run: FinishedRun) -> dict[str, Any]:
-    """The run's aggregate Every Eval Ever record."""
+def record(run: FinishedRun, developer: str | None = None) -> dict[str, Any]:
+    """The run's aggregate Every Eval Ever record (`developer`: who made the model, where the run
+    does not say). No local path is written: the model is named by its id and weights' sha256."""
     rec, results = run.record, run.results
-    info = _model_info(rec)
+    info = _model_info(rec, developer)
     created = str(int(time.time()))
     started = str(rec.started)
     out: list[dict] = []
@@ -151,7 +181,7 @@ def record(run: FinishedRun) -> dict[str, Any]:
             "retrieved_timestamp": created,
             "source_metadata": {"source_name": "econeval", "source_type": "evaluation_run",
                                 "source_organization_name": "econeval (a local run)", "evaluator_relationship": "other",
-                                "additional_details": _strings({"run_folder": str(run.path), "seed": rec.seed,
+                                "additional_details": _strings({"run_folder": run.path.name, "seed": rec.seed,
                                                                 "limit": rec.limit, "data_package": rec.data_version})},
             "eval_library": {"name": "econeval", "version": str(rec.econeval_version or __version__)},
             "model_info": info, "evaluation_results": out}

@@ -3,20 +3,26 @@ log types and written by its own writer (the optional `inspect` extra), so that
 `inspect_ai.log.read_eval_log` reads it back and `inspect view` shows it.
 
 Each item is a sample: its first prompt as the input, every request as a user/assistant turn, the
-answer as the output, the gold answer as the target, and one score `econeval` whose value holds
-the task's item metrics, whose answer is the parse and whose explanation says why an item was not
-parsed. The task's headline numbers are the log's metrics (a 95% interval, where the run has one,
-in the metric's metadata); the model, seed, versions and the data hash are in the eval spec.
+answer as the output, the gold answer as the target (as a reader reads it: `Yes`/`No`, an option's
+letter, the text; Task.shown), and one score `econeval` whose value holds the task's item metrics,
+whose answer is the parse (read the same way; the stored codes in its metadata) and whose
+explanation says why an item was not parsed. The tokens each request counted are the sample's
+and the log's model usage, per model (a judge's under its own name and role). The task's headline
+numbers are the log's metrics, the paper's lead number first (Inspect shows the first; a 95%
+interval, where the run has one, in the metric's metadata); the log's start and end span the
+task's own measured seconds; the model, seed, versions and the data hash are in the eval spec.
 """
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import Any
 
 from . import __version__, registry
 from .errors import UsageError
-from .export_read import TAXONOMY, interval, obj, prompts, text
+from .export_read import TAXONOMY, interval, obj, prompts, text, usage_by_role
 from .finished import FinishedRun
+from .types import MODEL
 
 SCORER = "econeval"
 
@@ -31,21 +37,62 @@ def _inspect():
     return log, model, scorer
 
 
-def _sample(task, item_id: str, rec: dict, model_id: str):
+def _usage(model, counts: dict[str, int]):
+    """Inspect's ModelUsage of a count of tokens (total: input and output)."""
+    n_in, n_out = counts.get("input_tokens", 0), counts.get("output_tokens", 0)
+    return model.ModelUsage(input_tokens=n_in, output_tokens=n_out, total_tokens=n_in + n_out,
+                            reasoning_tokens=counts.get("reasoning_tokens"))
+
+
+def _add(total: dict[str, dict[str, int]], key: str, counts: dict[str, int]) -> None:
+    got = total.setdefault(key, {})
+    for k, v in counts.items():
+        got[k] = got.get(k, 0) + v
+
+
+class _Models:
+    """Who made a role's requests, as Inspect names a model (`<provider>/<name>`)."""
+
+    def __init__(self, rec):
+        self.rec = rec
+        self.model = f"{rec.backend_kind or 'econeval'}/{rec.model_name or 'model'}"
+
+    def of(self, role: str) -> str:
+        if role == MODEL:
+            return self.model
+        entry = self.rec.role(role)
+        name = entry.get("name")
+        if not isinstance(name, str):
+            return role
+        kind = entry.get("kind")
+        return f"{kind}/{name}" if isinstance(kind, str) and "/" not in name else name
+
+    def per_model(self, by_role: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
+        """Counts per role summed per model (a judge that is the evaluated model counts under it)."""
+        out: dict[str, dict[str, int]] = {}
+        for role, counts in by_role.items():
+            _add(out, self.of(role), counts)
+        return out
+
+
+def _sample(task, prep, item_id: str, rec: dict, models: _Models, item: dict | None):
     log, model, scorer = _inspect()
     texts = prompts(rec)
     messages: list = []
     for name, prompt in texts.items():
         messages.append(model.ChatMessageUser(content=prompt))
         if isinstance(rec.get(name), str):
-            messages.append(model.ChatMessageAssistant(content=rec[name], model=model_id))
+            messages.append(model.ChatMessageAssistant(content=rec[name], model=models.model))
     answer = next((rec[k] for k in texts if isinstance(rec.get(k), str)), "")
     ok = not rec.get("error") and not rec.get("skipped")
     values = task.item_values(rec) if ok else {}
     why = rec.get("unparsed_reason") or rec.get("error") or rec.get("skipped")
+    gold_value = rec.get("gold", rec.get("reference"))
+    parsed = rec.get("parsed") if "parsed" in rec else rec.get("answer")  # CFBenchmark's extracted answer is `answer`
     score = scorer.Score(value={m.name: values.get(m.name) for m in task.item_metrics} if ok else {},
-                         answer=text(rec.get("parsed")), explanation=None if why is None else str(why),
-                         metadata={"correct": rec.get("correct") if isinstance(rec.get("correct"), bool) else None})
+                         answer=task.shown(parsed, rec), explanation=None if why is None else str(why),
+                         metadata={"correct": rec.get("correct") if isinstance(rec.get("correct"), bool) else None,
+                                   "parsed": text(rec.get("parsed")), "gold": text(gold_value)})  # the codes as stored
     labels = {k: text(rec.get(k)) for k in TAXONOMY if k in rec}
     if task.group_field and rec.get(task.group_field) is not None:
         labels["group"] = text(rec[task.group_field])
@@ -54,27 +101,44 @@ def _sample(task, item_id: str, rec: dict, model_id: str):
     for k in ("error", "skipped"):
         if rec.get(k):
             labels[k] = str(rec[k])
-    gold = text(rec.get("gold", rec.get("reference"))) or ""
-    return log.EvalSample(id=item_id, epoch=1, input=next(iter(texts.values()), ""), target=gold,
-                          messages=messages, output=model.ModelOutput.from_content(model=model_id, content=answer),
-                          scores={SCORER: score}, metadata=labels)
+    by_role = usage_by_role(task, item, prep, rec)
+    usage = {who: _usage(model, counts) for who, counts in models.per_model(by_role).items()}
+    output = model.ModelOutput.from_content(model=models.model, content=answer)
+    if MODEL in by_role:
+        output.usage = _usage(model, by_role[MODEL])
+    sample = log.EvalSample(id=item_id, epoch=1, input=next(iter(texts.values()), ""), target=task.shown(gold_value, rec) or "",
+                            messages=messages, output=output, scores={SCORER: score}, metadata=labels, model_usage=usage,
+                            role_usage={role: _usage(model, counts) for role, counts in by_role.items() if role != MODEL})
+    return sample, by_role
 
 
 def eval_logs(run: FinishedRun) -> dict[str, Any]:
     """Each task's EvalLog (task name → log)."""
     results = run.results
-    log, _, _ = _inspect()
+    log, model, _ = _inspect()
     rec = run.record
-    model_id = f"{rec.backend_kind or 'econeval'}/{rec.model_name or 'model'}"
+    models = _Models(rec)
+    started = _when(rec.started)
+    elapsed = 0.0  # the tasks' measured seconds laid end to end from the run's start, in the run's order
     out: dict[str, Any] = {}
     for name, entry in rec.tasks.items():
         task, prep, res = registry.get_task(name), run.preps[name], results.get(name)
         if not isinstance(res, dict):
             continue  # not run for this model: no results to log
         recs = run.samples.get(name, {})
-        samples = [_sample(task, item_id, rec, model_id) for item_id, rec in recs.items()]
+        items = {it["id"]: it for it in prep.items}
+        samples: list = []
+        usage: dict[str, dict[str, int]] = {}
+        for item_id, one in recs.items():
+            sample, by_role = _sample(task, prep, item_id, one, models, items.get(item_id))
+            samples.append(sample)
+            for role, counts in by_role.items():
+                _add(usage, role, counts)
         metrics = {}
-        for metric, value in task.headline(res).items():
+        lead = task.lead_metric()
+        headline = task.headline(res)
+        for metric in sorted(headline, key=lambda m: m != lead):  # the paper's headline number first: Inspect shows it
+            value = headline[metric]
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 iv = interval(res, metric)
                 metrics[metric] = log.EvalMetric(name=metric, value=value, metadata={"interval_95": list(iv)} if iv else None)
@@ -82,20 +146,39 @@ def eval_logs(run: FinishedRun) -> dict[str, Any]:
         scored = res.get("n_scored") if isinstance(res.get("n_scored"), int) else None
         results_ = log.EvalResults(total_samples=len(recs), completed_samples=len(recs), scores=[log.EvalScore(
             name=SCORER, scorer=SCORER, scored_samples=scored, unscored_samples=None if scored is None else len(recs) - scored,
-            metrics=metrics, metadata={"table": res.get("table"), "estimate": estimate.get("note"), "n": res.get("n")})])
+            metrics=metrics, metadata={"table": res.get("table"), "estimate": estimate.get("note"), "n": res.get("n"),
+                                       "not_computed": [m for m, v in headline.items() if v is None] or None})])
+        seconds = rec.task_seconds(name)
         spec = log.EvalSpec(
             created=str(rec.started), task=f"econeval/{name}", task_version=task.prompt_version,
             task_description=task.description, task_attribs={"benchmark": task.benchmark, "suite": task.suite},
             task_args=entry.get("options") or {},
             dataset=log.EvalDataset(name=task.benchmark, samples=len(prep.items), sample_ids=list(recs)),
-            model=model_id, config=log.EvalConfig(limit=rec.limit),
+            model=models.model, config=log.EvalConfig(limit=rec.limit),
             packages={"econeval": str(rec.econeval_version or __version__)},
             metadata={"seed": rec.seed, "dataset": entry.get("dataset"), "data_package": rec.data_package,
                       "model": rec.model, "identity": rec.identity, "run_folder": str(run.path),
-                      "n_shot": task.n_shot(prep)})
-        stats = log.EvalStats(started_at=str(rec.started), completed_at=str(rec.finished or rec.started))
+                      "n_shot": task.n_shot(prep), "headline": lead,
+                      "timing": "started_at and completed_at: this task's measured seconds (run.json's timing), laid end "
+                                "to end from the run's start in the run's task order"})
+        if started is not None and seconds is not None:
+            begin, end = started + timedelta(seconds=elapsed), started + timedelta(seconds=elapsed + seconds)
+            elapsed += seconds
+            stats = log.EvalStats(started_at=begin.isoformat(), completed_at=end.isoformat())
+        else:  # no measured time for the task: the run's own times
+            stats = log.EvalStats(started_at=str(rec.started), completed_at=str(rec.finished or rec.started))
+        stats.model_usage = {who: _usage(model, counts) for who, counts in models.per_model(usage).items()}
+        stats.role_usage = {role: _usage(model, counts) for role, counts in usage.items() if role != MODEL}
         out[name] = log.EvalLog(version=2, status="success", eval=spec, results=results_, stats=stats, samples=samples)
     return out
+
+
+def _when(stamp: Any) -> datetime | None:
+    """run.json's ISO time, or None where it is not one."""
+    try:
+        return datetime.fromisoformat(str(stamp))
+    except ValueError:
+        return None
 
 
 def log_name(created: str, task: str) -> str:

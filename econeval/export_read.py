@@ -42,3 +42,45 @@ def interval(result: dict, metric: str) -> tuple[float, float] | None:
     if isinstance(iv, list) and len(iv) == 2 and all(isinstance(x, (int, float)) and math.isfinite(x) for x in iv):
         return iv[0], iv[1]
     return None
+
+
+def call_roles(task, item: dict | None, prep, rec: dict) -> dict[str, str]:
+    """Which role (model, judge, embedder, ...) made each of the record's requests, by replaying
+    the task's stages on the record's own outputs; a request the replay does not reach (an item
+    not in the data, a record the task cannot read) counts as the evaluated model's."""
+    from .types import MODEL
+
+    calls = obj(rec.get("calls"))
+    roles = {name: MODEL for name in calls}
+    if item is None:
+        return roles
+    outputs: dict[str, Any] = {"calls": {}}
+    try:
+        for _ in range(max(1, task.stages)):
+            reqs = task.requests(item, prep, outputs)
+            if not reqs:
+                break
+            for name, req in reqs.items():
+                roles[name] = req.role
+                if name in rec:
+                    outputs[name] = rec[name]
+                outputs["calls"][name] = calls.get(name, {})
+    except Exception:  # noqa: BLE001 - a record the task cannot replay: its requests stay the model's
+        pass
+    return roles
+
+
+def usage_by_role(task, item: dict | None, prep, rec: dict) -> dict[str, dict[str, int]]:
+    """The record's token counts summed per role: input, output and reasoning tokens of the
+    requests that role made (a count the backend did not make is left out, never taken as 0)."""
+    roles = call_roles(task, item, prep, rec)
+    out: dict[str, dict[str, int]] = {}
+    for name, call in obj(rec.get("calls")).items():
+        if not isinstance(call, dict):
+            continue
+        got = out.setdefault(roles.get(name, "model"), {})
+        for key, field in (("n_prompt_tokens", "input_tokens"), ("n_tokens", "output_tokens"), ("n_reasoning_tokens", "reasoning_tokens")):
+            v = call.get(key)
+            if isinstance(v, int) and not isinstance(v, bool):
+                got[field] = got.get(field, 0) + v
+    return {role: u for role, u in out.items() if u}

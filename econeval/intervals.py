@@ -40,6 +40,10 @@ def headline_intervals(task: Task, records: list[dict], prep: Prepared, n_boot: 
     (`Task.sample_cells`) gets the Pólya interval for the numbers they determine instead."""
     if not n_boot or not records:
         return None
+    # a count over no parsed item (all unparsed: EconNLI-gen's judge labels none) rests on no answer: a resample of
+    # unparsed items is unparsed again, so its interval would be a point; it gets none (other numbers are null then)
+    counts = {m.name for m in task.metrics if m.count}
+    unanchored = counts if counts and task.aggregate(records, prep).get("n_scored") == 0 else set()
     from .sampling import boot_indices, shrink
 
     polya = polya_intervals(task, records, prep, n_boot, seed, sample[0]) if sample and task.sample_cells else {}
@@ -64,7 +68,10 @@ def headline_intervals(task: Task, records: list[dict], prep: Prepared, n_boot: 
     out: dict[str, Any] = {"method": method, "seed": seed}
     for key, values in draws.items():
         iv = polya.get(key) or percentile_interval(values)
-        out[key] = list(iv) if iv else None
+        out[key] = list(iv) if iv and key not in unanchored else None
+    if unanchored & set(draws):
+        out["method"] += (f"; none for {', '.join(sorted(unanchored & set(draws)))}: counts over no parsed item (all "
+                          f"{n} unparsed), a resample of which is a point")
     if polya:
         out["method"] = (_POLYA_METHOD.format(n=n, draws=n_boot, which=", ".join(sorted(polya)))
                          + ("; the rest: " + method if set(draws) - set(polya) else ""))

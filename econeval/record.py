@@ -336,6 +336,25 @@ class RunRecord:
         return _text(self.model, "predictions")
 
     @property
+    def model_developer(self) -> str | None:
+        """Who made the model, as its models.toml entry says (`developer`); None: not said."""
+        return _text(self.model, "developer")
+
+    def gguf(self, key: str) -> str | None:
+        """A text value of the model file's own metadata as the run recorded it (`general.organization`)."""
+        return _text(_obj(self.model.get("gguf_metadata")), key)
+
+    def task_seconds(self, task: str) -> float | None:
+        """The seconds the run measured for a task's items (its `timing`, summed over resumes); None: not measured."""
+        got = _obj(_obj(self.timing).get(task)).get("seconds")
+        return float(got) if isinstance(got, (int, float)) and not isinstance(got, bool) else None
+
+    @property
+    def engine_version(self) -> str | None:
+        """The llama.cpp build that ran the model (llama-cpp-python's version); None for another backend."""
+        return _text(self.backend, "llama_cpp_python")
+
+    @property
     def backend_kind(self) -> str | None:
         return _text(self.backend, "kind")
 

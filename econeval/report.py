@@ -15,7 +15,7 @@ from . import reasoning, registry
 from .errors import UsageError, clean_tree
 from .finished import FinishedRun, open_run
 from .record import RunRecord
-from .tables import as_dict, cell
+from .tables import as_dict, cell, has_setting
 
 
 def _open(folder: Path) -> FinishedRun:
@@ -45,12 +45,14 @@ def _labels(runs: list[FinishedRun]) -> None:
     --limit 2, ...); the folder's name where nothing else tells two runs apart."""
     settings = [_settings(r.record) for r in runs]
     keys = sorted({k for s in settings for k in s})
-    differ = [k for k in keys if len({repr(s.get(k)) for s in settings}) > 1]
+    # a setting tells runs apart where the runs that have it differ in it: a task option of a task only one run has
+    # (the tasks of the two differ) is no difference, and would put every option of both into both labels
+    differ = [k for k in keys if len({repr(s[k]) for s in settings if k in s}) > 1]
     keys_ = [r.record.reasoning_key() for r in runs]
     plain = all(k["mode"] == "auto" and not k["reasons"] for k in keys_)  # no run reasoned or set a mode: no label
     differ = [k for k in differ if k != "reasoning"]
     for r, s, key in zip(runs, settings, keys_):
-        parts = [f"{k} {s.get(k) if s.get(k) is not None else '-'}" for k in differ]
+        parts = [f"{k} {s.get(k) if s.get(k) is not None else '-'}" for k in differ if k in s]
         if not plain:
             parts.append(reasoning.describe_key(key))
         r.label = r.model + (f" ({', '.join(parts)})" if parts else "")
@@ -76,6 +78,33 @@ def tables(runs: list[FinishedRun]) -> list:
     return out
 
 
+def estimates(runs: list[FinishedRun]) -> list[dict[str, Any]]:
+    """Per run of a --sample or --budget: each task's headline estimates of the full set's numbers
+    with their 95% intervals and the items they rest on (counts left out: another scale)."""
+    from .tables import interval
+
+    out = []
+    for run in runs:
+        rows = []
+        for name, res in run.results.items():
+            est = res.get("estimate") if isinstance(res, dict) else None
+            if not isinstance(est, dict):
+                continue
+            task = registry.tasks().get(name)
+            if task is None:
+                continue
+            for metric, value in task.headline(res).items():
+                spec = task.metric(metric)
+                if spec.count or not isinstance(value, (int, float)) or isinstance(value, bool):
+                    continue
+                iv = interval(res, metric)
+                rows.append({"task": name, "metric": metric, "value": value, "low": iv[0] if iv else None,
+                             "high": iv[1] if iv else None, "direction": spec.direction, "from": est.get("from"), "of": est.get("of")})
+        if rows:
+            out.append({"run": run.label, "rows": rows})
+    return out
+
+
 def build(folders: list[Path]) -> dict[str, Any]:
     """The report document: runs, tables (paper rows and run rows, each with its figures), and
     the paired comparison of each later run against the first when the runs share tasks."""
@@ -86,7 +115,7 @@ def build(folders: list[Path]) -> dict[str, Any]:
     doc = {"runs": [{"label": r.label, "folder": str(r.path), "model": r.model, "limit": r.record.limit,
                      "seed": r.record.seed, "econeval_version": r.record.econeval_version,
                      "data_package": r.record.data_version, "tasks": sorted(r.results)} for r in runs],
-           "tables": [as_dict(t) for t in tables(runs)], "compare": []}
+           "tables": [as_dict(t) for t in tables(runs)], "compare": [], "estimates": estimates(runs)}
     if len(runs) > 1:
         from . import compare
 
@@ -112,7 +141,7 @@ def _row_cells(t: dict, row: dict) -> list[str]:
 
 
 def _head(t: dict) -> list[str]:
-    return ["source", t.get("row_label", "model"), "setting", *t["columns"], "n"]
+    return ["source", t.get("row_label", "model"), *(["setting"] if has_setting(t) else []), *t["columns"], "n"]
 
 
 def md_text(text: str) -> str:
@@ -128,7 +157,7 @@ def render_md(doc: dict) -> str:
     for t in doc["tables"]:
         out += [f"## {t['title']}", "", "| " + " | ".join(_head(t)) + " |", "|" + "---|" * len(_head(t))]
         for row in t["rows"]:
-            cells = [row["source"], row["label"], row.get("setting") or "", *_row_cells(t, row),
+            cells = [row["source"], row["label"], *([row.get("setting") or ""] if has_setting(t) else []), *_row_cells(t, row),
                      "" if row.get("n") is None else str(row["n"])]
             out.append("| " + " | ".join(md_text(c) for c in cells) + " |")
         out += [""] + [f"- {md_text(n)}" for n in t["notes"]] + [""]
@@ -140,6 +169,12 @@ def render_md(doc: dict) -> str:
         from .compare import Comparison, Row, render
 
         out += [render(Comparison([Row(**r) for r in c["rows"]], c["dropped"], c["differences"], c["max_drop"]), "md"), ""]
+    for est in doc.get("estimates") or []:
+        out += [f"## Estimates: {md_text(est['run'])}", "", "| task | metric | estimate [95% interval] | items |", "|---|---|---|---|"]
+        out += [f"| {md_text(r['task'])} | {md_text(r['metric'])} | "
+                f"{cell_iv(r['value'], [r['low'], r['high']] if r['low'] is not None else None, 3)} | {r['from']} of {r['of']} |"
+                for r in est["rows"]]
+        out.append("")
     return "\n".join(out)
 
 

@@ -9,7 +9,9 @@ import html
 import io
 from typing import Any
 
-from .tables import cell
+from .tables import cell, has_setting
+
+LEGEND_WRAP = 48  # characters of a series name a line: a long run label wraps within the figure
 
 CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2rem auto;max-width:1360px;color:#222;padding:0 1rem}
@@ -20,7 +22,8 @@ th{background:#f3f3f3}td.l{text-align:left}tr.run td{background:#eef5ff;font-wei
 .iv{color:#666;font-weight:400;font-size:.75rem}ul.notes{font-size:.85rem;color:#444}
 p.part{font-size:.8rem;color:#555;margin:.8rem 0 0}td.l{max-width:22rem;overflow:hidden;text-overflow:ellipsis}
 th:first-child,td:first-child{position:sticky;left:0;background:#fff}tr.run td:first-child{background:#eef5ff}
-figure{margin:1rem 0}figcaption{font-size:.85rem;color:#444}.muted{color:#777}
+figure{margin:1rem 0;max-width:100%;overflow-x:auto}figure svg{max-width:100%;height:auto}
+figcaption{font-size:.85rem;color:#444}.muted{color:#777}
 """
 
 
@@ -66,7 +69,7 @@ def _bars(plt, np, fig_doc):
         ivs = ser.get("intervals") or [None] * len(vals)
         lo = [v - iv[0] if iv and v == v else 0 for v, iv in zip(vals, ivs)]
         hi = [iv[1] - v if iv and v == v else 0 for v, iv in zip(vals, ivs)]
-        ax.bar(pos, vals, width, label=ser["name"], color=colors[i % len(colors)], yerr=[lo, hi], capsize=2,
+        ax.bar(pos, vals, width, label=_wrap(ser["name"]), color=colors[i % len(colors)], yerr=[lo, hi], capsize=2,
                error_kw={"lw": 0.8})
     for m, (mark, style) in enumerate(zip(fig_doc.get("marks") or [], ("_", "x", "+", "1"))):
         xs, ys = [], []
@@ -82,8 +85,17 @@ def _bars(plt, np, fig_doc):
     ax.set_xticks(x, groups, rotation=20, ha="right")
     if fig_doc.get("ylim"):
         ax.set_ylim(*fig_doc["ylim"])
-    ax.legend(fontsize=8)
+    # below the axes, wrapped: a legend of long labels never widens the figure past the page
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=1 if k > 2 or any(len(s["name"]) > 30 for s in
+                                                                                                   fig_doc["series"]) else 2,
+              frameon=False)
     return fig
+
+
+def _wrap(text: str) -> str:
+    import textwrap
+
+    return "\n".join(textwrap.wrap(str(text), LEGEND_WRAP, break_long_words=True)) or str(text)
 
 
 def _heatmap(plt, np, fig_doc):
@@ -110,20 +122,55 @@ def _reliability(plt, np, fig_doc):
 
 
 def _forest(plt, np, fig_doc):
+    """Each metric's change, better to the right: a lower-is-better metric's (ECE, Brier) drawn
+    negated, so that left of the dashed line at -max_drop is a drop beyond the margin for every row."""
     rows = fig_doc["rows"]
     fig, ax = plt.subplots(figsize=(6, 0.32 * len(rows) + 1.2))
     y = np.arange(len(rows))[::-1]
     for yi, r in zip(y, rows):
         c = {"regression": "#d62728", "improvement": "#2ca02c", "inconclusive": "#e6a100"}.get(r["verdict"], "#444")
-        ax.plot([r["low"], r["high"]], [yi, yi], color=c, lw=2)
-        ax.plot([r["diff"]], [yi], "o", color=c)
+        sign = -1 if r.get("direction", 1) < 0 else 1
+        ax.plot([sign * r["low"], sign * r["high"]], [yi, yi], color=c, lw=2)
+        ax.plot([sign * r["diff"]], [yi], "o", color=c)
     ax.axvline(0, color="#888", lw=1)
-    ax.set_yticks(y, [f"{r['task']} {r['metric']}" for r in rows], fontsize=7)
-    ax.set_xlabel("candidate − baseline (95% paired bootstrap interval)")
+    max_drop = fig_doc.get("max_drop")
+    if isinstance(max_drop, (int, float)):
+        ax.axvline(-max_drop, color="#d62728", lw=1, ls="--", label=f"-max_drop ({-max_drop:g})")
+        ax.legend(fontsize=7, loc="lower right")
+    labels = [f"{r['task']} {r['metric']}" + (" (lower is better: negated)" if r.get("direction", 1) < 0 else "") for r in rows]
+    ax.set_yticks(y, labels, fontsize=7)
+    ax.set_xlabel("change, better → (candidate − baseline; 95% paired bootstrap interval)")
     return fig
 
 
-KINDS = {"bars": _bars, "heatmap": _heatmap, "reliability": _reliability, "forest": _forest}
+def _estimates(plt, np, fig_doc):
+    """A run's estimates of the full sets' numbers: each task's headline number and its 95% interval
+    (a --sample or --budget run), the items it rests on beside the label."""
+    rows = fig_doc["rows"]
+    fig, ax = plt.subplots(figsize=(6, 0.32 * len(rows) + 1.2))
+    y = np.arange(len(rows))[::-1]
+    for yi, r in zip(y, rows):
+        if r.get("low") is not None and r.get("high") is not None:
+            ax.plot([r["low"], r["high"]], [yi, yi], color="#1f77b4", lw=2)
+        ax.plot([r["value"]], [yi], "o", color="#1f77b4" if r.get("low") is not None else "#999")
+    labels = [f"{r['task']} {r['metric']}" + (f" ({r['from']:,} of {r['of']:,})" if isinstance(r.get("from"), int)
+                                              and isinstance(r.get("of"), int) else "") for r in rows]
+    ax.set_yticks(y, labels, fontsize=7)
+    ax.set_xlabel("estimate of the full set's number (95% interval; grey: none)")
+    return fig
+
+
+def _direction(row: dict) -> int:
+    """+1 where larger is better, -1 where smaller is (the task's declared metric)."""
+    from . import registry
+
+    try:
+        return registry.get_task(str(row["task"])).metric(str(row["metric"])).direction or 1
+    except Exception:  # noqa: BLE001 - a task this econeval does not know: drawn as it is
+        return 1
+
+
+KINDS = {"bars": _bars, "heatmap": _heatmap, "reliability": _reliability, "forest": _forest, "estimates": _estimates}
 
 
 def _figures(figs: list[dict], mpl) -> list[str]:
@@ -153,7 +200,9 @@ def _table(t: dict) -> str:
         idx = [cols.index(c) for c in shown]
         if len(parts) > 1:
             out.append(f'<p class="part">{"Per column" if k == 0 else "Headline: " + ", ".join(map(e, head))}</p>')
-        header = "".join(f"<th>{e(c)}</th>" for c in ["source", t.get("row_label", "model"), "setting", *shown, "n"])
+        setting = has_setting(t)
+        header = "".join(f"<th>{e(c)}</th>" for c in ["source", t.get("row_label", "model"), *(["setting"] if setting else []),
+                                                      *shown, "n"])
         rows = []
         for row in t["rows"]:
             ivs = row.get("intervals") or [None] * len(row["values"])
@@ -166,8 +215,9 @@ def _table(t: dict) -> str:
                 cells.append(f"<td>{text}</td>")
             cls = ' class="run"' if row["source"] == "run" else ""
             n = "" if row.get("n") is None else e(str(row["n"]))
+            where = f"<td class=l>{e(row.get('setting') or '')}</td>" if setting else ""
             rows.append(f"<tr{cls}><td class=l>{e(row['source'])}</td><td class=l>{e(row['label'])}</td>"
-                        f"<td class=l>{e(row.get('setting') or '')}</td>{''.join(cells)}<td>{n}</td></tr>")
+                        f"{where}{''.join(cells)}<td>{n}</td></tr>")
         out.append(f'<table class="results"><thead><tr>{header}</tr></thead><tbody>{"".join(rows)}</tbody></table>')
     notes = "".join(f"<li>{e(n)}</li>" for n in t["notes"])
     return "".join(out) + f'<ul class="notes">{notes}</ul>'
@@ -205,8 +255,17 @@ def render_html(doc: dict[str, Any]) -> str:
         rows = [r for r in c["rows"] if r.get("diff") is not None and r.get("low") is not None]
         if rows:
             wanted = True
-            parts += _figures([{"kind": "forest", "rows": rows, "caption": f"Compare: {c['candidate']} against {c['baseline']} "
-                                                                          "(red: regression beyond the margin)."}], mpl)
+            parts += _figures([{"kind": "forest", "rows": [{**r, "direction": _direction(r)} for r in rows], "max_drop": c.get("max_drop"),
+                                "caption": f"Compare: {c['candidate']} against {c['baseline']}: better to the right (a "
+                                           "lower-is-better metric negated); the dashed line is -max_drop; red: regression "
+                                           "beyond the margin."}], mpl)
+    for est in doc.get("estimates") or []:
+        parts.append(f"<h2>Estimates: {e(est['run'])}</h2>")
+        wanted = True
+        parts += _figures([{"kind": "estimates", "rows": est["rows"],
+                            "caption": f"{est['run']}: each task's headline numbers estimated for the full set from a "
+                                       "stratified sample (--sample or --budget), with 95% intervals; (n of N): the items "
+                                       "run of the task's."}], mpl)
     if wanted and mpl is None:
         parts.append('<p class="muted">Plots need matplotlib: pip install "econeval[report]".</p>')
     parts.append("</body></html>")

@@ -124,6 +124,13 @@ def task_rows(runs: list[Any], settings: "typing.Mapping[str, str | None]", valu
     return out
 
 
+def has_setting(t: dict) -> bool:
+    """Whether a table's rows name a setting (the prompting, an adaptation): a table whose rows
+    are groups of items names none, and a "setting" column there would be empty, or a second one
+    beside a row label of that name."""
+    return any(row.get("setting") for row in t["rows"])
+
+
 def cell(value, decimals: int) -> str:
     """A table cell as text: – for a number not computed."""
     if value is None:

@@ -8,6 +8,7 @@ outputs back to the task to score. Backends answer with Completion and OptionSco
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence, TypedDict, Union
 
@@ -335,6 +336,7 @@ class Task:
     new_roles: tuple[Role, ...] = ()  # roles of its own beyond the shared ones (types.SHARED_ROLES)
     options: tuple[TaskOption, ...] = ()
     metrics: tuple[Metric, ...] = ()  # its headline metrics: direction, paired test, count (compare reads them)
+    lead: str = ""  # the number its paper leads with (an Inspect log's headline); "": the first of `metrics`
     # the item-level metrics `econeval gate` decides on: each the mean over the task's items of a
     # value per item (`item_values`), within the metric's `bounds`
     item_metrics: tuple[Metric, ...] = (Metric("accuracy", paired_exact=True),)
@@ -350,6 +352,18 @@ class Task:
     def metric(self, name: str) -> Metric:
         """The declared metric of that name; an undeclared headline number counts as larger-is-better."""
         return next((m for m in self.metrics if m.name == name), Metric(name))
+
+    def lead_metric(self) -> str | None:
+        """The headline metric a reader sees first (the paper's main number): `lead`, else the first declared."""
+        return self.lead or (self.metrics[0].name if self.metrics else None)
+
+    def shown(self, value: Any, record: Mapping[str, Any]) -> str | None:
+        """A record's gold answer or parse as a reader reads it (a label, an option's letter, the
+        text) rather than the code it is stored as; None stays None. Default: text as it is, any
+        other value as JSON."""
+        if value is None:
+            return None
+        return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
     def prepare(self, ctx: Any) -> Prepared:
         raise NotImplementedError

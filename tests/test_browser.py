@@ -107,3 +107,29 @@ def test_the_reports_headline_columns_are_in_view_at_1400_px(cli, tmp_path, tiny
     assert seen == headline
     assert all(c["visible"] for c in cells if c["th"] in headline | {"model", "source"}), \
         [c for c in cells if not c["visible"]]
+
+
+def test_runs_differing_in_tasks_get_short_labels_and_every_figure_fits_the_page(cli, tmp_path):
+    """Two runs whose tasks differ: a label names the model and what tells the runs apart, not
+    every task option of both (which made the EconNLI chart 1,234 pt and the STEER-ME heatmap
+    2,007 pt wide); every figure lies within the page at 1,400 px, legend included."""
+    pytest.importorskip("matplotlib")
+    runs = []
+    for name, tasks in (("m", ("econnli-zero", "econnli-icl", "econlogicqa-1shot", "steer-me")), ("n", ("econnli-zero", "steer-me"))):
+        out = tmp_path / name
+        rc, _, err = cli("run", "--model", f"fake:{name}", *(a for t in tasks for a in ("--task", t)), "--limit", "3", "-q",
+                         "--out", out)
+        assert rc == 0, err
+        runs.append(out)
+    page = tmp_path / "report.html"
+    rc, _, err = cli("report", *runs, "--format", "html", "--out", page)
+    assert rc == 0, err
+    text = page.read_text()
+    assert "<b>m</b>" in text and "<b>n</b>" in text and "shots per-item" not in text  # nothing but the model tells them apart
+    probe = """
+      const width = document.documentElement.clientWidth;
+      return [...document.querySelectorAll('figure svg')].map(s => {
+        const r = s.getBoundingClientRect(); return {left: r.left, right: r.right, width: width}; });"""
+    figures = _run_in_browser(page, probe, tmp_path, shot=tmp_path / "report.png")
+    assert len(figures) >= 3  # the EconNLI bars, STEER-ME's reliability diagrams and heatmap, the forest plot
+    assert all(f["left"] >= 0 and f["right"] <= f["width"] + 1 for f in figures), figures

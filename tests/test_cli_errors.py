@@ -113,3 +113,96 @@ def test_a_near_miss_name_gets_a_did_you_mean(cli, tmp_path):
     assert_clean_failure(*cli("run", "--task", "econnli-zer0", "--out", tmp_path / "a"), 2, "did you mean 'econnli-zero'")
     assert_clean_failure(*cli("run", "--suite", "econlogic", "--out", tmp_path / "b"), 2, "did you mean 'econlogicqa'")
     assert_clean_failure(*cli("run", "--model", "gemma3-207m", "--out", tmp_path / "c"), 2, "did you mean 'gemma3-270m'")
+
+
+def test_debug_after_the_subcommand_shows_the_traceback_of_the_error_itself(cli, tmp_path):
+    rc, out, err = cli("run", "--model", tmp_path / "nope.gguf", "--debug")
+    assert rc != 0 and "Traceback" in err and "model file not found" in err and "No such option" not in err
+    rc, out, err = cli("run", "--model", tmp_path / "nope.gguf")  # without it: one line
+    assert_clean_failure(rc, out, err, 2, "model file not found")
+
+
+def test_bare_econeval_prints_its_help_laid_out(cli):
+    rc, out, err = cli()
+    assert rc == 2 and "Traceback" not in err
+    lines = err.splitlines()
+    assert lines[0].startswith("Usage: econeval") and len(lines) > 20 and "econeval: error" not in err
+    assert any(line.strip().startswith("run ") for line in lines)  # the commands, one a line
+
+
+def test_the_help_quick_start_is_the_readmes_command_1_and_names_the_environment():
+    import re
+
+    from conftest import REPO
+    from econeval.cli import ENVIRONMENT, QUICK_START, cli as group
+
+    readme = (REPO / "README.md").read_text()
+    command_1 = re.search(r"# 1\..*?\n(?:#.*\n)*(.*econeval run[^\n]*)", readme).group(1)
+    run_args = QUICK_START.split("econeval run", 1)[1].split()
+    assert run_args == command_1.split("econeval run", 1)[1].split(), (QUICK_START, command_1)
+    assert "--limit 2" not in group.help and QUICK_START in group.help
+    # every variable econeval reads is in the help and in docs/using.md
+    source = "".join(p.read_text() for p in (REPO / "econeval").rglob("*.py"))
+    read = set(re.findall(r'environ(?:\.get)?\(\s*"(ECONEVAL_[A-Z_]+)"', source))
+    assert read >= {"ECONEVAL_HOME", "ECONEVAL_CACHE", "ECONEVAL_DATA_DIR", "ECONEVAL_DEBUG", "ECONEVAL_MODELS", "ECONEVAL_PLUGINS"}
+    using = (REPO / "docs" / "using.md").read_text()
+    for name in read:
+        assert name in ENVIRONMENT and f"`{name}`" in using, name
+
+
+def test_an_empty_data_dir_is_refused_in_one_line(cli):
+    for args in (("--version",), ("data", "build"), ("list",)):
+        rc, out, err = cli(*args, env={"ECONEVAL_DATA_DIR": ""})
+        if args == ("list",):  # reads no data: it still works
+            assert rc == 0, err
+            continue
+        assert_clean_failure(rc, out, err, 2, "ECONEVAL_DATA_DIR is set but empty")
+        assert "complete" not in out
+
+
+def test_out_dash_writes_standard_output_and_no_file_named_dash(cli, tmp_path, monkeypatch):
+    import json
+
+    run = tmp_path / "run"
+    rc, out, err = cli("run", "--model", "fake:m", "--task", "econnli-zero", "--limit", "3", "-q", "--json", "--out", run)
+    assert rc == 0, err
+    assert json.loads(out)["run_folder"] == str(run)  # a script's next command needs the folder
+    monkeypatch.chdir(tmp_path)
+    rc, out, err = cli("export", run, "--format", "lm-eval", "--out", "-")
+    assert rc == 0 and json.loads(out)["results"]["econnli-zero"]["sample_len"] == 3, err
+    rc, out, err = cli("export", run, "--format", "table", "--out", "-")
+    assert rc == 0 and out.startswith("# econeval_export table/1") and len(out.splitlines()) == 2 + 3, err
+    rc, out, err = cli("report", run, "--format", "json", "--out", "-")
+    assert rc == 0 and json.loads(out), err
+    rc, out, err = cli("data", "export", "econnli-zero", "--prompts", "--limit", "2")  # no --out: standard output
+    assert rc == 0 and [json.loads(line)["id"] for line in out.splitlines()] == ["econnli/test/0", "econnli/test/1"], err
+    rc, out, err = cli("data", "export", "econnli", "--out", "-")
+    assert rc == 0 and len(out.splitlines()) == 1026, err
+    assert_clean_failure(*cli("export", run, "--format", "inspect", "--out", "-"), 2, "folder of logs")
+    assert not (tmp_path / "-").exists() and not any(p.name == "-" for p in (tmp_path / "run").iterdir())
+
+
+def test_shell_completion_offers_task_suite_and_model_names(cli_process):
+    def complete(*words):
+        env = {"_ECONEVAL_COMPLETE": "bash_complete", "COMP_WORDS": " ".join(("econeval", *words)), "COMP_CWORD": str(len(words))}
+        rc, out, err = cli_process(env=env)
+        assert rc == 0, err
+        return [line.split(",", 1) for line in out.splitlines()]
+
+    assert ["plain", "econnli-zero"] in complete("run", "--task", "econnli-") and \
+        all(v.startswith("econnli-") for _, v in complete("run", "--task", "econnli-"))
+    assert {v for _, v in complete("run", "--suite", "")} >= {"econnli", "econlogicqa", "cfbenchmark", "steer-me", "all"}
+    models = complete("run", "--model", "gem")
+    assert ["plain", "gemma3-270m"] in models and ["file", "gem"] in models  # a registry name, and files
+    assert ["plain", "openai:"] in complete("gate", "base", "--model", "open")
+    assert {v for _, v in complete("data", "export", "econlogicqa")} == {"econlogicqa", "econlogicqa-1shot", "econlogicqa-5shot"}
+
+
+def test_the_public_api_is_listed():
+    import econeval
+
+    assert set(econeval.__all__) >= {"evaluate", "score_predictions", "export_prompts", "Full", "Limit", "StratifiedSample",
+                                     "Shard", "from_flags", "__version__"}
+    assert set(econeval.__all__) <= set(dir(econeval))
+    for name in econeval.__all__:
+        assert getattr(econeval, name) is not None

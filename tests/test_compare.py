@@ -120,3 +120,59 @@ def test_compare_and_gate_write_junit_one_way():
     cases = list(root.iter("testcase"))
     assert cases[0].get("classname") == 'a"<b>' and cases[0].find("failure").get("message").startswith("regression: diff -0.1000")
     assert cases[1].find("skipped").get("message").startswith("inconclusive:") and cases[2].find("failure") is None
+
+
+def _flipped(cli, tmp_path, n, flip, name):
+    """A folder of econlogicqa-1shot's first n items scored from predictions: the gold ordering,
+    reversed (wrong) for the items in `flip`."""
+    rows = data.load("econlogicqa", "test.jsonl")[:n]
+    pred = tmp_path / f"{name}.jsonl"
+    pred.write_text("\n".join(json.dumps({"id": r["id"], "response": " " + (", ".join(reversed(r["answer"].split(", ")))
+                                                                            if i in flip else r["answer"])})
+                              for i, r in enumerate(rows)))
+    assert cli("score", "--task", "econlogicqa-1shot", "--predictions", pred, "--out", tmp_path / name)[0] == 0
+    return tmp_path / name
+
+
+def test_two_items_are_too_few_for_any_verdict_though_the_bootstrap_sees_one(cli, tmp_path):
+    """Both items wrong in the candidate: every bootstrap draw is -1, an interval of one point that
+    excludes zero. An exact paired test cannot show any change with 2 items (its smallest p is 0.5),
+    so the metric is inconclusive, "too few items", not a regression (the issue's 2-item case)."""
+    base, cand = _flipped(cli, tmp_path, 2, set(), "b2"), _flipped(cli, tmp_path, 2, {0, 1}, "c2")
+    rc, out, err = cli("compare", base, cand, "--format", "json", "--max-drop", "0.1")
+    doc = json.loads(out)
+    acc = next(r for r in doc["rows"] if r["metric"] == "accuracy")
+    assert (acc["diff"], acc["low"], acc["high"]) == (-1.0, -1.0, -1.0)  # the degenerate interval the bootstrap gives
+    assert rc == 3 and acc["verdict"] == "inconclusive" and acc["note"].startswith("too few items") and acc["p_paired"] == 0.5
+    assert doc["verdict_line"].startswith("verdict: inconclusive: too few items")
+    rc, out, _ = cli("compare", base, cand, "--max-drop", "0.1")
+    assert rc == 3 and "too few items" in out and "REGRESSION" not in out
+
+
+def test_an_exact_paired_test_confirms_a_clear_drop_over_a_dozen_items(cli, tmp_path):
+    """12 items all made wrong: the exact sign-flip test over all 4,096 assignments gives 2/4096,
+    McNemar's exact p for 12 discordant pairs, and the regression stands."""
+    base, cand = _flipped(cli, tmp_path, 12, set(), "b12"), _flipped(cli, tmp_path, 12, set(range(12)), "c12")
+    rc, out, _ = cli("compare", base, cand, "--format", "json", "--max-drop", "0.1")
+    acc = next(r for r in json.loads(out)["rows"] if r["metric"] == "accuracy")
+    assert rc == 1 and acc["verdict"] == "regression" and acc["note"] is None
+    assert abs(acc["p_paired"] - 2 / 4096) < 1e-15 and abs(acc["p_paired"] - mcnemar_exact(12, 0)) < 1e-15
+
+
+def test_the_paired_test_is_mcnemars_for_right_or_wrong_items_and_monte_carlo_beyond_exact():
+    from econeval.compare import exact_floor, paired_p
+
+    # records as 0/1: a mean over items; b pairs only the baseline right, c only the candidate right
+    for b, c, same in ((3, 0, 5), (5, 1, 10), (2, 2, 4), (7, 1, 20)):
+        base = [1] * b + [0] * c + [1] * same
+        cand = [0] * b + [1] * c + [1] * same
+        n = len(base)
+        values = base + cand
+        numbers = lambda idx: {"acc": sum(values[i] for i in idx) / len(idx)}  # noqa: E731
+        observed = (sum(cand) - sum(base)) / n
+        p = paired_p(numbers, n, "acc", observed, 4000, 0)
+        if 2 ** n <= 4096:
+            assert abs(p - mcnemar_exact(b, c)) < 1e-12, (b, c, same)
+        else:  # Monte Carlo: within a few standard errors of the exact value
+            assert abs(p - mcnemar_exact(b, c)) < 4 * (mcnemar_exact(b, c) / 4000) ** 0.5 + 2e-3, (b, c, same, p)
+    assert exact_floor(5) > 0.05 > exact_floor(6)

@@ -73,32 +73,85 @@ def test_the_table_holds_every_item_and_the_item_metrics(cli, tmp_path, every_su
         assert frame["metric_accuracy"].dtype == "float64" and frame["n_prompt_tokens"].dropna().astype(int).ge(0).all()
 
 
-def test_lm_eval_results_hold_the_headline_numbers(cli, tmp_path, every_suite):
+LM_EVAL = "0.4.13"  # the lm-evaluation-harness whose result schema the export is checked against
+
+
+@pytest.fixture(scope="session")
+def lm_eval_schema(tmp_path_factory):
+    """lm-eval's own results schema (`lm_eval/result_schema.py`, EvalResults) as a pydantic
+    TypeAdapter: from an installed lm-eval, else that one file read from lm-eval's wheel (pip
+    download --no-deps: lm-eval's dependencies are not needed to read its schema)."""
+    import importlib.util
+    import subprocess
+    import sys
+    import zipfile
+
+    pydantic = pytest.importorskip("pydantic")
+    try:
+        from lm_eval import result_schema as module  # type: ignore[import-not-found]
+    except ImportError:
+        from conftest import REAL_CACHE
+
+        wheels = REAL_CACHE / "test-tools" / f"lm-eval-{LM_EVAL}"
+        found = sorted(wheels.glob("lm_eval-*.whl"))
+        if not found:
+            got = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", str(wheels),
+                                  f"lm-eval=={LM_EVAL}"], capture_output=True, text=True, timeout=600)
+            assert got.returncode == 0, got.stderr[-2000:]
+            found = sorted(wheels.glob("lm_eval-*.whl"))
+        where = tmp_path_factory.mktemp("lm_eval") / "result_schema.py"
+        with zipfile.ZipFile(found[0]) as whl:
+            where.write_bytes(whl.read("lm_eval/result_schema.py"))
+        spec = importlib.util.spec_from_file_location("lm_eval_result_schema", where)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+    return pydantic.TypeAdapter(module.EvalResults)
+
+
+def test_lm_eval_results_pass_lm_evals_own_schema(cli, tmp_path, every_suite, lm_eval_schema):
     from econeval import registry
 
     out = tmp_path / "results.json"
     rc, _, err = cli("export", every_suite, "--format", "lm-eval", "--out", out)
     assert rc == 0, err
     doc = json.loads(out.read_text())
-    for key in ("results", "versions", "n-shot", "higher_is_better", "n-samples", "config"):
-        assert key in doc
+    lm_eval_schema.validate_python(doc)  # lm-eval's own reader: raises with every error it finds
     results = json.loads((every_suite / "results.json").read_text())["tasks"]
     assert set(doc["results"]) == set(results)
+    left_out = 0
     for name, res in results.items():
         task = registry.get_task(name)
+        row = doc["results"][name]
+        assert row["name"] == row["alias"] == name and row["sample_len"] == res["n"]
         for metric, value in task.headline(res).items():
-            assert doc["results"][name][f"{metric},none"] == value
-            assert doc["results"][name][f"{metric}_stderr,none"] == "N/A"  # a full run: no interval
+            if value is None:  # not computed: no number, and the task's config names it
+                assert f"{metric},none" not in row and metric in doc["configs"][name]["not_computed"]
+                left_out += 1
+            else:
+                assert row[f"{metric},none"] == value
+            assert f"{metric}_stderr,none" not in row  # a full run: no interval, so no standard error
         assert doc["versions"][name] == task.prompt_version
         assert doc["n-samples"][name]["effective"] == res["n"]
+    assert left_out > 0  # the fake model leaves econnli-cot unparsed: the case the schema refused as null
     assert doc["n-shot"]["econlogicqa-5shot"] == 5 and doc["n-shot"]["cfbenchmark-few"] == 3
     assert doc["higher_is_better"]["steer-me"]["ECE"] is False
     assert doc["config"]["model_args"] == "m"
-    assert doc["configs"]["steer-me"]["metadata"]["seed"]["value"] == 42  # the authors' seed drew, not --seed's default
-    assert doc["configs"]["econnli-zero"]["metadata"]["seed"] == 1234
+    started = json.loads((every_suite / "run.json").read_text())["started"]
+    from datetime import datetime
+
+    assert doc["date"] == datetime.fromisoformat(started).timestamp()
+    assert json.loads(doc["configs"]["steer-me"]["seed"])["value"] == 42  # the authors' seed drew, not --seed's default
+    assert doc["configs"]["econnli-zero"]["seed"] == "1234"
+    # what the schema refused before: a task without name and sample_len, an ISO date, a null metric
+    for bad in ({**doc, "date": started}, {**doc, "results": {**doc["results"], "steer-me": {"alias": "steer-me"}}},
+                {**doc, "results": {**doc["results"], "steer-me": {**doc["results"]["steer-me"], "acc,none": None}}}):
+        with pytest.raises(Exception, match="validation error"):
+            lm_eval_schema.validate_python(bad)
 
 
-def test_a_sample_runs_intervals_become_standard_errors(cli, tmp_path):
+def test_a_sample_runs_intervals_become_standard_errors(cli, tmp_path, lm_eval_schema):
     run = tmp_path / "s"
     rc, _, err = cli("run", "--model", "fake:m", "--task", "econlogicqa-1shot", "--sample", "40", "-q", "--out", run)
     assert rc == 0, err
@@ -107,6 +160,7 @@ def test_a_sample_runs_intervals_become_standard_errors(cli, tmp_path):
     res = json.loads((tmp_path / "r.json").read_text())["results"]["econlogicqa-1shot"]
     low, high = json.loads(next(run.glob("results-sample-*.json")).read_text())["tasks"]["econlogicqa-1shot"]["intervals"]["accuracy"]
     assert res["accuracy_stderr,none"] == pytest.approx((high - low) / (2 * 1.959964))
+    lm_eval_schema.validate_python(json.loads((tmp_path / "r.json").read_text()))
 
 
 def test_export_refusals(cli, tmp_path, every_suite):
@@ -160,8 +214,12 @@ def test_inspect_logs_read_back_with_inspects_own_reader(cli, tmp_path, every_su
     results = json.loads((every_suite / "results.json").read_text())["tasks"]
     from econeval.export_inspect import log_name
 
-    started = json.loads((every_suite / "run.json").read_text())["started"]
+    from datetime import datetime
+
+    meta = json.loads((every_suite / "run.json").read_text())
+    started, timing = meta["started"], meta["timing"]
     assert {p.name for p in out.glob("*.json")} == {log_name(started, name) for name in results}
+    leads = {}
     for name, res in results.items():
         log = read_eval_log(str(out / log_name(started, name)))
         task = registry.get_task(name)
@@ -169,6 +227,8 @@ def test_inspect_logs_read_back_with_inspects_own_reader(cli, tmp_path, every_su
         assert log.status == "success" and log.eval.task == f"econeval/{name}" and log.eval.model == "fake/m"
         assert len(log.samples) == len(recs) and log.results.total_samples == len(recs)
         metrics = log.results.scores[0].metrics
+        if task.lead and metrics:
+            leads[name] = next(iter(metrics))
         for metric, value in task.headline(res).items():
             if value is not None:
                 assert metrics[metric].value == value  # to the last digit
@@ -179,6 +239,29 @@ def test_inspect_logs_read_back_with_inspects_own_reader(cli, tmp_path, every_su
             values = task.item_values(rec)
             assert s.scores["econeval"].value == {m.name: values.get(m.name) for m in task.item_metrics}
         assert log.eval.metadata["seed"] == 1234 and log.eval.packages["econeval"]
+        # the tokens each request counted are the log's usage (Inspect shows 0 without them)
+        counted = {k: sum(c.get(k, 0) for s in recs.values() for c in s["calls"].values()) for k in ("n_prompt_tokens", "n_tokens")}
+        usage = log.stats.model_usage
+        assert counted["n_prompt_tokens"] > 0
+        assert sum(u.input_tokens for u in usage.values()) == counted["n_prompt_tokens"]
+        assert sum(u.output_tokens for u in usage.values()) == counted["n_tokens"]
+        assert sum(s.model_usage["fake/m"].input_tokens for s in log.samples) == usage["fake/m"].input_tokens
+        # the task's own measured time, not the run's
+        spent = datetime.fromisoformat(log.stats.completed_at) - datetime.fromisoformat(log.stats.started_at)
+        assert spent.total_seconds() == pytest.approx(timing[name]["seconds"], abs=1e-3)
+        # the paper's lead number first (Inspect's headline), and answers as a reader reads them
+        lead = task.lead_metric()
+        if res and task.headline(res).get(lead) is not None:
+            assert next(iter(metrics)) == lead
+        for s in log.samples:
+            rec = recs[s.id]
+            if name.startswith("econnli-") and name != "econnli-gen":
+                assert s.target == {1: "Yes", 0: "No"}[rec["gold"]]
+                assert s.scores["econeval"].answer == {1: "Yes", 0: "No", None: None}[rec.get("parsed")]
+            if name == "steer-me" and isinstance(rec.get("gold"), int):
+                assert s.target == "ABCDEFGHIJ"[rec["gold"]]
+                assert s.scores["econeval"].answer == (None if rec.get("parsed") is None else "ABCDEFGHIJ"[rec["parsed"]])
+    assert leads == {"econnli-zero": "F1", "econnli-icl": "F1", "cfbenchmark-zero": "Avg", "cfbenchmark-few": "Avg"}
     # the folder is replaced by a later export, and another folder is refused
     rc, _, err = cli("export", every_suite, "--format", "inspect", "--out", out)
     assert rc == 0, err
@@ -238,11 +321,11 @@ def test_inspect_view_shows_the_exported_logs_in_chromium(cli, tmp_path, every_s
         server.wait(timeout=30)
 
 
-def _eee_path(root: Path) -> Path:
+def _eee_path(root: Path, developer: str = "fake", model: str = "m") -> Path:
     """Where the Every Eval Ever datastore keeps a record: data/<benchmark>/<developer>/<model>/<uuid>.json."""
     import uuid
 
-    where = root / "data" / "econeval" / "fake" / "m"
+    where = root / "data" / "econeval" / developer / model
     where.mkdir(parents=True, exist_ok=True)
     return where / f"{uuid.uuid4()}.json"
 
@@ -274,6 +357,53 @@ def test_every_eval_ever_records_hold_the_headline_numbers(cli, tmp_path, every_
     assert doc["detailed_evaluation_results"]["file_path"] == f"data/econeval/fake/m/{out.stem}_samples.jsonl"
     rc, _, err = cli("export", every_suite, "--format", "every-eval-ever", "--out", out)  # an earlier record is replaced
     assert rc == 0, err
+    # the backend is no developer: nothing in a fake run names one, so it is "unknown" and the id flat
+    info = json.loads(out.read_text())["model_info"]
+    assert (info["id"], info["developer"]) == ("m", "unknown") and "inference_engine" not in info
+    rc, _, err = cli("export", every_suite, "--format", "every-eval-ever", "--developer", "fake-lab", "--out", out)
+    assert rc == 0, err
+    info = json.loads(out.read_text())["model_info"]
+    assert (info["id"], info["developer"]) == ("fake-lab/m", "fake-lab")
+    for bad in ("", "a/b"):
+        rc, _, err = cli("export", every_suite, "--format", "every-eval-ever", "--developer", bad, "--out", out)
+        assert rc == 2 and "--developer" in err and len(err.strip().splitlines()) == 1, err
+    rc, _, err = cli("export", every_suite, "--format", "lm-eval", "--developer", "x", "--out", tmp_path / "r.json")
+    assert rc == 2 and "every-eval-ever" in err, err
+
+
+@pytest.fixture(scope="module")
+def organised_gguf_run(tmp_path_factory):
+    """A llama.cpp run of a GGUF that names its organisation, base name and size (as converted
+    models do), in a folder of its own."""
+    from conftest import run_cli_inprocess
+    from tiny_gguf import write_tiny_llama
+
+    root = tmp_path_factory.mktemp("gguf-org")
+    model = write_tiny_llama(root / "tiny.gguf", general={"general.organization": "TinyLab", "general.basename": "tiny-llama",
+                                                          "general.size_label": "1K"})
+    run = root / "run"
+    rc, _, err = run_cli_inprocess("run", "--model", model, "--task", "econnli-zero", "--limit", "2", "-q", "--bootstrap", "0",
+                                   "--out", run)
+    assert rc == 0, err
+    return run, model
+
+
+def test_every_eval_ever_files_a_gguf_under_its_developer_with_the_engines_build(cli, tmp_path, organised_gguf_run):
+    import llama_cpp
+
+    run, model = organised_gguf_run
+    out = _eee_path(tmp_path, "TinyLab", "tiny-llama-1K")
+    rc, _, err = cli("export", run, "--format", "every-eval-ever", "--out", out)
+    assert rc == 0, err
+    body = out.read_text()
+    info = json.loads(body)["model_info"]
+    assert (info["id"], info["developer"]) == ("TinyLab/tiny-llama-1K", "TinyLab")
+    assert info["inference_engine"]["version"] == llama_cpp.__version__ == json.loads((run / "run.json").read_text())["backend"]["llama_cpp_python"]
+    assert info["additional_details"]["sha256"] and str(model) not in body and str(model.parent) not in body  # no local path
+    # the option wins over the GGUF's metadata
+    rc, _, err = cli("export", run, "--format", "every-eval-ever", "--developer", "other", "--out", out)
+    assert rc == 0, err
+    assert json.loads(out.read_text())["model_info"]["id"] == "other/tiny-llama-1K"
 
 
 def _python312() -> str | None:
@@ -311,21 +441,29 @@ def eee_validator(tmp_path_factory):
 
 
 @pytest.mark.slow  # a Python 3.12 environment with the every-eval-ever package
-def test_every_eval_ever_records_pass_the_packages_own_validator(cli, tmp_path, every_suite, eee_validator):
+def test_every_eval_ever_records_pass_the_packages_own_validator(cli, tmp_path, every_suite, eee_validator, organised_gguf_run):
     import subprocess
 
     sample = tmp_path / "sample"
     rc, _, err = cli("run", "--model", "fake:m", "--task", "econnli-zero", "--task", "steer-me", "--sample", "80", "-q",
                      "--out", sample)
     assert rc == 0, err
-    outs = [_eee_path(tmp_path), _eee_path(tmp_path)]
-    for run, out in zip((every_suite, sample), outs):
-        rc, _, err = cli("export", run, "--format", "every-eval-ever", "--out", out)
+    outs = [_eee_path(tmp_path), _eee_path(tmp_path), _eee_path(tmp_path, "TinyLab", "tiny-llama-1K")]
+    for run, out, more in zip((every_suite, sample, organised_gguf_run[0]), outs, (["--developer", "fake"],) * 2 + ([],)):
+        rc, _, err = cli("export", run, "--format", "every-eval-ever", "--out", out, *more)
         assert rc == 0, err
     assert any("confidence_interval" in r["score_details"].get("uncertainty", {})
                for r in json.loads(outs[1].read_text())["evaluation_results"])
     files = [str(p.relative_to(tmp_path)) for p in sorted((tmp_path / "data").rglob("*.json*"))]
-    assert len(files) == 4  # two records, each with its instance records
+    assert len(files) == 6  # three records, each with its instance records
     check = subprocess.run([str(eee_validator), "-m", "every_eval_ever.validator.validate", "--format", "json", *files],
                            capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    # exit 0: valid and merge-ready (2: valid with warnings, such as an id filed under another developer's folder)
     assert check.returncode == 0, check.stdout[-3000:] + check.stderr[-2000:]
+    # a record whose developer nothing names is filed honestly as "unknown": the validator says it is not merge-ready
+    flat = _eee_path(tmp_path / "flat", "unknown", "m")
+    rc, _, err = cli("export", every_suite, "--format", "every-eval-ever", "--out", flat)
+    assert rc == 0, err
+    check = subprocess.run([str(eee_validator), "-m", "every_eval_ever.validator.validate", "--format", "json",
+                            str(flat.relative_to(tmp_path / "flat"))], capture_output=True, text=True, timeout=300, cwd=tmp_path / "flat")
+    assert check.returncode == 2 and "model_info" in check.stdout, check.stdout[-3000:]

@@ -209,7 +209,7 @@ def test_a_fifth_benchmark_from_a_plugin_lists_runs_reports_and_compares(cli, tm
     rc, md, err = cli("report", run, env=plugins)
     assert rc == 0, err
     block = md[md.index("## Toybench Table 1: parity"):]
-    assert "| paper | Oracle-7B |  | 0.975 | 0.025 |" in block and "| run | toy-a |" in block
+    assert "| paper | Oracle-7B | 0.975 | 0.025 |" in block and "| run | toy-a |" in block
     page = tmp_path / "r.html"
     rc, _, err = cli("report", run, "--format", "html", "--out", page, env=plugins)
     assert rc == 0, err

@@ -73,11 +73,12 @@ def test_report_formats(cli, two_runs):
     rc, md, err = cli("report", a, "--format", "md")
     assert rc == 0, err
     assert "## EconNLI Table 4" in md and "| paper | GPT-4 | Zero | 0.895 | 0.762 | 0.823 |" in md
-    assert "## EconLogicQA Table 2: accuracy (%)" in md and "| paper | GPT-4-Turbo |  | 56.92 | 56.15 |" in md
+    # no row of EconLogicQA's table names a setting: no empty "setting" column
+    assert "## EconLogicQA Table 2: accuracy (%)" in md and "| paper | GPT-4-Turbo | 56.92 | 56.15 |" in md
     run_rows = [line for line in md.splitlines() if line.startswith("| run | tiny |")]
     assert run_rows and any(re.search(r"\d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\]", line) for line in run_rows)  # value [interval]
     assert "re-implementation" in md and "partial train split" in md and "--limit 6" in md
-    assert "| source | element | setting |" in md and "| source | module | setting |" in md  # group tables name their rows
+    assert "| source | element | tiny | n |" in md and "| source | module | tiny | n |" in md  # group tables name their rows
     rc, text, _ = cli("report", a, b, "--format", "csv")
     rows = list(csv.DictReader(io.StringIO(text)))
     mine = [r for r in rows if r["source"] == "run" and r["table"] == "econnli-table4"]
@@ -149,3 +150,93 @@ def test_the_f1_bars_carry_the_published_rows_as_reference_marks(cli, two_runs):
     marks = {m["name"]: m["values"] for m in bars["marks"]}
     assert set(marks) == {"GPT-4 (published)", "LLAMA2 (7B) (published)"}
     assert marks["GPT-4 (published)"] == [[0.823, 0.848]] * len(bars["groups"])  # Zero: negative, positive F1
+
+
+def test_tables_of_groups_have_one_setting_column_and_the_forest_reads_better_to_the_right(cli, tmp_path):
+    pytest.importorskip("matplotlib")
+    runs = []
+    for name in ("a", "b"):
+        out = tmp_path / name
+        rc, _, err = cli("run", "--model", f"fake:{name}", "--task", "steer-me", "--limit", "2", "-q", "--out", out)
+        assert rc == 0, err
+        runs.append(out)
+    page = tmp_path / "r.html"
+    rc, _, err = cli("report", *runs, "--format", "html", "--out", page)
+    assert rc == 0, err
+    text = page.read_text()
+    by_setting = text[text.index("STEER-ME by setting"):]
+    head = by_setting[:by_setting.index("</tr>")]
+    assert re.findall(r"<th>([^<]*)</th>", head) == ["source", "setting", "a", "b", "n"]  # one "setting": the row's group
+    rc, md, _ = cli("report", *runs)
+    line = next(x for x in md[md.index("STEER-ME by setting"):].splitlines() if x.startswith("| source"))
+    assert line.count("setting") == 1, line
+    forest = text[text.rindex("<figure"):]
+    assert "-max_drop (-0.02)" in forest and "ECE (lower is better: negated)" in forest and "Brier (lower is better: negated)" in forest
+    assert "acc (lower" not in forest
+
+
+def test_the_view_shows_labels_not_codes_and_a_shared_prompt_once(cli, tmp_path):
+    run = tmp_path / "run"
+    rc, _, err = cli("run", "--model", "fake:m", "--task", "econnli-zero", "--task", "steer-me", "--limit", "2", "-q", "--out", run)
+    assert rc == 0, err
+    rc, _, err = cli("view", run, "--out", tmp_path / "v.html")
+    assert rc == 0, err
+    page = (tmp_path / "v.html").read_text()
+    golds = re.findall(r"· gold ([^<·]*)", page)
+    assert golds and {g.strip() for g in golds} <= {"Yes", "No", "A", "B", "C", "D", "E", "F", "G", "H", "I", "J"}, golds
+    assert "<p class=k>prompt response, option_logprobs</p>" in page and "<p class=k>prompt response</p>" not in page
+
+
+def test_econlogicqa_and_cfbenchmark_get_their_bars(cli, two_runs):
+    """The figures hold the tables' own numbers: EconLogicQA's accuracy per run and shot count, and
+    (for a CFBenchmark run) each sub-task's score per run and setting."""
+    from econeval.report import build
+
+    doc = build(two_runs)
+    logic = next(t for t in doc["tables"] if t["id"] == "econlogicqa-table2")
+    fig = logic["figures"][0]
+    runs = [r for r in logic["rows"] if r["source"] == "run"]
+    assert fig["kind"] == "bars" and fig["groups"] == logic["columns"]
+    assert [s["values"] for s in fig["series"]] == [r["values"] for r in runs] and len(runs) == 2
+    assert fig["reference"]["value"] == pytest.approx(100 / 24)
+
+
+def test_cfbenchmark_bars_are_the_tables_sub_task_columns(cli, tmp_path):
+    from econeval.report import build
+    from tiny_bert import write_tiny_bert
+
+    out = tmp_path / "cf"
+    rc, _, err = cli("run", "--model", "fake:m", "--task", "cfbenchmark-zero", "--limit", "1", "-q", "--out", out,
+                     "--embedder", write_tiny_bert(tmp_path / "tiny-bert"))
+    assert rc == 0, err
+    tab = next(t for t in build([out])["tables"] if t["id"] == "cfbenchmark-table2")
+    fig = tab["figures"][0]
+    row = next(r for r in tab["rows"] if r["source"] == "run")
+    assert fig["groups"] == [c for c in tab["columns"] if not c.endswith("Avg")] and len(fig["groups"]) == 8
+    assert fig["series"][0]["values"] == [row["values"][tab["columns"].index(g)] for g in fig["groups"]]
+
+
+def test_a_sample_runs_estimates_are_plotted_with_their_intervals(cli, tmp_path):
+    pytest.importorskip("matplotlib")
+    from econeval import registry
+
+    run = tmp_path / "s"
+    rc, _, err = cli("run", "--model", "fake:m", "--task", "econnli-zero", "--task", "econnli-gen", "--sample", "30", "-q",
+                     "--out", run)
+    assert rc == 0, err
+    rc, out, err = cli("report", run, "--format", "json")
+    assert rc == 0, err
+    doc = json.loads(out)
+    results = json.loads(next(run.glob("results-sample-*.json")).read_text())["tasks"]
+    rows = {(r["task"], r["metric"]): r for r in doc["estimates"][0]["rows"]}
+    for metric, value in registry.get_task("econnli-zero").headline(results["econnli-zero"]).items():
+        if value is not None:
+            r = rows[("econnli-zero", metric)]
+            assert r["value"] == value and [r["low"], r["high"]] == results["econnli-zero"]["intervals"][metric]
+            assert (r["from"], r["of"]) == (30, 1026)
+    assert not any(task == "econnli-gen" and m in ("Ent.", "Con.", "Irr.") for task, m in rows)  # counts: another scale
+    rc, md, _ = cli("report", run)
+    assert "## Estimates: m" in md
+    rc, _, err = cli("report", run, "--format", "html", "--out", tmp_path / "r.html")
+    page = (tmp_path / "r.html").read_text()
+    assert rc == 0 and "<h2>Estimates: m</h2>" in page and "econnli-zero F1 (30 of 1,026)" in page

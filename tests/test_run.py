@@ -163,3 +163,28 @@ def test_each_fact_is_worked_out_once_per_run(tmp_path, tiny_model, monkeypatch)
     run = open_checked(tmp_path / "steer")
     recs, prep = list(run.samples["steer-me"].values()), run.preps["steer-me"]
     assert steer.numbers_of(recs, prep) == Task.numbers_of(steer, recs, prep)
+
+
+def test_the_summary_on_an_80_column_terminal_breaks_between_numbers_only(cli, tmp_path):
+    """A --sample run's summary line is ~180 characters: a terminal wrapped it mid-number. On a
+    terminal rich lays it out: no line past 80 columns, each number with its interval whole."""
+    import io
+
+    from rich.console import Console
+
+    from econeval.cli import summary_rows, summary_table
+
+    out = tmp_path / "s"
+    rc, stdout, err = cli("run", "--model", "fake:m", "--task", "econnli-zero", "--task", "steer-me", "--sample", "40", "-q",
+                          "--out", out)
+    assert rc == 0, err
+    assert max(len(line) for line in stdout.splitlines()) > 80  # the piped summary: one long line per task, as scripts read it
+    doc = {"tasks": json.loads(next(out.glob("results-sample-*.json")).read_text())["tasks"]}
+    rows = summary_rows(doc)
+    buf = io.StringIO()
+    Console(file=buf, width=80, highlight=False).print(summary_table(rows))
+    lines = buf.getvalue().splitlines()
+    assert lines and max(len(line.rstrip()) for line in lines) <= 80, buf.getvalue()
+    for r in rows:
+        for c in r["cells"]:
+            assert "[" in c and any(c in line for line in lines), (c, buf.getvalue())

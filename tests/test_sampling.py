@@ -145,3 +145,22 @@ def test_the_budget_note_is_fed_each_chunk_once_and_keeps_what_came_before():
     note = WidthNote()
     assert note(task, recs[:2]) == (False, "accuracy 1.000 ±0.000")
     assert note(task, recs[2:]) == (False, "accuracy 0.500 ±0.566")  # all four: 2 of 4 right
+
+
+def test_a_count_over_no_parsed_item_gets_no_interval(cli, tmp_path):
+    """The fake model's judge labels no EconNLI-gen item: the counts (0) rest on no parsed answer,
+    and a resample of unparsed items is unparsed again, a point interval [0, 0]. None is given, and
+    the summary says why; a number that rests on answers (the log-probability F1) keeps its own."""
+    out = tmp_path / "run"
+    rc, stdout, err = cli("run", "--model", "fake:m", "--task", "econnli-gen", "--task", "econnli-zero", "--sample", "16",
+                          "--out", out, "-q")
+    assert rc == 0, err
+    doc = json.loads((out / "results-sample-16.json").read_text())["tasks"]
+    gen = doc["econnli-gen"]
+    assert gen["n_scored"] == 0 and gen["paper"]["Ent."] == 0
+    assert {k: gen["intervals"][k] for k in ("Ent.", "Con.", "Irr.")} == {"Ent.": None, "Con.": None, "Irr.": None}
+    assert "no parsed item" in gen["intervals"]["method"]
+    line = next(x for x in stdout.splitlines() if "econnli-gen" in x)
+    assert "Ent. 0 [no interval: no item parsed]" in line and "[0.000, 0.000]" not in line
+    low, high = doc["econnli-zero"]["intervals"]["F1 (logprob)"]
+    assert low < high

@@ -39,13 +39,15 @@ def vocabulary() -> tuple[list[str], list[float], list[int]]:
 
 
 def write_tiny_llama(path: Path, chat_template: str | None = None, seed: int = 0, std: float = 0.5, nan: bool = False,
-                     shapes: dict | None = None, dtype=np.float32, extra_tokens: tuple[tuple[str, int], ...] = ()) -> Path:
+                     shapes: dict | None = None, dtype=np.float32, extra_tokens: tuple[tuple[str, int], ...] = (),
+                     general: dict[str, str] | None = None) -> Path:
     """`nan`: one NaN in the output norm, so every logit is NaN (a broken model). `shapes`
     (n_layer, n_embd, n_head, n_head_kv, n_ff, n_vocab, ctx) writes a larger model of that shape,
     its vocabulary padded with filler pieces, its weights tiled from one random block (fast; for
     timing, not for answers), stored as `dtype`.
     `extra_tokens`: (text, llama.cpp token type) pairs added to the vocabulary (a reasoning
-    family's markers: 3 control, 4 user-defined)."""
+    family's markers: 3 control, 4 user-defined). `general`: string metadata such as
+    general.organization, as a converted model carries it."""
     import gguf
 
     tokens, scores, types = vocabulary()
@@ -72,6 +74,8 @@ def write_tiny_llama(path: Path, chat_template: str | None = None, seed: int = 0
         return (flat.reshape(shape) * (std / np.sqrt(shape[-1]))).astype(dtype)
 
     wr = gguf.GGUFWriter(str(path), "llama")
+    for key, value in (general or {}).items():
+        wr.add_string(key, value)
     wr.add_context_length(sh["ctx"])
     wr.add_embedding_length(n_embd)
     wr.add_block_count(n_layer)

@@ -46,7 +46,7 @@ from .llamacpp_plan import ReasoningStage, Tokenized, make_plan
 from .llamacpp_projection import CostModel, dry_run, sampled_length
 
 _SENTINEL = "\x00econeval-split\x00"
-_META_KEYS = ("general.architecture", "general.name", "general.basename", "general.size_label",
+_META_KEYS = ("general.architecture", "general.name", "general.organization", "general.basename", "general.size_label", "general.finetune",
               "general.file_type", "general.quantization_version", "tokenizer.ggml.model")
 
 
@@ -590,6 +590,7 @@ class LlamaCppBackend(Backend[LlamaCppOptions]):
                 "gguf_metadata": {k: meta[k] for k in _META_KEYS if k in meta}
                 | {k: v for k, v in meta.items() if k.endswith((".context_length", ".block_count", ".embedding_length"))},
                 "has_chat_template": bool(self.template),
+                **({"developer": self.spec.developer} if self.spec.developer else {}),  # models.toml's, for the exports
             },
             n_ctx=self.n_ctx,
             device="gpu" if self.gpu_offload and self.n_gpu_layers != 0 else "cpu",

@@ -77,6 +77,7 @@ COT_DEMOS = (
 COT_QUESTION = _COT_Q + "premise:{premise}, hypothesis: {hypothesis} \n \n### Answer:\n"
 
 CLASSES = {0: "Negative Pairs", 1: "Positive Pairs"}
+ANSWERS = {1: "Yes", 0: "No"}  # a label or a parse as the prompt asks for it (1: the premise causes the hypothesis)
 
 
 def build(src: Path) -> dict[str, list[dict]]:
@@ -154,6 +155,7 @@ class _EconNLITask(Task):
     suite = "econnli"
     benchmark = BENCHMARK
     metrics = (Metric("P"), Metric("R"), Metric("F1"), Metric("F1 (logprob)"))
+    lead = "F1"  # Table 4's headline number
     logprobs = True
     max_tokens = 8
     # The released rule reads only the first space-separated word of the stripped answer, so
@@ -169,6 +171,9 @@ class _EconNLITask(Task):
 
     def strata(self, item):
         return f"label {item['label']}"  # the gold label: Table 4 is per class
+
+    def shown(self, value, record):
+        return ANSWERS[value] if isinstance(value, int) and value in ANSWERS else super().shown(value, record)
 
     def prepare(self, ctx) -> Prepared:
         settings = {"max_tokens": self.max_tokens, "stop": list(self.stop), "parse_rule": self.parse_rule,

@@ -313,6 +313,16 @@ class SteerMe(Task):
     # over all items (an unanswered question counts as wrong; the paper's acc is over the answered
     # ones), and each item's Brier score of the renormalised option probabilities where it has them
     item_metrics = (Metric("accuracy", paired_exact=True), Metric("Brier", lower_is_better=True, bounds=(0.0, 2.0)))
+
+    def shown(self, value, record):
+        """An option index as its letter (a group's choices as letters, in order); a number read
+        from free text as it is."""
+        def letter(v):
+            return LETTERS[v] if isinstance(v, int) and not isinstance(v, bool) and 0 <= v < len(LETTERS) else None
+        if isinstance(value, list) and value and all(letter(v) for v in value):
+            return ", ".join(str(letter(v)) for v in value)
+        return letter(value) or super().shown(value, record)
+
     options = (
         TaskOption("adaptation", "direct", "direct | cot-shown | cot-hidden (0-CoT, options shown or hidden while "
                    "reasoning) | free-text (no options; the final number is read)", ADAPTATIONS, "choice", flag="--adaptation"),
