@@ -5,10 +5,10 @@ The adaptive limit starts at START_LOCAL for servers on this machine or a privat
 a queue costs nothing but waiting), at START_REMOTE elsewhere, and follows the server's
 throughput at the limit, estimated by Little's law: the limit over the mean latency of a round's
 cohort, the next MIN_ROUND requests or the limit's worth if more (half that while it doubles),
-each sent into the last free place (so the server had the limit's worth in flight when it came).
-Requests sent in a burst at the start of a batch, or under an earlier limit before those have
-all come back, are no part of a cohort; neither are the runner's pauses between batches. So the
-estimate is the server's, not the chunking's.
+each sent into the last free place (so the server had the limit's worth in flight while it
+waited). Requests sent in a burst, at the start of a batch or as the limit grows, are no part of
+a cohort, nor are the runner's pauses between batches, nor requests sent before the round began:
+the estimate is the server's, not the chunking's.
 
 - start: the limit doubles while each doubling raises the throughput by START_GAIN or more (a
   server that batches: vLLM, `llama-server --parallel N`); the first doubling that does not is
@@ -18,8 +18,10 @@ estimate is the server's, not the chunking's.
   flight only lengthens each request's wait: a server that evaluates one request at a time, or
   one past its knee); otherwise it returns to where it was. So it settles where more requests in
   flight stop paying, and follows a server whose speed changes.
-- a 429, 503, 529 or other overload answer, or a timeout, halves it at once (once per round
-  trip: requests that started before a cut do not cut again).
+- a 429, 503, 529 or other overload answer, or a timeout, cuts it at once to BACKOFF of the
+  limit in force, never above the settled one (an overload while doubling undoes the doubling),
+  once per round trip (requests that started before a cut do not cut again); from then on it
+  grows by probes only, not by doubling.
 
 It never goes above the cap (--max-concurrency; default CAP_LOCAL per server for a server on
 this machine or a private network, CAP_REMOTE per server for any other address, such as a hosted
@@ -42,7 +44,7 @@ CAP_LOCAL, CAP_REMOTE, CAP_MAX = 256, 32, 1024  # per server; the whole at most 
 FLOOR = 2  # the least limit probing reaches (a server that queues is never worse off with 2)
 MIN_ROUND, MIN_START = 32, 16  # requests in a round's cohort, at least (probing / doubling)
 START_GAIN, GAIN = 0.25, 0.05  # throughput gain that keeps a doubling / a probe (a probe down: the loss it may cost)
-UP, DOWN = 1.25, 0.8
+UP, DOWN, BACKOFF = 1.25, 0.8, 0.7  # a probe's steps; the cut on an overload
 HISTORY = 100  # limit changes kept for run.json
 LOCAL_SUFFIXES = (".localhost", ".local", ".internal", ".lan", ".home.arpa", ".svc", ".cluster.local")
 
@@ -95,10 +97,10 @@ class _Ticket:
     """A request through the gate: when it started, the round whose cohort it is in (None: none),
     and the cuts before it."""
 
-    __slots__ = ("t", "seq", "round", "cuts")
+    __slots__ = ("t", "round", "cuts")
 
-    def __init__(self, t: float, seq: int, round: int | None, cuts: int):
-        self.t, self.seq, self.round, self.cuts = t, seq, round, cuts
+    def __init__(self, t: float, round: int | None, cuts: int):
+        self.t, self.round, self.cuts = t, round, cuts
 
 
 class Limiter:
@@ -124,8 +126,8 @@ class Limiter:
         self.direction = "up"
         self.prev: tuple[float, int] | None = None  # start: (throughput, limit) of the last doubling kept
         self.ref = 0.0
-        self.round = self.seq = 0  # rounds so far; requests sent so far
-        self.since, self.older = 0, 0  # the last request sent before the limit changed; how many up to it are in flight
+        self.doubling = True  # until the first overload
+        self.round = 0
         self._round()
 
     # ---- the gate ------------------------------------------------------------------------------
@@ -141,13 +143,13 @@ class Limiter:
             self._advance(now)
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
-            # in the cohort: a request that fills the limit (one sent in a burst, at the start of a batch,
-            # would find fewer ahead of it than the limit keeps there), none sent before the limit changed
-            cohort = self.policy.adaptive and self.in_flight == self.limit and not self.older and self.sent < self.need
+            # in the cohort: a request that fills the limit, so that the server has the limit's worth in
+            # flight while it waits (one sent in a burst, at a batch's start or as the limit grows,
+            # would find fewer ahead of it)
+            cohort = self.policy.adaptive and self.in_flight == self.limit and self.sent < self.need
             if cohort:
                 self.sent += 1
-            self.seq += 1
-            ticket = self.local.ticket = _Ticket(now, self.seq, self.round if cohort else None, self.cuts)
+            ticket = self.local.ticket = _Ticket(now, self.round if cohort else None, self.cuts)
             return ticket
 
     def release(self, ticket: "_Ticket | None" = None) -> None:
@@ -157,8 +159,6 @@ class Limiter:
             self._advance(now)
             self.in_flight -= 1
             ticket = ticket or getattr(self.local, "ticket", None)
-            if ticket is not None and ticket.seq <= self.since:
-                self.older -= 1
             if ticket is not None and ticket.round == self.round:
                 self.done += 1
                 self.latency += now - ticket.t
@@ -168,7 +168,9 @@ class Limiter:
 
     def overloaded(self, ticket: "_Ticket | None" = None) -> None:
         """The server answered a request (by default this thread's) with an overload (429, 503, 529,
-        ...) or let it time out: halve the limit, unless a cut came after the request started."""
+        ...) or let it time out: cut the limit, unless a cut came after the request started. The
+        cut is to BACKOFF of the limit in force, never above the settled one (an overload while
+        doubling undoes the doubling); no doubling follows, only probes."""
         with self.cond:
             ticket = ticket or getattr(self.local, "ticket", None)
             if not self.policy.adaptive or ticket is None or ticket.cuts != self.cuts:
@@ -177,8 +179,8 @@ class Limiter:
             self._advance(now)
             self.cuts += 1
             self.backoffs += 1
-            self.direction = "down"
-            self._settle(max(1, min(self.base, self.limit) // 2), now)
+            self.direction, self.doubling = "up", False
+            self._settle(max(1, min(self.base, math.floor(self.limit * BACKOFF))), now)
             self._set(self.base, "ref")
 
     def wake(self) -> None:
@@ -202,10 +204,7 @@ class Limiter:
         self.latency = 0.0
 
     def _set(self, limit: int, phase: str) -> None:
-        """Put `limit` in force for `phase`: a new round, whose cohort waits for the requests sent
-        under the old limit to come back (until then the server's queue is neither the old nor the new)."""
-        if limit != self.limit:
-            self.since, self.older = self.seq, self.in_flight
+        """Put `limit` in force for `phase`, in a new round."""
         self.limit, self.phase = limit, phase
         self._round()
 
@@ -235,7 +234,7 @@ class Limiter:
             self.ref = rate
             return self._probe()
         if self.phase == "up":
-            if rate >= self.ref * (1 + START_GAIN) and self.limit < cap:  # far below the knee: doubling again
+            if rate >= self.ref * (1 + START_GAIN) and self.limit < cap and self.doubling:  # far below the knee: doubling again
                 self._settle(self.limit, now)
                 self.prev = (rate, self.limit)
                 return self._set(min(cap, 2 * self.limit), "start")
