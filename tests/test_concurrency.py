@@ -189,7 +189,9 @@ def test_the_default_backs_off_on_a_server_that_refuses_past_a_limit(cli, tmp_pa
     meta = _run(cli, url, tmp_path / "run", "--max-retries", "8", limit=100)
     rec = meta["backend"]["concurrency"]
     assert rec["backoffs"] >= 1 and rec["settled"] <= 12, rec
-    assert stats.refused < stats.requests // 4, (stats.refused, stats.requests)
+    # the start's burst of 32 is refused past 12 (and retried); after it the server sees at most its limit, mostly
+    later = sorted(stats.arrivals[len(stats.arrivals) // 2:])
+    assert later[len(later) // 2] <= 12 and stats.refused < stats.requests // 2, (later, stats.refused, stats.requests)
     assert meta["timing"]["econnli-zero"]["retries"] == stats.refused
 
 
