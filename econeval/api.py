@@ -134,7 +134,7 @@ def evaluate(model: str | config.ModelSpec | None = None, tasks: Sequence[str] =
             backend = ctx.role_made(MODEL, planned.build())
             info = backend.info()
             say(f"econeval: model {spec.name} loaded in {time.monotonic() - t0:.1f} s on {info.device}"
-                f" (parallel {info.parallel}, n_ctx {info.n_ctx}); tasks: {', '.join(t.name for t in selected)}")
+                f" (parallel {info.parallel_note or info.parallel}, n_ctx {info.n_ctx}); tasks: {', '.join(t.name for t in selected)}")
             doc = runner.run(selected, backend, folder, ctx, preps, selection, argv=argv, config=config_file,
                              show_progress=show, say=say, on_progress=callback)
         except Interrupted as exc:

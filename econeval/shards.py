@@ -183,10 +183,11 @@ def _check_one_run(runs: list[FinishedRun]) -> dict[int, FinishedRun]:
                                   ("chunks of", rec.chunk_items, first.chunk_items)):
             if value != here:
                 why = (f"its items were cut into chunks of {value}, {first_folder}'s into chunks of {here} (a served "
-                       "model's chunk follows --concurrency)" if what == "chunks of" else
+                       "model's chunk follows --concurrency or --max-concurrency)" if what == "chunks of" else
                        f"{what} {value} there, {here} in {first_folder}")
                 raise UsageError(f"{folder} cannot be merged with {first_folder}: {why}",
-                                 hint="run every shard with the same command (same --concurrency, --bootstrap, --sample)")
+                                 hint="run every shard with the same command (same --concurrency or --max-concurrency, --bootstrap, "
+                                      "--sample)")
         k = rec.shard_index
         if k in seen:
             raise UsageError(f"{folder} and {seen[k].path} are both shard {k} of {n}")

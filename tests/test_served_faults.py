@@ -162,7 +162,8 @@ def test_faults_are_retried_and_the_run_completes(cli, tmp_path, server):
             assert state.attempts[k][1] - state.attempts[k][0] >= 0.39
     meta = json.loads((out / "run.json").read_text())
     assert meta["timing"]["econnli-zero"]["retries"] == len(faulty)
-    assert meta["backend"]["concurrency"] == 4 and meta["backend"]["model"]["served"]["owned_by"] == "me"
+    assert meta["backend"]["concurrency"]["policy"] == "fixed" and meta["backend"]["concurrency"]["limit"] == 4
+    assert meta["backend"]["model"]["served"]["owned_by"] == "me"
     assert state.max_in_flight >= 2
     # EconNLI's " " stop is applied client-side: a server would cut " Yes" at its first character
     assert all(" " not in (b.get("stop") or []) for _, b in state.bodies)

@@ -1,11 +1,12 @@
-"""The client every served-model backend composes: one pooled httpx client, `concurrency`
-requests in flight on worker threads (results in request order), retries with exponential
+"""The client every served-model backend composes: one pooled httpx client, requests in flight on
+worker threads up to a limit that is fixed (`--concurrency N`) or adapts to the server (the
+default: `concurrency.py`), results in request order whatever the limit, retries with exponential
 backoff and full jitter on 408/409/425/429/5xx/529, timeouts, dropped connections and answers
 that are not completions (a server's `Retry-After` honoured), redirects never followed (the key
 would travel with them), and everything a server echoes redacted before it is shown.
 
 `ServedOptions` are the options every served backend shares (base URL, model name, key variable,
-concurrency, timeout, retries); a backend's own options class may extend them.
+concurrency and its cap, timeout, retries); a backend's own options class may extend them.
 """
 
 from __future__ import annotations
@@ -24,12 +25,13 @@ from .. import errors
 from ..errors import ModelError, UsageError
 from ..reasoning import Markers
 from .base import ReasoningOptions, option
+from .concurrency import CAP_LOCAL, CAP_MAX, CAP_REMOTE, Limiter, Policy
 
-DEFAULT_CONCURRENCY = 8
 DEFAULT_TIMEOUT = 120.0  # seconds per request (a long generation on a loaded server)
 DEFAULT_MAX_RETRIES = 5
 BACKOFF_BASE, BACKOFF_CAP, RETRY_AFTER_CAP = 0.5, 30.0, 120.0
 RETRY_STATUS = (408, 409, 425, 429, 500, 502, 503, 504, 529)  # 529: Anthropic's "overloaded"
+OVERLOAD_STATUS = (408, 429, 502, 503, 504, 529)  # retried, and the adaptive concurrency cut
 CONTEXT = object()  # a request the server refused as longer than its context
 MAX_BODY = 16 << 20  # bytes of one answer, after decompression: a completion is never near this
 CHARS_PER_TOKEN = 128  # a stored text is cut at max_tokens × this (no token decodes to more)
@@ -65,7 +67,11 @@ class ServedOptions(ReasoningOptions):
                                         "requests go to the one with the fewest in flight", ("--base-url",), multiple=True)
     api_model: str | None = option(None, "the model's name on the server")
     api_key_env: str | None = option(None, "the environment variable holding the API key", ("--api-key-env",))
-    concurrency: int | None = option(None, f"requests in flight at once (default {DEFAULT_CONCURRENCY})", ("--concurrency", "-C"))
+    concurrency: int | None = option(None, "requests in flight at once, fixed (default: adaptive, from the server's "
+                                           "throughput, up to max_concurrency)", ("--concurrency", "-C"))
+    max_concurrency: int | None = option(None, f"the adaptive concurrency's cap (default {CAP_LOCAL} per server on this "
+                                               f"machine or a private network, {CAP_REMOTE} per server elsewhere)",
+                                         ("--max-concurrency",))
     timeout: float | None = option(None, f"seconds to wait for one answer (default {DEFAULT_TIMEOUT:g})", ("--timeout",))
     max_retries: int | None = option(None, f"retries of one request on 429/5xx/timeouts/dropped connections "
                                            f"(default {DEFAULT_MAX_RETRIES})", ("--max-retries",))
@@ -81,8 +87,10 @@ class ServedOptions(ReasoningOptions):
             if problem:
                 raise UsageError(f"{where}: base_url must be one http:// or https:// URL ({problem}), not {url!r}",
                                  hint="several servers: one --base-url each")
-        if self.concurrency is not None and not 1 <= self.concurrency <= 1024:
-            raise UsageError(f"{where}: concurrency {self.concurrency} is out of range (1 to 1024)")
+        for name in ("concurrency", "max_concurrency"):
+            value = getattr(self, name)
+            if value is not None and not 1 <= value <= CAP_MAX:
+                raise UsageError(f"{where}: {name} {value} is out of range (1 to {CAP_MAX})")
         if self.timeout is not None and not self.timeout >= 0.1:
             raise UsageError(f"{where}: timeout must be at least 0.1 seconds")
         if self.max_retries is not None and not 0 <= self.max_retries <= 100:
@@ -177,14 +185,15 @@ class ServedClient:
         self.down: dict[int, str] = {}  # server → why it was taken out
         self.api_model = options.api_model
         self.api_key_env = options.api_key_env
-        self.concurrency = options.concurrency or DEFAULT_CONCURRENCY
+        self.policy = Policy.of(options.concurrency, options.max_concurrency, self.bases)
+        self.limiter = Limiter(self.policy)
         self.timeout = options.timeout or DEFAULT_TIMEOUT
         self.max_retries = DEFAULT_MAX_RETRIES if options.max_retries is None else options.max_retries
         self.redact = Redactor(options.key())
         self.answer = answer
         self.client = httpx.Client(headers=headers, follow_redirects=False,
                                    timeout=httpx.Timeout(self.timeout, connect=min(10.0, self.timeout)),
-                                   limits=httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency))
+                                   limits=httpx.Limits(max_connections=self.policy.cap, max_keepalive_connections=self.policy.cap))
         self._httpx = httpx
         self.lock = threading.Lock()
         self._rng = random.Random()  # jitter only: never affects results
@@ -354,6 +363,7 @@ class ServedClient:
                 resp = self._send(url, body, self.auth.get(base))
             except (self._httpx.TimeoutException, _Deadline):
                 last = f"no answer within {self.timeout:g} s"
+                self.limiter.overloaded()
             except self._httpx.TransportError as exc:
                 last = f"connection failed ({type(exc).__name__})"
             else:
@@ -379,6 +389,8 @@ class ServedClient:
                     return CONTEXT
                 elif code in RETRY_STATUS:
                     last = f"HTTP {code}"
+                    if code in OVERLOAD_STATUS:
+                        self.limiter.overloaded()
                     after = retry_after(resp.headers.get("retry-after"))
                     if after is not None:
                         wait = min(after, RETRY_AFTER_CAP)
@@ -409,30 +421,48 @@ class ServedClient:
                       "during the run (run.json records every fingerprint)")
 
     def map(self, one: Callable, requests: Sequence, on_done=None) -> list:
-        """All requests, `concurrency` in flight at a time; results in request order. The workers
-        are daemon threads: on an error or an interrupt the call returns at once (no new request
-        starts, retry waits end) instead of waiting for answers still in flight."""
+        """All requests, as many in flight at a time as the limiter allows; results in request
+        order. Each worker takes the next request, then waits for a place; workers are added as the
+        limit grows. The workers are daemon threads: on an error or an interrupt the call returns
+        at once (no new request starts, retry waits end) instead of waiting for answers still in flight."""
         if not requests:
             return []
         stop = self._stop = threading.Event()
         todo = iter(enumerate(requests))
         take = threading.Lock()
         results: queue.Queue = queue.Queue()
+        limiter = self.limiter
+        left = [len(requests)]  # requests no worker has taken yet
 
         def worker():
             while not stop.is_set():
                 with take:
                     nxt = next(todo, None)
+                    if nxt is not None:
+                        left[0] -= 1
                 if nxt is None:
                     return
                 i, req = nxt
+                if limiter.acquire(stop) is None:
+                    return
                 try:
                     results.put((i, one(req), None))
                 except BaseException as exc:  # handed to the caller's thread
                     results.put((i, None, exc))
+                finally:
+                    limiter.release()
 
-        for _ in range(min(self.concurrency, len(requests))):
-            threading.Thread(target=worker, daemon=True, name="econeval-http").start()
+        workers = 0
+
+        def staff() -> None:  # a worker for each place the limit gives, up to the requests not taken
+            nonlocal workers
+            with take:
+                want = min(limiter.limit, workers + left[0]) - workers
+            for _ in range(max(0, min(want, left[0]))):
+                threading.Thread(target=worker, daemon=True, name="econeval-http").start()
+                workers += 1
+
+        staff()
         out: list = [None] * len(requests)
         try:
             for _ in range(len(requests)):
@@ -442,8 +472,10 @@ class ServedClient:
                 out[i] = res
                 if on_done:
                     on_done(i)
+                staff()
         finally:
             stop.set()
+            limiter.wake()
         return out
 
     def completion(self, resp, r, server_stops: list[str], reading: "Reading | None" = None):
@@ -503,8 +535,9 @@ class ServedClient:
             model={"name": spec.name, "api_model": self.api_model, "base_url": self.base, "base_urls": list(self.bases),
                    "source": spec.source, "sha256": None, "served": served, "identity": ident},
             n_ctx=None, device="remote", schedule="server-side (not controlled by econeval)",
-            chat_template_applied=chat_applied, parallel=self.concurrency, composition_matters=False, settings=settings or {},
-            details={"chat_mode": spec.chat, "servers": servers, "concurrency": self.concurrency, "timeout_s": self.timeout,
+            chat_template_applied=chat_applied, parallel=self.policy.cap, composition_matters=False, settings=settings or {},
+            parallel_note=self.policy.describe(),
+            details={"chat_mode": spec.chat, "servers": servers, "concurrency": self.limiter.record(), "timeout_s": self.timeout,
                      "max_retries": self.max_retries, "system_fingerprints": sorted(self.fingerprints), **details})
 
     def close(self) -> None:
