@@ -186,12 +186,12 @@ def test_the_default_does_not_grow_on_a_server_that_serves_one_request_at_a_time
 
 def test_the_default_backs_off_on_a_server_that_refuses_past_a_limit(cli, tmp_path, standin):
     url, stats = standin(Shape("overload", base=0.3, knee=1000, limit=12))
-    meta = _run(cli, url, tmp_path / "run", "--max-retries", "8", limit=100)
+    meta = _run(cli, url, tmp_path / "run", limit=100)  # the default retries: a refused request waits under the cut
     rec = meta["backend"]["concurrency"]
     assert rec["backoffs"] >= 1 and rec["settled"] <= 12, rec
     # the start's burst of 32 is refused past 12 (and retried); after it the server sees at most its limit, mostly
     later = sorted(stats.arrivals[len(stats.arrivals) // 2:])
-    assert later[len(later) // 2] <= 12 and stats.refused < stats.requests // 2, (later, stats.refused, stats.requests)
+    assert later[len(later) // 2] <= 12 and stats.refused < stats.requests // 4, (later, stats.refused, stats.requests)
     assert meta["timing"]["econnli-zero"]["retries"] == stats.refused
 
 

@@ -150,6 +150,7 @@ class Limiter:
             if cohort:
                 self.sent += 1
             ticket = self.local.ticket = _Ticket(now, self.round if cohort else None, self.cuts)
+            self.local.held = True
             return ticket
 
     def release(self, ticket: "_Ticket | None" = None) -> None:
@@ -158,6 +159,7 @@ class Limiter:
             now = self.clock()
             self._advance(now)
             self.in_flight -= 1
+            self.local.held = False
             ticket = ticket or getattr(self.local, "ticket", None)
             if ticket is not None and ticket.round == self.round:
                 self.done += 1
@@ -165,6 +167,29 @@ class Limiter:
                 if self.done >= self.need:
                     self._judge(now)
             self.cond.notify(max(1, self.limit - self.in_flight))  # as many waiting threads as there are places
+
+    def wait_again(self, stop: threading.Event) -> bool:
+        """A request refused as an overload gives its place back before it is sent again, and waits
+        for one under the limit now in force (cut by the refusal): retries do not keep the server
+        as full as the burst that overloaded it. Its latency counts for no round. False when `stop`
+        is set first."""
+        if not getattr(self.local, "held", False):
+            return not stop.is_set()  # a request outside the gate (the reasoning probe)
+        with self.cond:
+            self._advance(self.clock())
+            self.in_flight -= 1
+            self.cond.notify()
+            while self.in_flight >= self.limit and not stop.is_set():
+                self.cond.wait(0.2)
+            if stop.is_set():
+                self.in_flight += 1  # the place is taken again: the request's release gives it back
+                return False
+            now = self.clock()
+            self._advance(now)
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            self.local.ticket = _Ticket(now, None, self.cuts)
+            return True
 
     def overloaded(self, ticket: "_Ticket | None" = None) -> None:
         """The server answered a request (by default this thread's) with an overload (429, 503, 529,

@@ -359,11 +359,13 @@ class ServedClient:
         last = ""
         for attempt in range(self.max_retries + 1):
             wait = self._rng.uniform(0, min(BACKOFF_CAP, BACKOFF_BASE * 2 ** attempt))  # full jitter
+            overload = False
             try:
                 resp = self._send(url, body, self.auth.get(base))
             except (self._httpx.TimeoutException, _Deadline):
                 last = f"no answer within {self.timeout:g} s"
                 self.limiter.overloaded()
+                overload = True
             except self._httpx.TransportError as exc:
                 last = f"connection failed ({type(exc).__name__})"
             else:
@@ -391,6 +393,7 @@ class ServedClient:
                     last = f"HTTP {code}"
                     if code in OVERLOAD_STATUS:
                         self.limiter.overloaded()
+                        overload = True
                     after = retry_after(resp.headers.get("retry-after"))
                     if after is not None:
                         wait = min(after, RETRY_AFTER_CAP)
@@ -401,6 +404,8 @@ class ServedClient:
             self.count("retries")
             self._note(f"{url}: {last}; retrying in {wait:.1f} s (attempt {attempt + 2} of {self.max_retries + 1})")
             if stop.wait(wait):  # the call ended (an error elsewhere, an interrupt): give up quietly
+                raise ModelError(f"{base}: stopped while retrying")
+            if overload and not self.limiter.wait_again(stop):  # under the limit the refusal cut
                 raise ModelError(f"{base}: stopped while retrying")
         raise _Exhausted(f"{base} failed {self.max_retries + 1} times in a row; last: {last}",
                          hint="finished items are kept: rerun the same command to resume (--max-retries, --timeout)")
