@@ -30,7 +30,7 @@ from .. import registry
 from ..errors import ModelError, UsageError
 from ..types import BackendInfo, Completion, Generate, OptionLogprobs, OptionScores, chat_messages
 from .base import Backend, Settings, option
-from .http_client import HTTPError, Reading, ServedClient, ServedOptions, reasoning_of, split_stops
+from .http_client import Detection, HTTPError, Reading, ServedClient, ServedOptions, reasoning_of, split_stops
 
 API_VERSION = "2023-06-01"
 DEFAULT_URL = "https://api.anthropic.com"
@@ -84,9 +84,7 @@ class AnthropicBackend(Backend[AnthropicOptions]):
         self.dropped: set[str] = set()
         self.contract: set[str] = set()
         self.lock = threading.Lock()
-        self.detect_lock = threading.Lock()
-        self.ready = self.tried = False
-        self.refusal: ModelError | None = None
+        self.detection = Detection()  # the probe before the first scored request, once
         self.served = self.client.check_server()
 
     @property
@@ -166,26 +164,16 @@ class AnthropicBackend(Backend[AnthropicOptions]):
 
     def _ensure_detected(self) -> None:
         """Before the first scored request (auto): one probe shows whether the model thinks by default."""
-        if self.ready:
+        self.detection.run(self._probe)
+
+    def _probe(self) -> None:
+        if self.options.reasoning != "auto":
             return
-        with self.detect_lock:
-            if self.ready:
-                return
-            if self.refusal is not None:  # the probe was refused for good: never asked the same again
-                raise self.refusal
-            self.tried = True
-            if self.options.reasoning == "auto":
-                self.client.count("reasoning_probes")
-                try:
-                    resp = self._post(Generate(prompt=PROBE, max_tokens=16), 16, [], {})
-                except ModelError as exc:
-                    if isinstance(exc, HTTPError) or getattr(exc, "definitive", False):
-                        self.refusal = exc
-                    raise
-                if reasoning_of(resp["choices"][0], resp.get("usage") or {}).reasoning is not None:
-                    with self.lock:
-                        self.thinks, self.detected = True, "before the first request: the probe's reply had thinking blocks"
-            self.ready = True
+        self.client.count("reasoning_probes")
+        resp = self._post(Generate(prompt=PROBE, max_tokens=16), 16, [], {})
+        if reasoning_of(resp["choices"][0], resp.get("usage") or {}).reasoning is not None:
+            with self.lock:
+                self.thinks, self.detected = True, "before the first request: the probe's reply had thinking blocks"
 
     def _observed(self) -> None:
         with self.lock:
@@ -230,7 +218,7 @@ class AnthropicBackend(Backend[AnthropicOptions]):
 
     def info(self) -> BackendInfo:
         try:
-            if not self.tried:  # once here: a probe that failed is tried again by the first request, not by every record
+            if not self.detection.tried:  # once here: a probe that failed is tried again by the first request, not by every record
                 self._ensure_detected()
         except UsageError:
             raise

@@ -647,6 +647,35 @@ def choice_text(choice: dict) -> str:
     return ((choice.get("message") or {}).get("content")) or ""
 
 
+class Detection:
+    """A served backend's detection before its first scored request, done once whatever the
+    threads: `run(detect)` calls `detect` the first time (under a lock); a refusal that is final (an
+    HTTP error, or one marked `definitive`) is kept and raised again, never sent again; another
+    failure lets the next caller try again. `tried`: whether it was attempted."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.ready = self.tried = False
+        self.refusal: ModelError | None = None
+
+    def run(self, detect: Callable[[], None]) -> None:
+        if self.ready:
+            return
+        with self.lock:
+            if self.ready:
+                return
+            if self.refusal is not None:  # the probe was refused for good: never asked the same again
+                raise self.refusal
+            self.tried = True
+            try:
+                detect()
+            except ModelError as exc:
+                if isinstance(exc, HTTPError) or getattr(exc, "definitive", False):
+                    self.refusal = exc
+                raise
+            self.ready = True
+
+
 class HTTPError(ModelError):
     def __init__(self, code: int, message: str, error: dict | None = None):
         super().__init__(message)

@@ -66,7 +66,7 @@ from .. import registry
 from ..errors import ModelError, UsageError
 from ..types import BackendInfo, Completion, Generate, OptionLogprobs, OptionScores, chat_messages
 from .base import Backend, Settings, option
-from .http_client import CONTEXT, HTTPError, Reading, ServedClient, ServedOptions, choice_text, reasoning_of, split_stops
+from .http_client import CONTEXT, Detection, HTTPError, Reading, ServedClient, ServedOptions, choice_text, reasoning_of, split_stops
 
 TOP_LOGPROBS = (20, 5)  # asked in this order: OpenAI's legacy completions allow at most 5
 PENALTY_PARAMS = ("repeat_penalty", "repetition_penalty", "none")
@@ -179,9 +179,7 @@ class OpenAIHTTPBackend(Backend[OpenAIOptions]):
         self.off_note: str | None = None  # --reasoning off not honoured: what was seen
         self.probe_note = ""
         self.state_lock = threading.Lock()
-        self.detect_lock = threading.Lock()
-        self.ready = self.tried = False
-        self.refusal: ModelError | None = None  # the probe's refusal (not a fault of the server: said again, never re-sent)
+        self.detection = Detection()  # the probe before the first scored request, once
         self.served = self.client.check_server()
         param = getattr(options, "repeat_penalty_param", None)
         owner = str((self.served or {}).get("owned_by") or "").lower()
@@ -350,21 +348,7 @@ class OpenAIHTTPBackend(Backend[OpenAIOptions]):
         """Before the first scored request: read the chat template where the server renders it, and
         send one probe with room to reason (the mode's switch on it); then the run knows whether the
         model reasons, how its replies are read, and whether --reasoning off holds."""
-        if self.ready:
-            return
-        with self.detect_lock:
-            if self.ready:
-                return
-            if self.refusal is not None:  # the probe was refused for good: never asked the same again
-                raise self.refusal
-            self.tried = True
-            try:
-                self._detect()
-            except ModelError as exc:
-                if isinstance(exc, HTTPError) or getattr(exc, "definitive", False):
-                    self.refusal = exc
-                raise
-            self.ready = True
+        self.detection.run(self._detect)
 
     def _template_tail(self) -> str | None:
         """The generation prompt's end as the server's chat template renders it, or None."""
@@ -610,7 +594,7 @@ class OpenAIHTTPBackend(Backend[OpenAIOptions]):
 
     def info(self) -> BackendInfo:
         try:
-            if not self.tried:  # once here: a probe that failed is tried again by the first request, not by every record
+            if not self.detection.tried:  # once here: a probe that failed is tried again by the first request, not by every record
                 self._ensure_detected()
         except UsageError:
             raise
