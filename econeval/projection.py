@@ -60,8 +60,9 @@ def project(items: dict[str, int], sampled: dict[str, list[list]], lengths: dict
                       "not the judge)"}
 
 
-def lines_of(projection: dict, device: str) -> list[str]:
-    """What the run prints before its first item."""
+def lines_of(projection: dict, device: str, budget_left: float | None = None) -> list[str]:
+    """What the run prints before its first item; `budget_left`: a --budget's seconds left (the
+    run then covers what fits, and names no other way to run less)."""
     tasks = projection["tasks"].values()
     items = sum(t["items"] for t in tasks)
     prompt = sum(t["prompt_tokens"] for t in tasks)
@@ -73,7 +74,11 @@ def lines_of(projection: dict, device: str) -> list[str]:
            + f" ({prompt:,} prompt tokens, shared prefixes once; up to {budget:,} generated; measured now on {device}; "
              f"the low end if every answer stops after a token, the high end if each uses its whole budget; "
              f"more for CoT and judge stages)"]
-    if projection["seconds"] > LONG:
+    if budget_left is not None:
+        if projection["low"] > budget_left:
+            out.append(f"econeval: the --budget leaves {duration(budget_left)}: the run takes the growing sample of every "
+                       f"task that fits, its numbers estimates with intervals (the same command without --budget continues)")
+    elif projection["seconds"] > LONG:
         out.append("econeval: that is far beyond an hour: --budget 10m runs what fits in 10 minutes (estimates with "
                    "intervals, continued by the same command without it), --sample N runs a seeded sample, "
                    "--shard K/N splits the run over machines")

@@ -21,7 +21,7 @@ from .errors import Interrupted, UsageError
 from .signals import Guard
 from .folder import RunFolder
 from .metrics import logprob_problem
-from .progress import RunProgress, TaskLine
+from .progress import RunProgress, TaskLine, duration
 from .projection import project, sample_chunks
 from .projection import lines_of as projection_lines
 from .reasoning import THINKING
@@ -73,6 +73,7 @@ def _store(out: dict, name: str, req, res) -> None:
 
 
 OVER_CONTEXT = "longer than the model context (its prompt and generation budget)"
+OVERRUN_SAID = 5.0  # seconds past a --budget after which the run says it ran over
 
 
 def run_chunk(task: Task, items: list[dict], prep: Prepared, ctx: RunContext, outputs: list[dict] | None = None,
@@ -349,7 +350,8 @@ class _Run:
                                   if isinstance(c, dict) and c.get("kind") == "generate" and isinstance(c.get("n_tokens"), int)]
         if (projection := project(items, sampled, lengths, self.backend, self.ctx.seed)) is not None:
             self.record = self.record.projected(projection)
-            for text in projection_lines(projection, self.record.device or "this machine"):
+            left = None if self.selection.deadline is None else max(0.0, self.selection.deadline - time.monotonic())
+            for text in projection_lines(projection, self.record.device or "this machine", budget_left=left):
                 if show_progress:
                     self.prog.say(text)  # beside the live display on a terminal
 
@@ -392,6 +394,10 @@ class _Run:
             if current:
                 _segment_end(spent[current], backend, prog)
             self._time(spent)
+        over = time.monotonic() - selection.deadline if selection.deadline is not None else 0.0
+        if over >= OVERRUN_SAID:
+            prog.say(f"econeval: the --budget ran out {duration(over)} before the run ended: the chunk then in flight "
+                     f"was finished (no chunk starts after the budget; a chunk holds max(16, 2 x parallel) items)")
 
     def _time(self, spent: dict[str, dict]) -> None:
         for line in self.lines:

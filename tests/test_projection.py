@@ -53,3 +53,17 @@ def test_a_continued_run_projects_the_lengths_its_items_generated(cli, tmp_path,
     proj = json.loads((out / "run.json").read_text())["projection"]
     assert proj["low"] <= proj["likely"] <= proj["high"] and proj["seconds"] == proj["likely"]
     assert proj["tasks"]["econnli-cot"]["items"] == 32 and ", likely " in err
+
+
+def test_a_budget_run_is_projected_against_its_budget(cli, tmp_path, tiny_model):
+    from econeval.projection import lines_of
+
+    proj = {"seconds": 8000.0, "low": 7000.0, "high": 8000.0, "likely": None,
+            "tasks": {"t": {"items": 1026, "prompt_tokens": 100_000, "generation_budget": 200_000}}}
+    said = lines_of(proj, "cpu", budget_left=110)
+    assert "the --budget leaves 1 min" in said[1] and not any("--budget 10m" in x for x in said)
+    assert lines_of(proj, "cpu", budget_left=9000) == said[:1]  # all of it fits: nothing more to say
+    rc, _, err = cli("run", "--model", tiny_model, "--task", "econnli-cot", "--budget", "4s", "--threads", "1",
+                     "--out", tmp_path / "run")
+    assert rc == 0, err
+    assert "the --budget leaves" in err and "--budget 10m runs what fits" not in err
