@@ -28,7 +28,7 @@ import numpy as np
 # Mistral 7B v0.3 (its config.json): the vocabulary's size comes from the tokenizer
 MISTRAL_7B = {"n_layer": 32, "n_embd": 4096, "n_head": 32, "n_head_kv": 8, "n_ff": 14336, "ctx": 32768, "rope_theta": 1e6}
 # the dry run's: two small layers, the same real vocabulary (n_embd and n_ff multiples of 256, the K-quant block)
-TINY = {"n_layer": 2, "n_embd": 256, "n_head": 4, "n_head_kv": 2, "n_ff": 512, "ctx": 4096, "rope_theta": 1e6}
+TINY = {"n_layer": 2, "n_embd": 256, "n_head": 4, "n_head_kv": 2, "n_ff": 512, "ctx": 32768, "rope_theta": 1e6}
 QK_K = 256
 Q4_K_BYTES, Q6_K_BYTES = 144, 210
 FTYPE_Q4_K_M = 15  # llama_ftype LLAMA_FTYPE_MOSTLY_Q4_K_M
