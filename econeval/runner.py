@@ -9,6 +9,7 @@ write, mark run.json `interrupted` and leave the folder resumable.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import resource
 import signal
@@ -78,7 +79,8 @@ OVERRUN_SAID = 5.0  # seconds past a --budget after which the run says it ran ov
 
 def run_chunk(task: Task, items: list[dict], prep: Prepared, ctx: RunContext, outputs: list[dict] | None = None,
               skip_roles: tuple[str, ...] = (), progress: Callable[[float], None] | None = None,
-              first: dict[str, dict] | None = None, refused: frozenset[str] = frozenset()) -> list[dict]:
+              first: dict[str, dict] | None = None, refused: frozenset[str] = frozenset(),
+              budget: int | None = None) -> list[dict]:
     """Outputs of a chunk of items: each stage's requests of all the chunk's items go to their
     role together, in item order. Requests whose result is already in `outputs`, or whose role
     is in `skip_roles`, are not sent. `first`: item id → its first-stage requests, built already
@@ -93,7 +95,7 @@ def run_chunk(task: Task, items: list[dict], prep: Prepared, ctx: RunContext, ou
             if out.get("skipped") or out.get("error"):
                 continue
             built = first.pop(item["id"], None) if first is not None and fresh and stage == 0 else None
-            for name, req in (built if built is not None else task.requests(item, prep, out)).items():
+            for name, req in (built if built is not None else _budgeted(task.requests(item, prep, out), budget)).items():
                 if name not in out and req.role not in skip_roles:
                     pending.setdefault(req.role, []).append((i, name, req))
         n_reqs = sum(len(g) for g in pending.values())
@@ -136,14 +138,23 @@ def role_infos(tasks: list[Task], preps: dict[str, Prepared], ctx: RunContext) -
     return {role: role_entry(ctx.role(role).info(), role in ctx.given) for role in used}
 
 
+def _budgeted(reqs: dict[str, Any], budget: int | None) -> dict[str, Any]:
+    """An item's requests, those to the evaluated model carrying its task's own reasoning budget
+    (`--task-reasoning-tokens`) where one is given."""
+    if budget is None:
+        return reqs
+    return {name: dataclasses.replace(r, reasoning_tokens=budget) if r.role == MODEL and hasattr(r, "reasoning_tokens") else r
+            for name, r in reqs.items()}
+
+
 def _sizes(task: Task, prep: Prepared, items: list[dict], built: dict[str, dict],
-           reasoning: Callable[[Any], int]) -> tuple[list[int], list[int]]:
+           reasoning: Callable[[Any], int], own: int | None = None) -> tuple[list[int], list[int]]:
     """Each item's first-stage prompt characters and generation budget, a reasoning model's
     reasoning budget included (the progress estimate and the projection); the requests are kept in
     `built` (item id → requests), so that no prompt is built twice."""
     chars, budget = [], []
     for item in items:
-        reqs = built[item["id"]] = task.requests(item, prep, {})
+        reqs = built[item["id"]] = _budgeted(task.requests(item, prep, {}), own)
         chars.append(sum(len(str(r.prompt)) for r in reqs.values()))
         budget.append(sum((getattr(r, "max_tokens", 0) or 0) + (reasoning(r) if r.role == MODEL else 0) for r in reqs.values()))
     return chars, budget
@@ -229,6 +240,8 @@ class _Run:
     def __init__(self, tasks: list[Task], backend, folder: RunFolder, ctx: RunContext, selection: Selection,
                  preps: dict[str, Prepared], record: RunRecord, say: Callable[[str], None]):
         self.tasks, self.backend, self.folder, self.ctx = tasks, backend, folder, ctx
+        task_budgets = getattr(getattr(backend, "options", None), "task_budgets", None)
+        self.budgets: dict[str, int] = task_budgets() if task_budgets else {}  # task → its own reasoning budget
         self.selection, self.preps, self.say = selection, preps, say
         self.old = folder.record
         if self.old is not None:  # the same run, or some or more of its tasks: the folder describes all of them
@@ -300,7 +313,8 @@ class _Run:
         self.built[task.name] = {}
         reasoning = getattr(self.backend, "reasoning_tokens_for", lambda r: 0)
         return TaskLine(task.name, len(items), len(items) - len(todo), *_sizes(task, self.preps[task.name], todo,
-                                                                              self.built[task.name], reasoning))
+                                                                              self.built[task.name], reasoning,
+                                                                              self.budgets.get(task.name)))
 
     def _over_context(self) -> dict[str, frozenset[str]]:
         """The items to run whose first-stage prompt and generation budget do not fit the model's
@@ -384,7 +398,7 @@ class _Run:
                 self.chunk_no += 1
                 prep = self.preps[task.name]
                 outputs = run_chunk(task, chunk, prep, self.ctx, progress=prog.advance, first=self.built[task.name],
-                                    refused=self.refused.get(task.name, frozenset()))
+                                    refused=self.refused.get(task.name, frozenset()), budget=self.budgets.get(task.name))
                 records = score_records(task, chunk, outputs, prep)
                 sig.write(self.log.append, records)
                 prog.saved(len(chunk), sum(len(str(p)) for o in outputs for p in (o.get("prompts") or {}).values()))

@@ -71,6 +71,7 @@ class Generate:
     # a conversation (user, assistant, ..., user) sent as chat messages when the chat template
     # applies; `prompt` is then its text without a template (what a raw model is sent)
     turns: tuple[str, ...] = ()
+    reasoning_tokens: int | None = None  # its task's own reasoning budget (--task-reasoning-tokens); None: the model's
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,7 @@ class OptionLogprobs:
     # a backend without log-probabilities generates the answer as text (the option is read from it):
     # at most this many tokens, None for the server's own limit
     text_tokens: int | None = 8
+    reasoning_tokens: int | None = None  # as Generate.reasoning_tokens
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,29 @@ def test_fake_reasoning_model_and_its_refusals(cli, tmp_path):
     assert {r["response"] for r in read_lines(tmp_path / "d" / "samples.jsonl")} == {""}
 
 
+def test_a_tasks_own_reasoning_budget(cli, tmp_path):
+    """--task-reasoning-tokens TASK=N: that task's requests reason up to N, the others up to
+    --reasoning-tokens; run.json records both; a task it names that does not exist is one line."""
+    import json
+
+    answers = "answers=<think>the premise says Yes as it plainly does</think>No"
+    out = tmp_path / "per-task"
+    rc, _, err = cli("run", "--model", "fake:r", "-M", answers, "--task-reasoning-tokens", "econnli-zero=2",
+                     "--task", "econnli-zero", "--task", "econnli-icl", "--limit", "3", "--out", out, "-q")
+    assert rc == 0, err
+    recs = read_lines(out / "samples.jsonl")
+    by_task = {t: {r["response"] for r in recs if r["task"] == t} for t in ("econnli-zero", "econnli-icl")}
+    assert by_task == {"econnli-zero": {""}, "econnli-icl": {"No"}}  # cut at 2 tokens / read after the default 4,096
+    reasoning = json.loads((out / "run.json").read_text())["backend"]["reasoning"]
+    assert reasoning["tokens"] == 4096 and reasoning["per_task"] == {"econnli-zero": 2}, reasoning
+    rc, _, err = cli("run", "--model", "fake:r", "-M", answers, "--task-reasoning-tokens", "econnli-zer=2",
+                     "--task", "econnli-zero", "--out", tmp_path / "bad", "-q")
+    assert rc == 2 and "names no task 'econnli-zer'" in err and "econnli-zero" in err and "Traceback" not in err
+    rc, _, err = cli("run", "--model", "fake:r", "-M", answers, "--task-reasoning-tokens", "econnli-zero=0",
+                     "--task", "econnli-zero", "--out", tmp_path / "bad2", "-q")
+    assert rc == 2 and "expected TASK=N" in err and "Traceback" not in err
+
+
 def test_compare_and_gate_refuse_runs_that_differ_in_reasoning(cli, tmp_path):
     base, off = tmp_path / "base", tmp_path / "off"
     for out, extra in ((base, ()), (off, ("--reasoning", "off"))):
@@ -212,6 +235,18 @@ def test_llamacpp_always_reasoning_template_refuses_off(qwen3, r1, cli, tmp_path
     for rec in read_lines(out / "samples.jsonl"):
         assert rec["rendered"]["response"].endswith("<think>") and "response" in rec["thinking"]
         assert rec["calls"]["response"]["n_reasoning_tokens"] <= 4
+
+
+def test_llamacpp_a_tasks_own_reasoning_budget(qwen3, cli, tmp_path):
+    """In-process, the task's own budget bounds its reasoning stage; the other task keeps the model's."""
+    out = tmp_path / "q"
+    rc, _, err = cli("run", "--model", qwen3, "--chat", "on", "--reasoning-tokens", "12", "--task-reasoning-tokens",
+                     "econnli-zero=3", "--task", "econnli-zero", "--task", "econnli-icl", "--limit", "2", "--out", out, "-q")
+    assert rc == 0, err
+    spent = {t: [r["calls"]["response"]["n_reasoning_tokens"] for r in read_lines(out / "samples.jsonl") if r["task"] == t]
+             for t in ("econnli-zero", "econnli-icl")}
+    assert spent["econnli-zero"] and max(spent["econnli-zero"]) <= 3, spent
+    assert max(spent["econnli-icl"]) > 3, spent  # the random tiny model does not close its reasoning early
 
 
 SEED_TOKENS = (("<seed:think>", 4), ("</seed:think>", 4), ("<seed:bos>", 3), ("<seed:eos>", 3),

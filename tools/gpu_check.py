@@ -729,7 +729,8 @@ def step_econeval(out: Path, dry: bool, run_s: float) -> dict:
     backend = {k: v for k, v in (meta.get("backend") or {}).items() if k not in ("schedule", "decoding")}
     return {"limit": limit, "run_s": secs, "chunk_deadline_s": run_s, "status": meta.get("status"),
             "not_run": sorted(set(tasks) - set(per)), "backend": backend, "schedule": meta.get("schedule"),
-            "run_projection": meta.get("projection"), "over_context": meta.get("over_context"), "tasks": per, "samples": saved, "cfbenchmark_samples": n_cfb,
+            "run_projection": meta.get("projection"), "over_context": meta.get("over_context"), "tasks": per, "samples": saved,
+            "cfbenchmark_samples": n_cfb,
             "embedder": "the carried stand-in (tiny random ONNX): CFBenchmark generation scores in results.json mean "
                         "nothing; score cfbenchmark-samples.jsonl back here with `econeval score`"}
 

@@ -87,18 +87,18 @@ class AnthropicBackend(Backend[AnthropicOptions]):
         self.detection = Detection()  # the probe before the first scored request, once
         self.served = self.client.check_server()
 
-    @property
-    def budget(self) -> int:
-        return max(MIN_THINKING, self.options.reasoning_budget)
+    def budget(self, request: Any = None) -> int:
+        """The thinking budget of a request (its task's own, else the model's), at least Anthropic's minimum."""
+        return max(MIN_THINKING, self.options.budget_for(request))
 
     def _build(self, r, max_tokens: int, stops: list[str], sent: dict) -> dict:
         o = self.options
         with self.lock:
             thinks = self.thinks
-            body: dict = {"model": o.api_model, "max_tokens": max_tokens + (self.budget if thinks else 0),
+            body: dict = {"model": o.api_model, "max_tokens": max_tokens + (self.budget(r) if thinks else 0),
                           "messages": chat_messages(r.prompt, r.turns)}
             if o.reasoning == "on":
-                body["thinking"] = {"type": "enabled", "budget_tokens": self.budget} if self.thinking == "enabled" \
+                body["thinking"] = {"type": "enabled", "budget_tokens": self.budget(r)} if self.thinking == "enabled" \
                     else {"type": "adaptive"}
             elif o.reasoning == "off":
                 body["thinking"] = {"type": "disabled"}
@@ -209,7 +209,7 @@ class AnthropicBackend(Backend[AnthropicOptions]):
         return self._generate(r)
 
     def reasoning_tokens_for(self, request) -> int:
-        return self.budget if self.thinks else 0
+        return self.budget(request) if self.thinks else 0
 
     def evaluate(self, requests: Sequence[Generate | OptionLogprobs], on_done=None) -> list:
         if requests:
@@ -225,7 +225,7 @@ class AnthropicBackend(Backend[AnthropicOptions]):
         except ModelError:  # a server that fails the probe fails the first request the same way, where the run says so
             pass
         o = self.options
-        switch = ((f"thinking enabled, budget_tokens {self.budget}" if self.thinking == "enabled" else
+        switch = ((f"thinking enabled, budget_tokens {self.budget()}" if self.thinking == "enabled" else
                    "adaptive thinking (max_tokens: the budget plus the answer's)") if o.reasoning == "on" else
                   "thinking disabled" if o.reasoning == "off" else "none: no thinking sent")
         record = o.reasoning_record(self.thinks, self.detected or "not seen: the model did not think", switch,

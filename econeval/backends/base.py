@@ -128,6 +128,8 @@ class ReasoningOptions(BackendOptions):
                             ("--reasoning",))
     reasoning_tokens: int | None = option(None, "the reasoning budget in tokens, on top of each task's own answer budget "
                                                 f"(default {reasoning_modes.DEFAULT_TOKENS})", ("--reasoning-tokens",))
+    task_reasoning_tokens: str | None = option(None, "a task's own reasoning budget over --reasoning-tokens, TASK=N "
+                                                     "(several comma-separated)", ("--task-reasoning-tokens",))
     think_end: str | None = option(None, "the text that ends the model's reasoning, where its family is not one econeval "
                                          "knows (as lm-eval's think_end_token): the answer is read after it")
     think_start: str | None = option(None, "the text that opens the model's reasoning (with think_end)")
@@ -137,6 +139,7 @@ class ReasoningOptions(BackendOptions):
             raise UsageError(f"{where}: reasoning must be one of {', '.join(reasoning_modes.MODES)}, not {self.reasoning!r}")
         if self.reasoning_tokens is not None and not 1 <= self.reasoning_tokens <= 1 << 20:
             raise UsageError(f"{where}: reasoning_tokens {self.reasoning_tokens} is out of range (1 to {1 << 20})")
+        self.task_budgets(where)
         for name in ("think_end", "think_start"):
             value = getattr(self, name)
             if value is not None and (not value.strip() or len(value) > 64):
@@ -153,9 +156,31 @@ class ReasoningOptions(BackendOptions):
     def reasoning_budget(self) -> int:
         return self.reasoning_tokens or reasoning_modes.DEFAULT_TOKENS
 
+    def task_budgets(self, where: str = "task_reasoning_tokens") -> dict[str, int]:
+        """task → its own reasoning budget (`task_reasoning_tokens`, TASK=N,...)."""
+        from ..registry import did_you_mean, tasks
+
+        out: dict[str, int] = {}
+        for pair in (self.task_reasoning_tokens or "").split(","):
+            if not pair.strip():
+                continue
+            name, _, value = pair.partition("=")
+            name = name.strip()
+            if name not in tasks():
+                raise UsageError(f"{where}: task_reasoning_tokens names no task {name!r}", hint=did_you_mean(name, tasks()))
+            if not value.strip().isdigit() or not 1 <= int(value) <= 1 << 20:
+                raise UsageError(f"{where}: task_reasoning_tokens {pair.strip()!r}: expected TASK=N, N from 1 to {1 << 20}")
+            out[name] = int(value)
+        return out
+
+    def budget_for(self, request: Any) -> int:
+        """A request's reasoning budget: its task's own, else the model's."""
+        return getattr(request, "reasoning_tokens", None) or self.reasoning_budget
+
     def reasoning_record(self, reasons: bool, detected: str, switch: str, **more: Any) -> dict:
         """run.json's `backend.reasoning`: the mode, the budget, whether the model reasoned, how that
         was detected and how the mode was put into effect."""
+        more = {"per_task": self.task_budgets() or None, **more}
         return {"mode": self.reasoning, "tokens": self.reasoning_budget, "reasons": reasons, "detected": detected,
                 "switch": switch, **{k: v for k, v in more.items() if v is not None}}
 
@@ -163,7 +188,7 @@ class ReasoningOptions(BackendOptions):
         """The part of a backend's identity settings that its reasoning options make: what was asked
         (empty for a model run as it is served, so such runs keep their identity; whether it reasoned
         is in run.json's `backend.reasoning`, which compare and gate check)."""
-        more = {"think_end": self.think_end, "think_start": self.think_start, **more}
+        more = {"think_end": self.think_end, "think_start": self.think_start, "per_task": self.task_budgets() or None, **more}
         if self.reasoning == "auto" and self.reasoning_tokens is None and not any(more.values()):
             return {}
         return {"reasoning": {"mode": self.reasoning, "tokens": self.reasoning_budget,

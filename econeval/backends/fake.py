@@ -61,9 +61,8 @@ class FakeBackend(Backend[FakeOptions]):
         if part.reasoning is None:
             return {"text": raw}
         n = max(1, len(part.reasoning) // 4)
-        if n > self.options.reasoning_budget:
-            return {"text": "", "reasoning": part.reasoning[: 4 * self.options.reasoning_budget],
-                    "n_reasoning_tokens": self.options.reasoning_budget, "reasoning_ended": False}
+        if n > budget:
+            return {"text": "", "reasoning": part.reasoning[: 4 * budget], "n_reasoning_tokens": budget, "reasoning_ended": False}
         return {"text": part.answer, "reasoning": part.reasoning, "n_reasoning_tokens": n, "reasoning_ended": part.ended}
 
     @staticmethod
@@ -82,7 +81,7 @@ class FakeBackend(Backend[FakeOptions]):
         for i, r in enumerate(requests):
             text = self._text(r)
             if isinstance(r, OptionLogprobs) and self.reasons(self.options):  # a reasoning model answers in text
-                reply = self._reply(choices[self._hash(text) % len(choices)], self.options.reasoning_budget)
+                reply = self._reply(choices[self._hash(text) % len(choices)], self.options.budget_for(r))
                 out.append(OptionScores(n_prompt_tokens=len(text) // 4, **reply))
             elif isinstance(r, OptionLogprobs):
                 logits = {o: (self._hash(text, o) % 1000) / 250.0 for o in r.options}
@@ -90,7 +89,7 @@ class FakeBackend(Backend[FakeOptions]):
                 out.append(OptionScores(scores={o: v - total for o, v in logits.items()}, top=max(logits.values()) - total,
                                         n_prompt_tokens=len(text) // 4))
             else:
-                reply = self._reply(choices[self._hash(text) % len(choices)], self.options.reasoning_budget)
+                reply = self._reply(choices[self._hash(text) % len(choices)], self.options.budget_for(r))
                 out.append(Completion(n_prompt_tokens=len(text) // 4, n_tokens=int(reply.get("reasoning_ended", True)),
                                       finish=self._finish(reply), **reply))
             if on_done:

@@ -422,7 +422,7 @@ class LlamaCppBackend(Backend[LlamaCppOptions]):
             self.end_tokens = tuple(close) if len(close) == 1 else ()
 
     def reasoning_tokens_for(self, request) -> int:
-        return self.options.reasoning_budget if self.thinks and self._chat(request.chat) else 0
+        return self.options.budget_for(request) if self.thinks and self._chat(request.chat) else 0
 
     def reasoning_record(self) -> dict:
         o, r = self.options, self.reading
@@ -508,7 +508,7 @@ class LlamaCppBackend(Backend[LlamaCppOptions]):
             results = self._run(requests, [""] * len(requests), on_done)
             return [self._split_raw(r) for r in results] if self.reading.markers is not None else results
         stage = [ReasoningStage(prompt=requests[i].prompt, prefix=requests[i].prefix, chat=requests[i].chat,
-                                turns=requests[i].turns, max_tokens=self.options.reasoning_budget, stop_after_text=False,
+                                turns=requests[i].turns, max_tokens=self.options.budget_for(requests[i]), stop_after_text=False,
                                 stop_regex=None if self.end_tokens else re.escape(self.reading.markers.close))  # type: ignore[union-attr]
                  for i in thinking]
         first: dict[int, Completion] = {i: typing.cast(Completion, res)
@@ -636,7 +636,7 @@ class LlamaCppBackend(Backend[LlamaCppOptions]):
         for task, reqs_chunks in chunks.items():
             jobs = []
             for reqs in reqs_chunks:
-                extra = self.options.reasoning_budget if self.thinks and any(self._chat(r.chat) for r in reqs) else 0
+                extra = max((self.reasoning_tokens_for(r) for r in reqs), default=0)
                 jobs.append([dataclasses.replace(j, max_tokens=j.max_tokens + extra) if extra else j
                              for j in self._plan(reqs, [""] * len(reqs)).jobs])
             low = dry_run(self.scheduler, cost, jobs, lambda spec: 1)

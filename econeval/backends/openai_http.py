@@ -242,7 +242,7 @@ class OpenAIHTTPBackend(Backend[OpenAIOptions]):
             else:
                 answer = r.max_tokens if kind == "generate" else \
                     (1 if k else r.text_tokens or (UNCAPPED_TOKENS if thinks else None))
-                budget = self.options.reasoning_budget
+                budget = self.options.budget_for(r)
             if answer:
                 kw[self.token_param if self.api != "responses" else "max_output_tokens"] = answer + (budget if thinks else 0)
             stops = split_stops(r) if kind == "generate" and not thinks and "stop" not in self.dropped else []
@@ -573,7 +573,7 @@ class OpenAIHTTPBackend(Backend[OpenAIOptions]):
         return self.client.map(self._one, requests, on_done)
 
     def reasoning_tokens_for(self, request) -> int:
-        return self.options.reasoning_budget if self.thinks else 0
+        return self.options.budget_for(request) if self.thinks else 0
 
     def reasoning_record(self) -> dict:
         o = self.options
