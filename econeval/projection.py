@@ -79,7 +79,8 @@ def lines_of(projection: dict, device: str, budget_left: float | None = None) ->
             out.append(f"econeval: the --budget leaves {duration(budget_left)}: the run takes the growing sample of every "
                        f"task that fits, its numbers estimates with intervals (the same command without --budget continues)")
     elif projection["seconds"] > LONG:
-        out.append("econeval: that is far beyond an hour: --budget 10m runs what fits in 10 minutes (estimates with "
+        beyond = "that is far beyond an hour" if projection["low"] > LONG else "that may take more than an hour"
+        out.append(f"econeval: {beyond}: --budget 10m runs what fits in 10 minutes (estimates with "
                    "intervals, continued by the same command without it), --sample N runs a seeded sample, "
                    "--shard K/N splits the run over machines")
     return out

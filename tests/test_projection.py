@@ -43,6 +43,9 @@ def test_a_long_projection_names_the_ways_to_run_less():
     assert long[0].startswith("econeval: projected time 1 d 6 h to 3 d 18 h for 18,091 items") and "measured now on cpu" in long[0]
     assert "far beyond an hour: --budget 10m" in long[1] and "--sample N" in long[1] and "--shard K/N" in long[1]
     assert len(lines_of(projection(1800), "cpu")) == 1
+    # only the high end past the hour: said as a possibility, not as "far beyond"
+    maybe = lines_of(projection(2 * 3600), "cpu")
+    assert "may take more than an hour: --budget 10m" in maybe[1] and "far beyond" not in maybe[1]
 
 
 def test_a_continued_run_projects_the_lengths_its_items_generated(cli, tmp_path, tiny_model):
