@@ -67,3 +67,81 @@ def steer_elements(as_json):
         click.echo(f"  {r['element']:<34} {mark}")
     n = sum(r["covered"] for r in rows)
     click.echo(f"covered: {n} of {len(rows)} elements")
+
+
+# ---- auto-STEER with a model: write, check, review (writer.py, checker.py) -----------------------
+def _list(values: tuple[str, ...], known: list[str], what: str) -> list[str] | None:
+    """Repeatable or comma-separated values, checked against the known ones; None: all."""
+    got = [v.strip() for x in values for v in x.split(",") if v.strip()]
+    if not got or got == ["all"]:
+        return None
+    unknown = [v for v in got if v not in known]
+    if unknown:
+        raise UsageError(f"unknown {what}: {', '.join(unknown)}", hint=f"{what}s: {', '.join(known)}")
+    return list(dict.fromkeys(got))
+
+
+def _pairs(pairs: tuple[str, ...]) -> dict[str, str]:
+    out = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise UsageError(f"-M {pair}: expected KEY=VALUE")
+        k, v = pair.split("=", 1)
+        out[k.strip()] = v
+    return out
+
+
+def open_model(name: str, options: dict[str, str], seed: int, flag: str):
+    """A backend for a model named as --model names one (a GGUF path, a models.toml name,
+    PREFIX:NAME), its -M options parsed and checked by its backend; and what the folder records."""
+    from ... import roles
+    from ...backends.base import Settings
+
+    spec = roles.resolve(name)
+    declared = roles.parse(spec)[0].Options.fields()
+    unknown = sorted(set(options) - set(declared))
+    if unknown:
+        raise UsageError(f"{flag} {name}: its backend has no option {', '.join(unknown)}",
+                         hint=f"its options: {', '.join(declared)}")
+    spec = roles.with_options(spec, options)
+    planned = roles.plan(spec, Settings(seed=seed))
+    backend = planned.build()
+    info = backend.info()
+    return backend, {"name": spec.name, "kind": info.kind, "options": {k: str(v) for k, v in spec.options.items()},
+                     "model": info.model, "settings": info.settings}
+
+
+@steer.command("write")
+@click.option("--writer", required=True, help="The writer model: a .gguf path, a models.toml name, PREFIX:NAME (served), fake:NAME.")
+@click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path), help="The writer folder (continued if it exists).")
+@click.option("--element", "elements", multiple=True, help="Element slug(s), repeatable or comma-separated (default: all covered).")
+@click.option("--domain", "domains", multiple=True, help="Domain(s) to write into (default: each template's all).")
+@click.option("--perspective", "perspectives", multiple=True, help="Perspective(s) to write into (default: all).")
+@click.option("--per-template", type=click.IntRange(min=0, max=100), default=1, show_default=True,
+              help="Rewordings of each (domain, perspective) template.")
+@click.option("--seed", type=int, default=2025, show_default=True, help="Names, rewording hints (decoding is greedy).")
+@click.option("--model-option", "-M", "model_option", multiple=True, metavar="KEY=VALUE", help="A backend option of the writer.")
+@click.option("--quiet", is_flag=True, help="No progress lines.")
+def steer_write(writer, out, elements, domains, perspectives, per_template, seed, model_option, quiet):
+    """Style-transfer the gold templates into domains, then perspectives, then reword them, with a
+    writer model; every written template is validated before it is kept (auto-STEER, re-implemented)."""
+    import sys
+
+    from .generator import covered, lexicon
+    from .writer import run
+
+    els = _list(elements, covered(), "element") or covered()
+    doms = _list(domains, list(lexicon()["domains"]), "domain")
+    pers = _list(perspectives, list(lexicon()["perspectives"]), "perspective")
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} is a file, not a folder")
+    backend, ident = open_model(writer, _pairs(model_option), seed, "--writer")
+    try:
+        man = run(backend, ident, out, els, doms, pers, per_template, seed,
+                  say=(lambda m: None) if quiet else (lambda m: print(m, file=sys.stderr, flush=True)), argv=sys.argv[1:])
+    finally:
+        backend.close()
+    t = man["total"]
+    rules = ", ".join(f"{k} {v}" for k, v in t["rejected_by_rule"].items()) or "none"
+    click.echo(f"{out}: {t['written']} templates written, {t['kept']} kept, {t['rejected']} rejected (by rule: {rules}); "
+               f"{man['seconds_per_kept_template']} s per kept template", err=True)

@@ -30,7 +30,17 @@ from dataclasses import dataclass, field
 
 from .generator import lexicon
 
-RULES = ("empty", "fields", "leak", "perspective", "domain", "kind", "length", "unchanged")
+RULE_TEXT = {
+    "empty": "no template text could be read from the reply",
+    "fields": "not exactly the gold template's labeled fields",
+    "leak": "a number the gold template does not hold (a value or an answer written in)",
+    "perspective": "the perspective's person or pronouns not kept",
+    "domain": "no word of the target domain, or another domain's objects left",
+    "kind": "no question, or a question of another kind",
+    "length": "outside 0.5x to 2.5x the source's words (8 to 160)",
+    "unchanged": "a rewording identical to its source or to a template already kept",
+}
+RULES = tuple(RULE_TEXT)
 LEXICON_SLOTS = frozenset({"Subj", "subj", "Subj2", "poss", "Poss", "obj", "good", "good2", "product", "seller", "market",
                            "activity", "agent", "female", "male"})
 _FIELD = re.compile(r"\{([A-Za-z0-9_]+)\}")
@@ -165,6 +175,10 @@ class Verdict:
         return [{"rule": r, "why": w} for r, w in self.reasons]
 
 
+def _shown(words: set[str]) -> str:
+    return ", ".join(sorted(w if not w.startswith("i") or w[1:2] not in ("", "'") else "I" + w[1:] for w in words))
+
+
 def _perspective(words: list[str], text: str, t: Target) -> str | None:
     ws = set(words)
     first, second = ws & FIRST, ws & SECOND
@@ -174,30 +188,30 @@ def _perspective(words: list[str], text: str, t: Target) -> str | None:
         if not first:
             return "first person, but no I, me or my"
         if second:
-            return f"first person, but addresses the reader ({', '.join(sorted(second))})"
+            return f"first person, but addresses the reader ({_shown(second)})"
         if fem or masc:
-            return f"first person, but names a third person ({', '.join(sorted(fem | masc))})"
+            return f"first person, but names a third person ({_shown(fem | masc)})"
         return None
     if p == "second person":
         if not second:
             return "second person, but no you or your"
         bad = sorted(first | fem | masc)
-        return f"second person, but uses {', '.join(bad)}" if bad else None
+        return f"second person, but uses {_shown(set(bad))}" if bad else None
     bad = sorted(first | second)
     if bad:
-        return f"{p}, but uses {', '.join(bad)}"
+        return f"{p}, but uses {_shown(set(bad))}"
     if p == "third person female":
         if masc:
-            return f"a woman ({t.name}), but uses {', '.join(sorted(masc))}"
+            return f"a woman ({t.name}), but uses {_shown(masc)}"
         if t.name and not re.search(r"\b" + re.escape(t.name) + r"\b", text):
             return f"a woman named {t.name}, but the name is missing"
     if p == "third person male":
         if fem:
-            return f"a man ({t.name}), but uses {', '.join(sorted(fem))}"
+            return f"a man ({t.name}), but uses {_shown(fem)}"
         if t.name and not re.search(r"\b" + re.escape(t.name) + r"\b", text):
             return f"a man named {t.name}, but the name is missing"
     if p == "third person anonymous" and (fem or masc):
-        return f"an unnamed person, but uses {', '.join(sorted(fem | masc))}"
+        return f"an unnamed person, but uses {_shown(fem | masc)}"
     return None
 
 
