@@ -81,7 +81,7 @@ REWORDS = ("Consider this case.", "Here is a situation.", "Think about the follo
 
 def respond(prompt: str) -> str:
     if "question templates for an economics benchmark" not in prompt:  # a checker's question
-        return "ANSWER: 1" if "ANSWER:" in prompt else "A"
+        return "ANSWER: A" if "\nA. " in prompt else "ANSWER: 1"
     source = prompt.rsplit("Template:", 1)[1].strip()
     t = _target(prompt)
     if t["stage"] == "domain":
