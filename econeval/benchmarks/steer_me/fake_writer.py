@@ -1,31 +1,37 @@
 """A deterministic writer for tests and pipeline checks (`--writer fake:w -M
 respond=econeval.benchmarks.steer_me.fake_writer:respond`): it reads the target from
-`steer write`'s prompt and rewrites the template by word substitution. A hash of the prompt
-picks what it does (`mode_of`): a faithful rewrite (half the prompts), or one of three mistakes
-the validator must refuse: a labeled field dropped, a number leaked in, the perspective broken.
+`steer write`'s prompt and rewrites the template by word substitution. The target picks what it
+does (`mode_of`): a faithful rewrite, or one of three mistakes the validator must refuse: a
+labeled field dropped (into finance; a rewording's third variant), a number leaked in (into
+gambling; a rewording's second variant), the perspective broken (into the third person male; a
+rewording's fourth variant).
 As a checker (any other prompt) it answers `A` to a multiple-choice question and `ANSWER: 1` to
 a free-text one."""
 
 from __future__ import annotations
 
-import hashlib
 import re
 
 from .generator import lexicon
 
-MODES = ("good", "good", "good", "drop-field", "leak-number", "wrong-perspective")
+MODES = ("good", "drop-field", "leak-number", "wrong-perspective")
 _FIELD = re.compile(r"\{[A-Za-z0-9_]+\}")
 
 
 def mode_of(prompt: str) -> str:
-    return MODES[int(hashlib.sha256(prompt.encode()).hexdigest()[:8], 16) % len(MODES)]
+    t = _target(prompt)
+    if t["stage"] == "domain":
+        return {"finance": "drop-field", "gambling": "leak-number"}.get(t["domain"], "good")
+    if t["stage"] == "perspective":
+        return "wrong-perspective" if t.get("perspective") == "male" else "good"
+    return {2: "leak-number", 3: "drop-field", 4: "wrong-perspective"}.get(t["variant"], "good")
 
 
 def _target(prompt: str) -> dict:
     m = re.search(r"set in the (.+?) domain", prompt) or re.search(r"[Kk]eep (?:the|its) domain \((.+?)\)", prompt)
     out: dict = {"domain": m.group(1) if m else None, "stage": "domain" if "so that it is set in" in prompt else
                  "perspective" if "in a new perspective" in prompt else "reword"}
-    rule = prompt.split("perspective:", 1)[1] if out["stage"] == "perspective" else ""
+    rule = prompt.split("perspective:", 1)[1].split("\n", 1)[0] if out["stage"] == "perspective" else ""
     if "first person" in rule:
         out["perspective"] = "first"
     elif "second person" in rule:
@@ -82,7 +88,7 @@ REWORDS = ("Consider this case.", "Here is a situation.", "Think about the follo
 def respond(prompt: str) -> str:
     if "question templates for an economics benchmark" not in prompt:  # a checker's question
         return "ANSWER: A" if "\nA. " in prompt else "ANSWER: 1"
-    source = prompt.rsplit("Template:", 1)[1].strip()
+    source = prompt.rsplit("Template:", 1)[1].strip().split("\n", 1)[0]
     t = _target(prompt)
     if t["stage"] == "domain":
         text = _to_domain(source, t["domain"])

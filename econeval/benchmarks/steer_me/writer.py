@@ -40,26 +40,40 @@ from ...types import Generate
 from .generator import GENERATOR_VERSION, fill, lexicon, templates
 from .validate import RULE_TEXT, RULES, Target, labeled_fields, validate
 
-PROMPT_VERSION = "steer-write/1"
+PROMPT_VERSION = "steer-write/2"  # 2: a worked example in each prompt, the task restated after the template
 BASE_PERSPECTIVE = "first person"
 STAGES = ("domain", "perspective", "reword")
 DECODING = {"sampling": "greedy", "max_tokens": 200, "repeat_penalty": 1.1, "stop": [], "chat": True}
 CHUNK = 16
 
 INTRO = ("You rewrite question templates for an economics benchmark. A template is a question whose numbers are "
-         "labeled fields in curly braces, filled in later.\n\n")
+         "labeled fields in curly braces, filled in later. Do not answer the question: rewrite it.\n\n")
 KEEP = ("Keep these labeled fields exactly as written, each in curly braces: {fields}. Add no other curly braces and "
-        "write no numbers that the template does not have.\nReply with the rewritten template only, on one line.\n\n"
-        "Template: {source}")
+        "write no numbers that the template does not have.\n")
+# one worked example per stage (a template of no element's own wording), then the template, then the task restated
+EXAMPLES = {
+    "domain": ("Example. Template: I buy apples at a market, and my demand is {demand}. What is my consumer surplus when "
+               "the price is {p}?\nSet in the medical domain: I buy vitamin supplements at the pharmacy, and my demand "
+               "for them is {demand}. What is my consumer surplus when the price is {p}?\n\n"),
+    "perspective": ("Example. Template: I buy vitamin supplements at the pharmacy, and my demand for them is {demand}. What is "
+                    "my consumer surplus when the price is {p}?\nAbout a woman named Maria: Maria buys vitamin supplements at "
+                    "the pharmacy, and her demand for them is {demand}. What is her consumer surplus when the price is {p}?\n\n"),
+    "reword": ("Example. Template: Maria buys vitamin supplements at the pharmacy, and her demand for them is {demand}. What "
+               "is her consumer surplus when the price is {p}?\nNew version: At her local drugstore, Maria purchases "
+               "allergy tablets; her demand for them is {demand}. What consumer surplus does Maria get when the price is "
+               "{p}?\n\n"),
+}
+TAIL = "Template: {source}\nReply with the rewritten template only, on one line, and nothing else."
 PROMPTS = {
-    "domain": INTRO + "Rewrite the template below so that it is set in the {domain} domain: change the setting, the people "
-                      "and the objects to ones from {domain} (for example {examples}). Keep everything else: {perspective_rule} "
-                      "Keep the economics and the question asked exactly the same.\n" + KEEP,
-    "perspective": INTRO + "Rewrite the template below in a new perspective: {perspective_rule} Keep the domain ({domain}), "
-                           "the setting, the objects, the economics and the question asked exactly the same.\n" + KEEP,
-    "reword": INTRO + "Write a new version of the template below (variant {variant} of {variants}). Keep its domain "
+    "domain": INTRO + "Rewrite the template so that it is set in the {domain} domain: change the setting, the people "
+                      "and the objects to ones of the {domain} domain (for example {examples}). Keep everything else: {perspective_rule} "
+                      "Keep the economics and the question asked exactly the same.\n" + KEEP + "\n" + EXAMPLES["domain"] + TAIL,
+    "perspective": INTRO + "Rewrite the template in a new perspective: {perspective_rule} Keep the domain ({domain}), "
+                           "the setting, the objects, the economics and the question asked exactly the same.\n" + KEEP + "\n"
+                           + EXAMPLES["perspective"] + TAIL,
+    "reword": INTRO + "Write a new version of the template (variant {variant} of {variants}). Keep its domain "
                       "({domain}), its perspective ({perspective_rule}) the economics and the question asked, but change the "
-                      "wording and the objects; for example, it could be about {hint}.\n" + KEEP,
+                      "wording and the objects; for example, it could be about {hint}.\n" + KEEP + "\n" + EXAMPLES["reword"] + TAIL,
 }
 PERSPECTIVE_RULES = {
     "first person": "it is written in the first person (I, me, my).",
@@ -135,10 +149,15 @@ def prompt_of(job: Job, variants: int, seed: int) -> str:
     dom = lexicon()["domains"][job.domain]
     hints = [*dom["goods"], dom["product"], *HINTS.get(job.domain, ())]
     hint = random.Random(f"{seed}/hint/{job.id}").choice(hints)
-    return PROMPTS[job.stage].format(
+    return _subst(PROMPTS[job.stage],
         domain=job.domain, examples=f"{dom['agent']}s, {dom['goods'][0]}, {dom['product']}", fields=fields or "none",
         perspective_rule=perspective_rule(job.perspective, job.domain, job.name), source=job.source,
         variant=job.variant + 1, variants=variants, hint=hint)
+
+
+def _subst(text: str, **values: object) -> str:
+    """The prompt with its {key}s given (one pass: a labeled field in a value or an example stays as written)."""
+    return re.sub(r"\{(\w+)\}", lambda m: str(values[m.group(1)]) if m.group(1) in values else m.group(0), text)
 
 
 def extract(reply: str) -> str:
