@@ -11,7 +11,7 @@ import pytest
 from econeval.benchmarks.steer_me.fake_writer import mode_of
 from econeval.benchmarks.steer_me.generator import combos, fill, lexicon, templates
 from econeval.benchmarks.steer_me.validate import DOMAIN_SLOTS, Target, fields_of, labeled_fields, validate
-from econeval.benchmarks.steer_me.writer import extract
+from econeval.benchmarks.steer_me.writer import PROMPT_VERSION, extract
 
 FAKE = ["-M", "respond=econeval.benchmarks.steer_me.fake_writer:respond"]
 SMOL = Path("/tmp/m/smol.gguf")
@@ -127,7 +127,7 @@ def test_fake_writer_mistakes_are_all_rejected_and_faithful_rewrites_kept(writte
     for rule in ("fields", "leak", "perspective"):
         assert man["total"]["rejected_by_rule"][rule] == sum(any(x["rule"] == rule for x in r["reasons"]) for r in recs)
     meta = json.loads((written / "writer.json").read_text())
-    assert meta["identity"]["prompt_version"] == "steer-write/1" and meta["identity"]["seed"] == 7
+    assert meta["identity"]["prompt_version"] == PROMPT_VERSION and meta["identity"]["seed"] == 7
     assert meta["identity"]["writer"]["kind"] == "fake" and meta["identity"]["decoding"]["sampling"] == "greedy"
     assert set(meta["prompts"]) == {"domain", "perspective", "reword"}
     # every kept template is in templates/, in the bundled format, with one domain and perspective
@@ -184,7 +184,7 @@ def test_check_review_generate_and_run_the_written_set(written, cli, tmp_path):
     assert passed[0] not in used and not used & set(flagged[1:])
     assert all(it["options"][it["correct_index"]] for it in items) and len({it["id"] for it in items}) == len(items)
     ts = items[0]["template_set"]
-    assert ts["writer"] == {"name": "w", "kind": "fake", "prompt_version": "steer-write/1", "seed": 7}
+    assert ts["writer"] == {"name": "w", "kind": "fake", "prompt_version": PROMPT_VERSION, "seed": 7}
     assert ts["checker"]["name"] == "c" and ts["review"]["accepted"] == 1 and ts["review"]["rejected"] == 1
     # the same again: byte-identical
     q2 = tmp_path / "q2.jsonl"
