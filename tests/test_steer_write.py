@@ -69,6 +69,12 @@ def _t(**kw):
     ("I run a clinic. {cost} {q} masks?", {}, "length"),
     (SRC, {"domain": "consumer goods", "source_domain": "consumer goods", "reword": True}, "unchanged"),
     ("", {}, "empty"),
+    ('The original question was "What is the average total cost per unit at q = {q}?" I run a clinic with cost function '
+     "{cost} for q face masks.", {}, "form"),
+    ("I run a clinic with cost function {cost} for q face masks. What is the total cost? What is the average total cost "
+     "per unit at q = {q}?", {}, "form"),
+    ("Here is the template set in the medical domain: I run a clinic with cost function {cost} for q face masks. What is "
+     "the average total cost per unit at q = {q}?", {}, "form"),
 ])
 def test_each_mistake_is_rejected_with_its_rule(text, target, rule):
     v = validate(text, _t(**target))
@@ -85,6 +91,10 @@ def test_a_faithful_transfer_is_kept():
     ("Here is the rewritten template:\n\n\"I run a clinic with {cost}?\"\n\nI hope this helps.", "I run a clinic with {cost}?"),
     ("<template>You run {q} shops?</template> done", "You run {q} shops?"),
     ("**Template:** I sell {q} masks?", "I sell {q} masks?"),
+    ('The original question was: "What is the cost at q = {q}", which can be rephrased as: "I run a clinic with {cost}; '
+     'what is the cost at q = {q}?"',
+     "I run a clinic with {cost}; what is the cost at q = {q}?"),
+    ("Set in the sports domain: I sell {q} rackets?", "I sell {q} rackets?"),
     ("", ""),
 ])
 def test_the_template_is_read_from_the_reply(reply, want):
@@ -151,6 +161,24 @@ def test_the_same_command_continues_and_another_seed_is_refused(written, cli):
     assert rc == 0 and (written / "written.jsonl").read_bytes() == before
     rc, _, err = cli("steer", "write", "--writer", "fake:w", *FAKE, "--out", written, *ARGS, "--seed", "8")
     assert rc == 2 and "another seed" in err and "Traceback" not in err
+
+
+def test_a_folder_validated_by_an_older_validator_is_judged_again(written, cli):
+    recs = _records(written)
+    bad = next(r for r in recs if r["kept"] and r["stage"] == "domain")
+    children = [r["id"] for r in recs if r["parent"] == bad["id"]]
+    assert children
+    for r in recs:
+        r["validator"] = 1
+        if r["id"] == bad["id"]:  # as if an older validator had kept a reply that talks about the task
+            r["reply"] = "The original template was: " + r["template"]
+    (written / "written.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    rc, _, err = cli("steer", "write", "--writer", "fake:w", *FAKE, "--out", written, *ARGS, "--seed", "7")
+    assert rc == 0, err
+    again = {r["id"]: r for r in _records(written)}
+    assert not again[bad["id"]]["kept"] and {x["rule"] for x in again[bad["id"]]["reasons"]} >= {"form"}
+    assert not any(c in again for c in children)  # nothing is left that was written from it
+    assert all(r["validator"] == 2 for r in again.values())
 
 
 def test_check_review_generate_and_run_the_written_set(written, cli, tmp_path):

@@ -82,7 +82,7 @@ def _to_perspective(text: str, t: dict) -> str:
     return out[0].upper() + out[1:]
 
 
-REWORDS = ("Consider this case.", "Here is a situation.", "Think about the following.", "A short problem.")
+REWORDS = ("Consider this case.", "Picture the following.", "Think about the following.", "A short problem.")
 
 
 def respond(prompt: str) -> str:

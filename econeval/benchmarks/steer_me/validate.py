@@ -3,6 +3,9 @@ rewording, re-implemented): every written template passes all of them before it 
 each rejection names its rule and why. The rules, in the order they are checked:
 
 - `empty`: no template text could be read from the reply;
+- `form`: the writer talking about the task rather than writing a template ("The original
+  question was ...", "rewritten", "template", "domain"), quotation marks the gold template does not
+  have, more questions than the gold template asks;
 - `fields`: exactly the gold template's labeled fields (`{cost}`, `{q}`, ...), none missing, none
   added (a lexicon slot such as `{Subj}` or `{good}`, a `{a|b}` choice, a stray brace are added);
 - `leak`: a number in the text (outside a field) that the gold template's text does not hold: a
@@ -32,6 +35,7 @@ from .generator import lexicon
 
 RULE_TEXT = {
     "empty": "no template text could be read from the reply",
+    "form": "the writer's own words (about the template, quotation marks, several questions), not a template",
     "fields": "not exactly the gold template's labeled fields",
     "leak": "a number the gold template does not hold (a value or an answer written in)",
     "perspective": "the perspective's person or pronouns not kept",
@@ -41,6 +45,7 @@ RULE_TEXT = {
     "unchanged": "a rewording identical to its source or to a template already kept",
 }
 RULES = tuple(RULE_TEXT)
+VALIDATOR_VERSION = 2  # 2: the form rule (the writer's own words, quotation marks, several questions)
 LEXICON_SLOTS = frozenset({"Subj", "subj", "Subj2", "poss", "Poss", "obj", "good", "good2", "product", "seller", "market",
                            "activity", "agent", "female", "male"})
 _FIELD = re.compile(r"\{([A-Za-z0-9_]+)\}")
@@ -215,12 +220,28 @@ def _perspective(words: list[str], text: str, t: Target) -> str | None:
     return None
 
 
+META = re.compile(r"\b(original (?:question|template|sentence)|rewritten|rephrased|reformatted|template|labeled field|"
+                  r"domain|perspective|here'?s|here is|this response|variant \d)\b", re.IGNORECASE)
+_QUOTES = re.compile(r"[\"“”]")
+
+
 def validate(text: str | None, t: Target) -> Verdict:
     """Every rule's verdict on a written template (all failures, not only the first)."""
     v = Verdict()
     if not text or not text.strip():
         v.add("empty", "no template text in the reply")
         return v
+    meta = sorted({m.group(0).lower() for m in META.finditer(_BRACED.sub(" ", text))} -
+                  {m.group(0).lower() for m in META.finditer(_BRACED.sub(" ", t.source + " " + t.gold))})
+    forms = []
+    if meta:
+        forms.append(f"talks about the task ({', '.join(meta[:3])})")
+    if _QUOTES.search(text) and not _QUOTES.search(t.gold):
+        forms.append("quotation marks")
+    if text.count("?") > max(1, t.gold.count("?")):
+        forms.append(f"{text.count('?')} questions")
+    if forms:
+        v.add("form", "; ".join(forms))
     want = labeled_fields(t.gold)
     got = fields_of(text)
     stray = [b for b in _BRACED.findall(text) if not _FIELD.fullmatch(b)] + \

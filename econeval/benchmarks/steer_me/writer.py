@@ -32,13 +32,14 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Callable, Iterable
 
 from ...errors import UsageError
 from ...results import dumps, read_jsonl, write_atomic
 from ...types import Generate
 from .generator import GENERATOR_VERSION, fill, lexicon, templates
-from .validate import RULE_TEXT, RULES, Target, labeled_fields, validate
+from .validate import RULE_TEXT, RULES, VALIDATOR_VERSION, Target, labeled_fields, validate
 
 PROMPT_VERSION = "steer-write/2"  # 2: a worked example in each prompt, the task restated after the template
 BASE_PERSPECTIVE = "first person"
@@ -162,16 +163,21 @@ def _subst(text: str, **values: object) -> str:
 
 
 def extract(reply: str) -> str:
-    """The template in a writer's reply: what is between <template> tags if any, else its first
-    line that is not a lead-in ("Here is the rewritten template:"), without a label or quotes."""
+    """The template in a writer's reply: what is between <template> tags if any; else, where the
+    reply quotes sentences holding a labeled field, the longest of them (a reply that quotes the
+    original question and then its rewriting); else its first line that is not a lead-in ("Here is
+    the rewritten template:"), without a label ("Rewritten template:", "Set in the X domain:") or quotes."""
     m = re.search(r"<template>(.*?)(?:</template>|$)", reply, re.S | re.I)
     text = m.group(1) if m else reply
+    quoted = [q.strip() for q in re.findall(r"[\"“]([^\"“”\n]*\{[A-Za-z0-9_]+\}[^\"“”\n]*)[\"”]", text)] if not m else []
+    if quoted:
+        text = max(quoted, key=len)
     lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
     while len(lines) > 1 and lines[0].rstrip().endswith(":") and "{" not in lines[0]:
         lines.pop(0)
     out = lines[0] if lines else ""
-    out = re.sub(r"^(?:\*\*)?(?:rewritten template|new template|template|rewritten|answer|variant \d+)(?:\*\*)?\s*:\s*(?:\*\*)?\s*",
-                 "", out, flags=re.I)
+    out = re.sub(r"^(?:\*\*)?(?:rewritten template|new template|template|rewritten|new version|answer|variant \d+|"
+                 r"set in the [a-z ]+ domain|about an? (?:wo)?man named \w+)(?:\*\*)?\s*:\s*(?:\*\*)?\s*", "", out, flags=re.I)
     return out.strip().strip("`").strip().strip('"“”').strip()
 
 
@@ -260,10 +266,32 @@ def _record(job: Job, prompt: str, reply: Any, seconds: float, seen: set[str]) -
     norm = " ".join(text.split()).lower()
     if verdict.ok and norm in seen:
         verdict.add("unchanged", "identical to a template already kept")
-    return {**asdict(job), "template_id": template_id(job), "prompt": prompt,
+    return {**asdict(job), "template_id": template_id(job), "validator": VALIDATOR_VERSION, "prompt": prompt,
             "prompt_sha256": hashlib.sha256(prompt.encode()).hexdigest(), "reply": reply.text, "error": reply.error,
             "finish": reply.finish, "template": text, "kept": verdict.ok, "reasons": verdict.as_list(),
             "n_prompt_tokens": reply.n_prompt_tokens, "n_tokens": reply.n_tokens, "seconds": round(seconds, 3)}
+
+
+def revalidated(records: dict[str, dict]) -> dict[str, dict]:
+    """Records validated by an older validator, read and judged again (no model needed); the
+    records written from a template that is no longer kept are dropped (written again, from what is)."""
+    if all(r.get("validator") == VALIDATOR_VERSION for r in records.values()):
+        return records
+    fields = [f for f in Job.__dataclass_fields__]
+    out: dict[str, dict] = {}
+    seen: set[str] = set()
+    for stage in STAGES:
+        for rid, r in records.items():
+            if r["stage"] != stage or (r.get("parent") and not (out.get(r["parent"]) or {}).get("kept")):
+                continue
+            job = Job(**{k: r[k] for k in fields})
+            reply = SimpleNamespace(text=r.get("reply"), error=r.get("error"), finish=r.get("finish"),
+                                    n_prompt_tokens=r.get("n_prompt_tokens"), n_tokens=r.get("n_tokens"))
+            new = _record(job, r["prompt"], reply, r.get("seconds") or 0.0, seen)
+            out[rid] = new
+            if new["kept"]:
+                seen.add(" ".join(new["template"].split()).lower())
+    return out
 
 
 def _save(out: Path, records: dict[str, dict]) -> None:
@@ -345,7 +373,7 @@ def run(backend, writer: dict, out: Path, elements: list[str], domains: list[str
         "what": "auto-STEER templates written by econeval steer write (the paper's protocol re-implemented with the user's "
                 "writer model; not the authors' data)", "identity": ident, "prompts": PROMPTS, "perspective_rules": PERSPECTIVE_RULES,
         "generator_version": GENERATOR_VERSION, "writer_info": writer, "asked": asked}))
-    records = _load_records(out)
+    records = revalidated(_load_records(out))
     for stage in STAGES:
         jobs = [j for j in plan_stage(stage, elements, domains, perspectives, per_template, seed, records) if j.id not in records]
         if not jobs:
