@@ -74,7 +74,8 @@ def _summary(entries: list[dict]) -> dict:
 
 def run(backend, checker: dict, ws: WrittenSet, n_questions: int, threshold: float, tokens: int, seed: int,
         say: Callable[[str], None] = lambda m: print(m, file=sys.stderr, flush=True)) -> dict:
-    ident = {"version": CHECK_VERSION, "checker": checker, "questions_per_template": n_questions, "tokens": tokens, "seed": seed,
+    ident = {"version": CHECK_VERSION, "checker": checker.get("identity", checker), "questions_per_template": n_questions,
+             "tokens": tokens, "seed": seed,
              "prompts": {"multiple_choice": MC_PROMPT, "free_text": FT_PROMPT}}
     old = ws.check or {}
     done: dict[str, dict] = dict(old.get("templates") or {}) if old.get("identity") == ident else {}
@@ -100,7 +101,7 @@ def run(backend, checker: dict, ws: WrittenSet, n_questions: int, threshold: flo
         written = list(done.values())
         doc = {"about": "auto-STEER's AI double-check re-implemented: each kept template filled and solved by the checker, "
                         "compared with the closed-form answer; flagged below the threshold",
-               "identity": ident, "threshold": threshold,
+               "identity": ident, "checker": checker, "threshold": threshold,
                "summary": {"written": _summary(written), "gold": _summary(list(gold_done.values())),
                            "flagged": sum(e["flagged"] for e in written)},
                "templates": done, "gold": gold_done}
@@ -183,7 +184,7 @@ def review_page(ws: WrittenSet) -> str:
 
     def pct(x):
         return "n/a" if x is None else f"{100 * x:.0f}%"
-    checker = ((check.get("identity") or {}).get("checker") or {}).get("name")
+    checker = (check.get("checker") or {}).get("name")
     head = (f"<p>checker <b>{e(str(checker))}</b>; threshold {check.get('threshold')}; {s.get('flagged', 0)} of "
             f"{w.get('templates', 0)} templates flagged. Agreement with the closed forms: written templates "
             f"{pct(w.get('agreement'))} (multiple choice {pct(w.get('mc_agreement'))}, free text {pct(w.get('ft_agreement'))}); "

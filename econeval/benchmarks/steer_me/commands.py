@@ -136,8 +136,13 @@ def open_model(name: str, options: dict[str, str], seed: int, flag: str):
     planned = roles.plan(spec, Settings(seed=seed))
     backend = planned.build()
     info = backend.info()
-    return backend, {"name": spec.name, "kind": info.kind, "options": {k: str(v) for k, v in spec.options.items()},
-                     "model": info.model, "settings": info.settings}
+    options = {k: str(v) for k, v in spec.options.items()}
+    # what must match to continue a folder: the kind, the model's own identity (a GGUF's hash, a served
+    # model's name) and the options given, not where the file lies or what this machine's memory allows
+    same = {"kind": info.kind, "model": (info.model or {}).get("identity") or {"name": spec.name},
+            "options": {k: v for k, v in options.items() if k != "path"}}
+    return backend, {"name": spec.name, "kind": info.kind, "options": options, "model": info.model, "settings": info.settings,
+                     "identity": same}
 
 
 @steer.command("write")

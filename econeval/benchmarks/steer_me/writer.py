@@ -199,7 +199,7 @@ WRITER_FILE, WRITTEN_FILE, MANIFEST_FILE, TEMPLATES_DIR = "writer.json", "writte
 def identity(writer: dict, seed: int) -> dict:
     """What must match for a folder to be continued: the writer, the prompts, the seed, the decoding."""
     return {"prompt_version": PROMPT_VERSION, "prompts_sha256": hashlib.sha256(dumps(PROMPTS)).hexdigest(),
-            "decoding": DECODING, "seed": seed, "writer": writer}
+            "decoding": DECODING, "seed": seed, "writer": writer.get("identity", writer)}
 
 
 def _load_records(out: Path) -> dict[str, dict]:

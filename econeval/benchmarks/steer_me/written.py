@@ -72,13 +72,13 @@ class WrittenSet:
             s = self.state(t["id"])
             states[s] = states.get(s, 0) + 1
         ident = self.writer.get("identity") or {}
-        w = ident.get("writer") or {}
+        w = self.writer.get("writer_info") or {}
         check = (self.check or {}).get("identity") or {}
         return {"sha256": hashlib.sha256(canon).hexdigest(), "folder": str(self.folder.resolve()),
                 "templates": sum(len(ts) for ts in used.values()), "elements": len(used),
                 "writer": {"name": w.get("name"), "kind": w.get("kind"), "prompt_version": ident.get("prompt_version"),
                            "seed": ident.get("seed")},
-                "checker": {"name": (check.get("checker") or {}).get("name"), "version": check.get("version"),
+                "checker": {"name": ((self.check or {}).get("checker") or {}).get("name"), "version": check.get("version"),
                             "threshold": (self.check or {}).get("threshold")} if self.check else None,
                 "review": states,
                 "what": "auto-STEER's protocol re-implemented with the user's writer model: not the authors' data"}
