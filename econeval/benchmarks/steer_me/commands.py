@@ -154,9 +154,12 @@ def open_model(name: str, options: dict[str, str], seed: int, flag: str):
 @click.option("--per-template", type=click.IntRange(min=0, max=100), default=1, show_default=True,
               help="Rewordings of each (domain, perspective) template.")
 @click.option("--seed", type=int, default=2025, show_default=True, help="Names, rewording hints (decoding is greedy).")
+@click.option("--style", type=click.Choice(["chat", "completion"]), default="chat", show_default=True,
+              help="chat: the prompt as a user turn; completion: the prompt ends where the rewritten template begins and "
+                   "the model continues the line (far better for small local models; a served chat-only model needs chat).")
 @click.option("--model-option", "-M", "model_option", multiple=True, metavar="KEY=VALUE", help="A backend option of the writer.")
 @click.option("--quiet", is_flag=True, help="No progress lines.")
-def steer_write(writer, out, elements, domains, perspectives, per_template, seed, model_option, quiet):
+def steer_write(writer, out, elements, domains, perspectives, per_template, seed, style, model_option, quiet):
     """Style-transfer the gold templates into domains, then perspectives, then reword them, with a
     writer model; every written template is validated before it is kept (auto-STEER, re-implemented)."""
     import sys
@@ -172,7 +175,8 @@ def steer_write(writer, out, elements, domains, perspectives, per_template, seed
     backend, ident = open_model(writer, _pairs(model_option), seed, "--writer")
     try:
         man = run(backend, ident, out, els, doms, pers, per_template, seed,
-                  say=(lambda m: None) if quiet else (lambda m: print(m, file=sys.stderr, flush=True)), argv=sys.argv[1:])
+                  say=(lambda m: None) if quiet else (lambda m: print(m, file=sys.stderr, flush=True)), argv=sys.argv[1:],
+                  style=style)
     finally:
         backend.close()
     t = man["total"]

@@ -41,11 +41,22 @@ from ...types import Generate
 from .generator import GENERATOR_VERSION, fill, lexicon, templates
 from .validate import RULE_TEXT, RULES, VALIDATOR_VERSION, Target, labeled_fields, validate
 
-PROMPT_VERSION = "steer-write/2"  # 2: a worked example in each prompt, the task restated after the template
+PROMPT_VERSION = "steer-write/3"  # 2: a worked example in each prompt, the task restated after the template;
+# 3: the completion style (the prompt ends where the rewritten template begins, one line)
 BASE_PERSPECTIVE = "first person"
 STAGES = ("domain", "perspective", "reword")
 MAX_TOKENS, REPEAT_PENALTY = 200, 1.1
-DECODING: dict[str, Any] = {"sampling": "greedy", "max_tokens": MAX_TOKENS, "repeat_penalty": REPEAT_PENALTY, "stop": [], "chat": True}
+STYLES = ("chat", "completion")
+
+
+def decoding(style: str) -> dict[str, Any]:
+    """chat: the prompt as a user turn (the chat template), the reply read by `extract`; completion:
+    the prompt ends with the label the worked example's rewriting follows, and the model continues
+    it up to the end of the line (small models follow the pattern far better than the request)."""
+    return {"sampling": "greedy", "max_tokens": MAX_TOKENS, "repeat_penalty": REPEAT_PENALTY, "style": style,
+            "stop": ["\n"] if style == "completion" else [], "chat": style == "chat"}
+
+
 CHUNK = 16
 
 INTRO = ("You rewrite question templates for an economics benchmark. A template is a question whose numbers are "
@@ -66,6 +77,12 @@ EXAMPLES = {
                "{p}?\n\n"),
 }
 TAIL = "Template: {source}\nReply with the rewritten template only, on one line, and nothing else."
+# the completion style's ending: the template, then the label its rewriting follows in the example
+COMPLETION_TAIL = "Template: {source}\n{label}:"
+LABELS = {"domain": "Set in the {domain} domain", "perspective": "{perspective_label}", "reword": "New version"}
+PERSPECTIVE_LABELS = {"first person": "In the first person", "second person": "In the second person",
+                      "third person anonymous": "About an unnamed {agent}", "third person female": "About a woman named {name}",
+                      "third person male": "About a man named {name}"}
 PROMPTS = {
     "domain": INTRO + "Rewrite the template so that it is set in the {domain} domain: change the setting, the people "
                       "and the objects to ones of the {domain} domain (for example {examples}). Keep everything else: {perspective_rule} "
@@ -145,13 +162,17 @@ def perspective_rule(perspective: str, domain: str, name: str | None) -> str:
     return PERSPECTIVE_RULES[perspective].format(agent=lexicon()["domains"][domain]["agent"], name=name)
 
 
-def prompt_of(job: Job, variants: int, seed: int) -> str:
+def prompt_of(job: Job, variants: int, seed: int, style: str = "chat") -> str:
     gold = next(t for t in templates()[job.element] if t["id"] == job.gold)
     fields = ", ".join("{" + f + "}" for f in sorted(labeled_fields(gold["text"])))
     dom = lexicon()["domains"][job.domain]
     hints = [*dom["goods"], dom["product"], *HINTS.get(job.domain, ())]
     hint = random.Random(f"{seed}/hint/{job.id}").choice(hints)
-    return _subst(PROMPTS[job.stage],
+    text = PROMPTS[job.stage]
+    if style == "completion":
+        text = text[: text.rindex(TAIL)] + COMPLETION_TAIL.replace("{label}", LABELS[job.stage])
+    label = PERSPECTIVE_LABELS[job.perspective].format(agent=dom["agent"], name=job.name)
+    return _subst(text, perspective_label=label,
         domain=job.domain, examples=f"{dom['agent']}s, {dom['goods'][0]}, {dom['product']}", fields=fields or "none",
         perspective_rule=perspective_rule(job.perspective, job.domain, job.name), source=job.source,
         variant=job.variant + 1, variants=variants, hint=hint)
@@ -196,10 +217,10 @@ def template_id(job: Job) -> str:
 WRITER_FILE, WRITTEN_FILE, MANIFEST_FILE, TEMPLATES_DIR = "writer.json", "written.jsonl", "manifest.json", "templates"
 
 
-def identity(writer: dict, seed: int) -> dict:
+def identity(writer: dict, seed: int, style: str = "chat") -> dict:
     """What must match for a folder to be continued: the writer, the prompts, the seed, the decoding."""
     return {"prompt_version": PROMPT_VERSION, "prompts_sha256": hashlib.sha256(dumps(PROMPTS)).hexdigest(),
-            "decoding": DECODING, "seed": seed, "writer": writer.get("identity", writer)}
+            "decoding": decoding(style), "seed": seed, "writer": writer.get("identity", writer)}
 
 
 def _load_records(out: Path) -> dict[str, dict]:
@@ -350,10 +371,10 @@ def write_outputs(out: Path, records: dict[str, dict]) -> dict:
 
 def run(backend, writer: dict, out: Path, elements: list[str], domains: list[str] | None, perspectives: list[str] | None,
         per_template: int, seed: int, say: Callable[[str], None] = lambda m: print(m, file=sys.stderr, flush=True),
-        chunk: int = CHUNK, argv: list[str] | None = None) -> dict:
+        chunk: int = CHUNK, argv: list[str] | None = None, style: str = "chat") -> dict:
     """Write (or continue writing) the folder; returns the manifest."""
     out.mkdir(parents=True, exist_ok=True)
-    ident = identity(writer, seed)
+    ident = identity(writer, seed, style)
     meta_path = out / WRITER_FILE
     if meta_path.exists():
         try:
@@ -372,6 +393,7 @@ def run(backend, writer: dict, out: Path, elements: list[str], domains: list[str
     write_atomic(meta_path, dumps({
         "what": "auto-STEER templates written by econeval steer write (the paper's protocol re-implemented with the user's "
                 "writer model; not the authors' data)", "identity": ident, "prompts": PROMPTS, "perspective_rules": PERSPECTIVE_RULES,
+        "completion_style": {"ending": COMPLETION_TAIL, "labels": LABELS, "perspective_labels": PERSPECTIVE_LABELS},
         "generator_version": GENERATOR_VERSION, "writer_info": writer, "asked": asked}))
     records = revalidated(_load_records(out))
     for stage in STAGES:
@@ -384,8 +406,9 @@ def run(backend, writer: dict, out: Path, elements: list[str], domains: list[str
         t_stage = time.monotonic()
         for i in range(0, len(jobs), chunk):
             part = jobs[i:i + chunk]
-            prompts = [prompt_of(j, per_template, seed) for j in part]
-            reqs = [Generate(prompt=p, max_tokens=MAX_TOKENS, repeat_penalty=REPEAT_PENALTY, chat=True)
+            prompts = [prompt_of(j, per_template, seed, style) for j in part]
+            dec = decoding(style)
+            reqs = [Generate(prompt=p, max_tokens=MAX_TOKENS, repeat_penalty=REPEAT_PENALTY, chat=dec["chat"], stop=tuple(dec["stop"]))
                     for p in prompts]
             t0 = time.monotonic()
             replies = backend.generate(reqs)
