@@ -10,7 +10,7 @@ import pytest
 
 from econeval.benchmarks.steer_me.fake_writer import mode_of
 from econeval.benchmarks.steer_me.generator import combos, fill, lexicon, templates
-from econeval.benchmarks.steer_me.validate import DOMAIN_SLOTS, Target, fields_of, labeled_fields, validate
+from econeval.benchmarks.steer_me.validate import DOMAIN_SLOTS, VALIDATOR_VERSION, Target, fields_of, labeled_fields, validate
 from econeval.benchmarks.steer_me.writer import PROMPT_VERSION, extract
 
 FAKE = ["-M", "respond=econeval.benchmarks.steer_me.fake_writer:respond"]
@@ -178,7 +178,7 @@ def test_a_folder_validated_by_an_older_validator_is_judged_again(written, cli):
     again = {r["id"]: r for r in _records(written)}
     assert not again[bad["id"]]["kept"] and {x["rule"] for x in again[bad["id"]]["reasons"]} >= {"form"}
     assert not any(c in again for c in children)  # nothing is left that was written from it
-    assert all(r["validator"] == 2 for r in again.values())
+    assert all(r["validator"] == VALIDATOR_VERSION for r in again.values())
 
 
 def test_check_review_generate_and_run_the_written_set(written, cli, tmp_path):

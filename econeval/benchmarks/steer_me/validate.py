@@ -45,7 +45,7 @@ RULE_TEXT = {
     "unchanged": "a rewording identical to its source or to a template already kept",
 }
 RULES = tuple(RULE_TEXT)
-VALIDATOR_VERSION = 2  # 2: the form rule (the writer's own words, quotation marks, several questions)
+VALIDATOR_VERSION = 3  # 2: the form rule (the writer's own words, quotation marks, several questions); 3: larger domain vocabularies
 LEXICON_SLOTS = frozenset({"Subj", "subj", "Subj2", "poss", "Poss", "obj", "good", "good2", "product", "seller", "market",
                            "activity", "agent", "female", "male"})
 _FIELD = re.compile(r"\{([A-Za-z0-9_]+)\}")
@@ -62,25 +62,33 @@ MASCULINE = frozenset({"he", "him", "his", "himself", "he's"})
 # names at least one (matched as a word prefix, case aside).
 DOMAIN_WORDS = {
     "consumer goods": ("consumer", "shop", "store", "retail", "grocer", "supermarket", "household good", "furniture",
-                       "clothing", "appliance", "purchase", "customer", "brand"),
+                       "clothing", "appliance", "purchase", "customer", "brand", "shoe", "mall", "toy", "kitchen",
+                       "groceries", "food", "coffee"),
     "medical": ("medic", "patient", "hospital", "clinic", "doctor", "nurse", "health", "pharma", "drug", "vaccine",
-                "therap", "treatment", "surgery", "vitamin", "care"),
+                "therap", "treatment", "surgery", "vitamin", "care", "medicine", "pill", "dentist", "prescription", "physician", "pharmacy",
+                "illness", "disease", "insulin", "bandage", "mask"),
     "finance": ("financ", "invest", "bank", "fund", "stock", "bond", "portfolio", "loan", "asset", "broker", "saving",
-                "credit", "insur", "wealth"),
+                "credit", "insur", "wealth", "share", "dividend", "interest", "trader", "trading", "money"),
     "education": ("educat", "student", "school", "universit", "college", "tuition", "textbook", "tutor", "course",
-                  "teach", "class", "lecture", "study", "studie", "campus"),
+                  "teach", "class", "lecture", "study", "studie", "campus", "exam", "homework", "book", "learn",
+                  "pupil", "professor"),
     "technology": ("technolog", "tech", "laptop", "phone", "software", "app", "cloud", "computer", "chip", "device",
-                   "gadget", "digital", "electronic", "server", "startup"),
+                   "gadget", "digital", "electronic", "server", "startup", "internet", "online", "robot", "camera",
+                   "headphone", "tablet", "data"),
     "entertainment": ("entertain", "movie", "film", "cinema", "concert", "stream", "music", "theat", "show", "ticket",
-                      "game", "festival", "band", "moviegoer"),
+                      "game", "festival", "band", "moviegoer", "video", "series", "actor", "album", "song", "podcast",
+                      "netflix", "museum"),
     "environmental policy": ("environment", "solar", "recycl", "green", "carbon", "emission", "pollut", "renewable",
-                             "electric bicycle", "bicycle", "climate", "energy", "sustainab", "wind"),
+                             "electric bicycle", "bicycle", "climate", "energy", "sustainab", "wind", "compost",
+                             "waste", "electric car", "heat pump", "conservation"),
     "politics": ("politic", "campaign", "election", "vot", "candidate", "party", "government", "policy", "council",
-                 "senat", "legislat", "ballot", "flyer", "rally"),
+                 "senat", "legislat", "ballot", "flyer", "rally", "mayor", "parliament", "congress", "poll", "lobby",
+                 "donor", "donation"),
     "sports": ("sport", "athlet", "team", "hockey", "tennis", "racket", "running", "gym", "coach", "league", "match",
-               "stadium", "training", "fitness", "player"),
+               "stadium", "training", "fitness", "player", "basketball", "soccer", "football", "baseball", "golf",
+               "swim", "ski", "cycl", "marathon", "ball", "jersey", "sneaker", "boot"),
     "gambling": ("gambl", "casino", "bet", "poker", "lottery", "wager", "chip", "slot machine", "jackpot", "odds",
-                 "bookmaker", "dice", "roulette"),
+                 "bookmaker", "dice", "roulette", "blackjack", "bingo", "jackpot", "raffle", "horse rac", "token"),
 }
 
 # Economic terms: the gold question's (its sentence with the question mark) must mostly be named again.
