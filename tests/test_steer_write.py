@@ -69,6 +69,7 @@ def _t(**kw):
     ("I run a clinic. {cost} {q} masks?", {}, "length"),
     (SRC, {"domain": "consumer goods", "source_domain": "consumer goods", "reword": True}, "unchanged"),
     ("", {}, "empty"),
+    ("I run a clinic with cost function {cost} for face masks. What is the average total cost per unit at Q = {q}?", {}, "symbols"),
     ('The original question was "What is the average total cost per unit at q = {q}?" I run a clinic with cost function '
      "{cost} for q face masks.", {}, "form"),
     ("I run a clinic with cost function {cost} for q face masks. What is the total cost? What is the average total cost "

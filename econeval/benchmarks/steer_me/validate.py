@@ -8,6 +8,8 @@ each rejection names its rule and why. The rules, in the order they are checked:
   have, more questions than the gold template asks;
 - `fields`: exactly the gold template's labeled fields (`{cost}`, `{q}`, ...), none missing, none
   added (a lexicon slot such as `{Subj}` or `{good}`, a `{a|b}` choice, a stray brace are added);
+- `symbols`: the source's one-letter symbols (the `q` of "for q chairs", the `P` of "where P is the
+  price", `x` and `y` naming goods) all kept and none added: a filled function names them;
 - `leak`: a number in the text (outside a field) that the gold template's text does not hold: a
   value or an answer written in;
 - `perspective`: the perspective's person and pronouns (first person: I/my and no you; second:
@@ -37,6 +39,7 @@ RULE_TEXT = {
     "empty": "no template text could be read from the reply",
     "form": "the writer's own words (about the template, quotation marks, several questions), not a template",
     "fields": "not exactly the gold template's labeled fields",
+    "symbols": "a one-letter symbol of the source (q, P, x, ...) missing or a new one added",
     "leak": "a number the gold template does not hold (a value or an answer written in)",
     "perspective": "the perspective's person or pronouns not kept",
     "domain": "no word of the target domain, or another domain's objects left",
@@ -45,7 +48,8 @@ RULE_TEXT = {
     "unchanged": "a rewording identical to its source or to a template already kept",
 }
 RULES = tuple(RULE_TEXT)
-VALIDATOR_VERSION = 3  # 2: the form rule (the writer's own words, quotation marks, several questions); 3: larger domain vocabularies
+VALIDATOR_VERSION = 4  # 2: the form rule (the writer's own words, quotation marks, several questions); 3: larger domain vocabularies;
+# 4: the symbols rule
 LEXICON_SLOTS = frozenset({"Subj", "subj", "Subj2", "poss", "Poss", "obj", "good", "good2", "product", "seller", "market",
                            "activity", "agent", "female", "male"})
 _FIELD = re.compile(r"\{([A-Za-z0-9_]+)\}")
@@ -117,6 +121,14 @@ def _words(text: str) -> list[str]:
 
 def _numbers(text: str) -> set[str]:
     return {n.replace(",", "") for n in _NUMBER.findall(_BRACED.sub(" ", text))}
+
+
+_SYMBOL = re.compile(r"(?<![\w{'’])([A-Za-z])(?![\w}'’])")
+
+
+def symbols(text: str) -> set[str]:
+    """The one-letter symbols of a text (not the article a/A nor the pronoun I)."""
+    return set(_SYMBOL.findall(_BRACED.sub(" ", text))) - {"a", "A", "I"}
 
 
 def _question(text: str) -> str:
@@ -263,6 +275,11 @@ def validate(text: str | None, t: Target) -> Verdict:
         if stray:
             parts.append("malformed " + ", ".join(stray[:3]))
         v.add("fields", "; ".join(parts))
+    had, has = symbols(t.source), symbols(text)
+    if had != has:
+        parts = ([f"missing {', '.join(sorted(had - has))}"] if had - has else []) + \
+            ([f"added {', '.join(sorted(has - had))}"] if has - had else [])
+        v.add("symbols", "; ".join(parts))
     leaked = sorted(_numbers(text) - _numbers(t.source) - _numbers(t.gold), key=lambda n: (len(n), n))
     if leaked:
         v.add("leak", f"number(s) not in the gold template: {', '.join(leaked[:5])}")
