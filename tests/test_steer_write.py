@@ -300,3 +300,19 @@ def test_contamination_compares_one_model_on_the_bundled_and_the_written_set(wri
     assert rc == 2 and "different models" in err
     rc, _, err = cli("steer", "contamination", runs["bundled"], runs["other"])
     assert rc == 2 and "neither" in err and "Traceback" not in err
+
+
+def test_the_completion_style_ends_the_prompt_where_the_template_begins(cli, tmp_path):
+    out = tmp_path / "c"
+    rc, _, err = cli("steer", "write", "--writer", "fake:w", *FAKE, "--out", out, "--style", "completion", "--element", "average_cost",
+                     "--domain", "medical", "--perspective", "first person,third person female", "--per-template", "1")
+    assert rc == 0, err
+    recs = _records(out)
+    assert {r["stage"] for r in recs if r["kept"]} == {"domain", "perspective", "reword"}
+    ends = {r["stage"]: r["prompt"].rsplit("\n", 1)[1] for r in recs}
+    name = next(r["name"] for r in recs if r["stage"] == "perspective")
+    assert ends == {"domain": "Set in the medical domain:", "perspective": f"About a woman named {name}:", "reword": "New version:"}
+    dec = json.loads((out / "writer.json").read_text())["identity"]["decoding"]
+    assert dec["style"] == "completion" and dec["stop"] == ["\n"] and dec["chat"] is False
+    rc, _, err = cli("steer", "write", "--writer", "fake:w", *FAKE, "--out", out, "--element", "average_cost")
+    assert rc == 2 and "another decoding" in err  # a chat-style run does not continue a completion-style folder
