@@ -90,13 +90,12 @@ def run(backend, checker: dict, ws: WrittenSet, n_questions: int, threshold: flo
                 todo.append(("written", t["id"], _questions(el, t, t["domains"][0], t["perspectives"][0], n_questions, seed, tax)))
         if el not in gold_done:
             todo.append(("gold", el, generate([el], n_questions, seed, tax, combos_of=combos)))
-    meta = {el: t for el, ts in ws.templates.items() for t in ts}
-    by_id = ws.by_id()
+    element_of = {t["id"]: el for el, ts in ws.templates.items() for t in ts}
     doc: dict = {}
 
     def save() -> None:
         nonlocal doc
-        for tid, e in done.items():
+        for e in done.values():
             e["flagged"] = e["agreement"] < threshold
         written = list(done.values())
         doc = {"about": "auto-STEER's AI double-check re-implemented: each kept template filled and solved by the checker, "
@@ -130,15 +129,13 @@ def run(backend, checker: dict, ws: WrittenSet, n_questions: int, threshold: flo
             entry = {"questions": verdicts, "agreement": s["agreement"] if s["agreement"] is not None else 0.0,
                      "seconds": round(seconds * 2 * len(qs) / max(1, len(reqs)), 3)}
             if kind == "written":
-                t = by_id[key]
-                done[key] = {**entry, "element": next(el for el, ts in ws.templates.items() if t in ts)}
+                done[key] = {**entry, "element": element_of[key]}
             else:
                 gold_done[key] = entry
         sent += len(reqs)
         save()
         left = (time.monotonic() - t_all) / sent * (sum(2 * len(qs) for _, _, qs in todo) - sent)
         say(f"econeval steer check: {min(i + CHUNK, len(todo))}/{len(todo)} checked" + (f", about {left:.0f} s left" if left > 0 else ""))
-    del meta
     save()
     return doc
 
