@@ -196,6 +196,11 @@ def test_check_review_generate_and_run_the_written_set(written, cli, tmp_path):
     flagged = sorted(t for t, e in entries.items() if e["flagged"])
     passed = sorted(t for t, e in entries.items() if not e["flagged"])
     assert flagged and passed
+    # another threshold flags again from the saved answers, without asking the checker
+    rc, _, err = cli("steer", "check", written, "--checker", "fake:c", *FAKE, "--questions", "2", "--threshold", "0")
+    assert rc == 0 and "to check" not in err and "0 of" in err, err
+    rc, _, err = cli("steer", "check", written, "--checker", "fake:c", *FAKE, "--questions", "2", "--threshold", "0.2")
+    assert rc == 0 and json.loads((written / "check.json").read_text())["templates"] == entries
     page = (written / "review.html").read_text()
     assert flagged[0] in page and "ANSWER: A" in page and "--accept" in page
     assert page.index(flagged[-1]) < page.index(passed[0])  # flagged first
