@@ -113,5 +113,5 @@ def table(doc: dict) -> str:
                      f"{' *' if r['excludes_zero'] else ''} |")
     ts = doc["template_set"]
     return "\n".join(lines) + (f"\n\nwritten set {ts['sha256'][:12]} (writer {ts['writer']['name']}, checker "
-                               f"{(ts.get('checker') or {}).get('name') or 'none'}, review {ts.get('review')}); * the interval "
-                               f"excludes 0.\n{doc['note']}\n")
+                               f"{(ts.get('checker') or {}).get('name') or 'none'}, review {ts.get('review')}); * marks an "
+                               f"interval that excludes 0.\n{doc['note']}\n")
