@@ -245,6 +245,14 @@ def test_bad_input_is_one_line_without_a_traceback(cli, tmp_path, written):
         rc, _, err = cli(*args)
         assert rc == 2 and "Traceback" not in err, (args, rc, err)
         assert len([line for line in err.splitlines() if line.strip()]) <= 2, err
+    tfile = next((written / "templates").glob("*.json"))
+    good = tfile.read_text()
+    doc = json.loads(good)
+    doc["templates"][0]["domains"] = ["cooking"]
+    tfile.write_text(json.dumps(doc))
+    rc, _, err = cli("steer", "generate", "--templates", written, "--out", tmp_path / "q.jsonl")
+    assert rc == 2 and "one known domain" in err and "Traceback" not in err
+    tfile.write_text(good)
     (written / "review.json").write_text('{"decisions": {"x": "maybe"}}')
     rc, _, err = cli("steer", "review", written)
     assert rc == 2 and "accept or reject" in err

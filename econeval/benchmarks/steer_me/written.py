@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ...errors import UsageError
 from ...results import dumps, write_atomic
+from .generator import lexicon
 from .writer import TEMPLATES_DIR, WRITER_FILE
 
 CHECK_FILE, REVIEW_FILE, REVIEW_PAGE = "check.json", "review.json", "review.html"
@@ -95,6 +96,12 @@ def load(folder: Path) -> WrittenSet:
         ts = doc.get("templates")
         if not isinstance(ts, list) or not all(isinstance(t, dict) and {"id", "type", "text"} <= set(t) for t in ts):
             raise UsageError(f"{p}: templates must be a list of objects with id, type and text")
+        lex = lexicon()
+        for t in ts:
+            if not (isinstance(t.get("domains"), list) and len(t["domains"]) == 1 and t["domains"][0] in lex["domains"]
+                    and isinstance(t.get("perspectives"), list) and len(t["perspectives"]) == 1
+                    and t["perspectives"][0] in lex["perspectives"]):
+                raise UsageError(f"{p}: template {t['id']} must name one known domain and one known perspective")
         templates[str(doc.get("element", p.stem))] = ts
     check = _read(folder / CHECK_FILE, "a check file") if (folder / CHECK_FILE).is_file() else None
     decisions: dict[str, dict] = {}
