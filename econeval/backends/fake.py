@@ -7,6 +7,8 @@ trying a pipeline; its numbers mean nothing.
   two fake models of different names answer differently.
 - Option log-probabilities are a softmax of hashed logits over the options plus one unseen token
   (so they sum to less than 1, as a real model's do); `top` is the largest.
+- `respond=module:function` (tests): a generation's text is what that function returns for its
+  prompt, e.g. a deterministic writer of STEER-ME templates (steer_me/fake_writer.py).
 - Turns of a conversation count: a later turn's answer depends on what came before it.
 - An answer that reasons inline (`<think>why</think>No`) makes a reasoning model: the reply is
   split into its reasoning and its answer (econeval/reasoning.py); a reasoning longer than the
@@ -32,6 +34,8 @@ from .base import Backend, ReasoningOptions, option
 @dataclass(frozen=True)
 class FakeOptions(ReasoningOptions):
     answers: str = option("Yes,No,A,B,C,D", "the texts a generation picks from (comma-separated)")
+    respond: str | None = option(None, "module:function that writes each generation's text from its prompt (a deterministic "
+                                       "writer or checker for tests); answers then apply to option log-probabilities only")
 
 
 @registry.backend("fake")
@@ -89,20 +93,36 @@ class FakeBackend(Backend[FakeOptions]):
                 out.append(OptionScores(scores={o: v - total for o, v in logits.items()}, top=max(logits.values()) - total,
                                         n_prompt_tokens=len(text) // 4))
             else:
-                reply = self._reply(choices[self._hash(text) % len(choices)], self.options.budget_for(r))
+                raw = self._respond(r) if self.options.respond else choices[self._hash(text) % len(choices)]
+                reply = self._reply(raw, self.options.budget_for(r))
                 out.append(Completion(n_prompt_tokens=len(text) // 4, n_tokens=int(reply.get("reasoning_ended", True)),
                                       finish=self._finish(reply), **reply))
             if on_done:
                 on_done(i)
         return out
 
+    def _respond(self, r: Generate) -> str:
+        """The text the `respond` function writes for a generation (imported once)."""
+        if not hasattr(self, "_responder"):
+            import importlib
+
+            module, _, attr = (self.options.respond or "").partition(":")
+            try:
+                self._responder = getattr(importlib.import_module(module), attr)
+            except (ImportError, AttributeError, ValueError) as exc:
+                raise UsageError(f"model '{self.spec.name}': respond={self.options.respond!r} names no function "
+                                 f"({type(exc).__name__})", hint="respond=module:function") from None
+        return str(self._responder(self._text(r)))
+
     def info(self) -> BackendInfo:
-        ident = {"name": self.spec.name, "answers": self.options.answers}
+        ident = {"name": self.spec.name, "answers": self.options.answers,
+                 **({"respond": self.options.respond} if self.options.respond else {})}
         reasons = self.reasons(self.options)
         return BackendInfo(kind=self.kind, model={"name": self.spec.name, "identity": ident}, n_ctx=None, device="none",
                            schedule="fake: hashed answers, one request at a time", chat_template_applied=False,
                            composition_matters=False,
-                           settings={"answers": self.options.answers, **self.options.reasoning_identity()},
+                           settings={"answers": self.options.answers, **{k: v for k, v in ident.items() if k == "respond"},
+                                     **self.options.reasoning_identity()},
                            details={"reasoning": self.options.reasoning_record(
                                reasons, "its answers reason inline" if reasons else "its answers do not reason",
                                "none: a fake model cannot be switched")})

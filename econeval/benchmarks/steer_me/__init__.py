@@ -371,6 +371,8 @@ class SteerMe(Task):
                 if not need <= set(it):
                     raise UsageError(f"{qfile}: question {n} lacks {', '.join(sorted(need - set(it)))}")
             source = {"questions_file": str(qfile), "sha256": data.sha256_file(Path(qfile))}
+            if isinstance(items[0].get("template_set") if items else None, dict):  # written templates (`steer generate --templates`)
+                source["template_set"] = items[0]["template_set"]
         else:
             items = data.load(BENCHMARK, "questions.jsonl")
             source = {"questions": "bundled set", "seed": BUNDLE_SEED, "per_element": BUNDLE_PER_ELEMENT}

@@ -12,6 +12,7 @@ import random
 import re
 from functools import lru_cache
 from pathlib import Path
+from typing import Callable
 
 from .solvers import ELEMENTS, Draw
 
@@ -140,11 +141,14 @@ def _round_robin_types(order: list[int], cs: list[tuple[dict, str, str]]) -> lis
     return out
 
 
-def generate(elements: list[str], per_element: int, seed: int, taxonomy: dict[str, dict]) -> list[dict]:
+def generate(elements: list[str], per_element: int, seed: int, taxonomy: dict[str, dict],
+             combos_of: Callable[[str], list[tuple[dict, str, str]]] = combos) -> list[dict]:
+    """`combos_of`: an element's (template, domain, perspective) combinations (default: the bundled
+    templates'; a written template set's from written.py), filled, solved and balanced alike."""
     items = []
     for el in elements:
         spec = ELEMENTS[el]
-        cs = combos(el)
+        cs = combos_of(el)
         order = _round_robin_types(random.Random(f"{seed}/{el}/combos").sample(range(len(cs)), len(cs)), cs)
         n_types = {t["type"] for t, _, _ in cs}
         if not n_types <= set(spec.types):

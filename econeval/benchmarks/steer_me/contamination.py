@@ -1,0 +1,117 @@
+"""`econeval steer contamination BUNDLED_RUN WRITTEN_RUN`: the same model on the bundled question
+set and on a set generated from written templates (`steer generate --templates`), accuracy per
+element and over the elements both hold, with the difference's 95% interval (Newcombe's hybrid
+score interval from two Wilson intervals, the two sets' questions independent).
+
+What a difference means: accuracy on the bundled wording above the written wording's, with an
+interval that excludes 0, is what a model that has seen econeval's bundled wording would show; it
+is also what written wording that is harder or less clear would show (the written set's checker
+agreement and review state say how far to trust its wording). An interval that holds 0 is no
+evidence either way at that many questions.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from ...errors import UsageError
+from ...results import read_jsonl
+
+Z = 1.959963984540054
+NOTE = ("bundled − written accuracy, with a 95% interval (Newcombe). Above 0 beyond the interval: what a model that "
+        "has seen the bundled wording shows, and also what harder or less clear written wording shows (see the written "
+        "set's checker agreement and review state); an interval holding 0: no evidence either way at this n.")
+
+
+def wilson(k: int, n: int) -> tuple[float, float]:
+    if n == 0:
+        return 0.0, 1.0
+    p = k / n
+    centre = (p + Z * Z / (2 * n)) / (1 + Z * Z / n)
+    half = Z * math.sqrt(p * (1 - p) / n + Z * Z / (4 * n * n)) / (1 + Z * Z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def newcombe(k1: int, n1: int, k2: int, n2: int) -> tuple[float, float]:
+    """The 95% interval of p1 − p2 (Newcombe 1998, method 10)."""
+    p1, p2 = k1 / n1, k2 / n2
+    l1, u1 = wilson(k1, n1)
+    l2, u2 = wilson(k2, n2)
+    d = p1 - p2
+    return d - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2), d + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2)
+
+
+def _run(folder: Path) -> tuple[dict, list[dict]]:
+    folder = Path(folder)
+    try:
+        meta = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{folder} is not a run folder (run.json: {type(exc).__name__})") from None
+    if "steer-me" not in (meta.get("tasks") or {}):
+        raise UsageError(f"{folder} is not a steer-me run")
+    records = [r for r in read_jsonl(folder / "samples.jsonl", "samples file") if r.get("task") == "steer-me" and "correct" in r]
+    if not records:
+        raise UsageError(f"{folder} holds no scored steer-me question")
+    return meta, records
+
+
+def _settings(meta: dict) -> dict:
+    s = dict(meta["tasks"]["steer-me"].get("settings") or {})
+    s.pop("source", None)
+    return s
+
+
+def _row(a: list[dict], b: list[dict]) -> dict:
+    k1, n1 = sum(bool(r["correct"]) for r in a), len(a)
+    k2, n2 = sum(bool(r["correct"]) for r in b), len(b)
+    lo, hi = newcombe(k1, n1, k2, n2)
+    return {"bundled": {"n": n1, "accuracy": k1 / n1, "interval": list(wilson(k1, n1))},
+            "written": {"n": n2, "accuracy": k2 / n2, "interval": list(wilson(k2, n2))},
+            "difference": k1 / n1 - k2 / n2, "interval": [lo, hi], "excludes_zero": lo > 0 or hi < 0}
+
+
+def report(run_a: Path, run_b: Path) -> dict:
+    (ma, ra), (mb, rb) = _run(run_a), _run(run_b)
+    written = [i for i, m in enumerate((ma, mb)) if (m["tasks"]["steer-me"].get("settings") or {}).get("source", {}).get("template_set")]
+    if len(written) != 1:
+        raise UsageError("give one run of a written set (`steer generate --templates`, run with -T questions=) and one of "
+                         f"the bundled set; {'both' if len(written) == 2 else 'neither'} of these ran a written set")
+    if written[0] == 0:
+        (ma, ra, run_a), (mb, rb, run_b) = (mb, rb, run_b), (ma, ra, run_a)
+    ida, idb = (ma.get("backend") or {}).get("model"), (mb.get("backend") or {}).get("model")
+    if ida != idb:
+        raise UsageError("the two runs are of different models: contamination compares one model on both sets")
+    if _settings(ma) != _settings(mb):
+        diff = sorted(k for k in set(_settings(ma)) | set(_settings(mb)) if _settings(ma).get(k) != _settings(mb).get(k))
+        raise UsageError(f"the two runs differ in {', '.join(diff)}: run both sets with the same options")
+    by_a: dict[str, list[dict]] = {}
+    by_b: dict[str, list[dict]] = {}
+    for r in ra:
+        by_a.setdefault(r["element"], []).append(r)
+    for r in rb:
+        by_b.setdefault(r["element"], []).append(r)
+    shared = sorted(set(by_a) & set(by_b))
+    if not shared:
+        raise UsageError("the two runs share no element")
+    per = {el: _row(by_a[el], by_b[el]) for el in shared}
+    overall = _row([r for el in shared for r in by_a[el]], [r for el in shared for r in by_b[el]])
+    ts = mb["tasks"]["steer-me"]["settings"]["source"]["template_set"]
+    return {"what": "STEER-ME contamination check: one model on the bundled set and on a set from written templates",
+            "note": NOTE, "model": ida, "bundled_run": str(run_a), "written_run": str(run_b), "template_set": ts,
+            "elements": per, "overall": overall}
+
+
+def table(doc: dict) -> str:
+    def cell(x: dict) -> str:
+        return f"{x['accuracy']:.3f} (n {x['n']})"
+    lines = ["| element | bundled | written | bundled − written [95%] |", "|---|---|---|---|"]
+    for el, r in [*doc["elements"].items(), ("**overall**", doc["overall"])]:
+        lo, hi = r["interval"]
+        lines.append(f"| {el} | {cell(r['bundled'])} | {cell(r['written'])} | {r['difference']:+.3f} [{lo:+.3f}, {hi:+.3f}]"
+                     f"{' *' if r['excludes_zero'] else ''} |")
+    ts = doc["template_set"]
+    return "\n".join(lines) + (f"\n\nwritten set {ts['sha256'][:12]} (writer {ts['writer']['name']}, checker "
+                               f"{(ts.get('checker') or {}).get('name') or 'none'}, review {ts.get('review')}); * marks an "
+                               f"interval that excludes 0.\n{doc['note']}\n")
