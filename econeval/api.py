@@ -18,18 +18,19 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from . import __version__, config, data, registry, runner, shards
-from . import roles as role_specs
+from . import __version__, config, data, registry
+from .run import runner, shards
+from .run import roles as role_specs
 from .context import RunContext, check_task_options, given_seed
 from .scoring import aggregate, score_records, select_items
-from .selection import Full, Selection
+from .run.selection import Full, Selection
 from .backends.base import Settings
 from .errors import Interrupted, UsageError, hide_credentials
-from .folder import RunFolder
+from .store.folder import RunFolder
 from .predictions import prediction_outputs
 from .results import read_jsonl
-from .runfiles import SAMPLES
-from .runmeta import CHUNK, partial_identity, role_entry, scored_record
+from .store.runfiles import SAMPLES
+from .store.runmeta import CHUNK, partial_identity, role_entry, scored_record
 from .types import EMBEDDER, JUDGE, MODEL, Prepared, ResultsDoc, task_roles
 
 

@@ -33,7 +33,7 @@ def _csv_rows(path: Path) -> list[dict]:
 def test_the_table_holds_every_item_and_the_item_metrics(cli, tmp_path, every_suite):
     pq = pytest.importorskip("pyarrow.parquet")
     from econeval import registry
-    from econeval.export import TABLE_COLUMNS, metric_column
+    from econeval.publish.export import TABLE_COLUMNS, metric_column
 
     samples = read_lines(every_suite / "samples.jsonl")
     rc, _, err = cli("export", every_suite, "--format", "table", "--out", tmp_path / "t.parquet")
@@ -212,7 +212,7 @@ def test_inspect_logs_read_back_with_inspects_own_reader(cli, tmp_path, every_su
     assert rc == 0, err
     samples = read_lines(every_suite / "samples.jsonl")
     results = json.loads((every_suite / "results.json").read_text())["tasks"]
-    from econeval.export_inspect import log_name
+    from econeval.publish.export_inspect import log_name
 
     from datetime import datetime
 

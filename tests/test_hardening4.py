@@ -151,7 +151,7 @@ def test_a_tie_with_the_margin_is_no_regression(cli, tmp_path):
 def test_margin_pair_at_equality():
     import numpy as np
 
-    from econeval.sequential import MarginPair
+    from econeval.judge.sequential import MarginPair
 
     pair = MarginPair(0.0, 10, 0.05, 0.05)
     pair.feed(np.zeros(10))
@@ -190,7 +190,7 @@ def test_user_named_outputs_refuse_what_is_not_a_regular_file(cli, tmp_path, kin
 
 
 def test_two_merges_into_one_folder_never_mix(cli, tmp_path):
-    from econeval import shards
+    from econeval.run import shards
     from econeval.errors import UsageError
 
     runs = {}
@@ -228,7 +228,7 @@ def test_merge_into_the_current_folder_is_refused(cli, tmp_path, monkeypatch):
     assert rc == 0, err
     here = tmp_path / "here"
     here.mkdir()
-    from econeval import shards
+    from econeval.run import shards
     from econeval.errors import UsageError
 
     monkeypatch.chdir(here)
@@ -454,7 +454,7 @@ def test_the_gate_says_what_differs_and_when_the_candidate_is_the_baseline(cli, 
 
 
 def test_view_shows_at_most_its_item_cap(cli, tmp_path, monkeypatch):
-    from econeval import browse
+    from econeval.publish import browse
 
     run = _run(cli, tmp_path / "run", n=12)
     monkeypatch.setattr(browse, "SHOWN_ITEMS", 5)

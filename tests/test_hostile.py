@@ -468,7 +468,7 @@ def test_a_merge_that_fails_part_way_leaves_nothing_and_the_same_merge_then_succ
         assert rc == 0, err
     shards = [base / f"shard-{k}-of-3" for k in (1, 2, 3)]
     out = tmp_path / "merged"
-    from econeval.folder import RunFolder
+    from econeval.store.folder import RunFolder
 
     def full_disk(self, name, doc):
         raise OSError(28, "No space left on device")

@@ -284,7 +284,7 @@ def test_a_broken_plugin_is_one_line_even_for_version(cli, tmp_path):
 
 
 # ---- the shape of the shared layers -----------------------------------------------------------------
-SHARED = ("cli.py", "api.py", "runner.py", "report.py", "compare.py", "config.py")
+SHARED = ("cli.py", "api.py", "run/runner.py", "publish/report.py", "judge/compare.py", "config.py")
 
 
 def _names() -> set[str]:

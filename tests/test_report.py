@@ -190,9 +190,10 @@ def test_the_view_shows_labels_not_codes_and_a_shared_prompt_once(cli, tmp_path)
 def test_econlogicqa_and_cfbenchmark_get_their_bars(cli, two_runs):
     """The figures hold the tables' own numbers: EconLogicQA's accuracy per run and shot count, and
     (for a CFBenchmark run) each sub-task's score per run and setting."""
-    from econeval.report import build
+    from econeval.judge.compare import report_entry
+    from econeval.publish.report import build
 
-    doc = build(two_runs)
+    doc = build(two_runs, compare=report_entry)
     logic = next(t for t in doc["tables"] if t["id"] == "econlogicqa-table2")
     fig = logic["figures"][0]
     runs = [r for r in logic["rows"] if r["source"] == "run"]
@@ -202,7 +203,7 @@ def test_econlogicqa_and_cfbenchmark_get_their_bars(cli, two_runs):
 
 
 def test_cfbenchmark_bars_are_the_tables_sub_task_columns(cli, tmp_path):
-    from econeval.report import build
+    from econeval.publish.report import build
     from tiny_bert import write_tiny_bert
 
     out = tmp_path / "cf"

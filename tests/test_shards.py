@@ -268,7 +268,7 @@ def test_sample_shards_merge_into_the_single_process_sample_and_mixed_shards_are
 
 def test_shards_cut_into_other_chunks_are_refused_by_what_differs(cli, tmp_path):
     """Issue #33 item 9: served shards at another --concurrency were refused with "item … is in no shard"."""
-    from econeval.shards import merge
+    from econeval.run.shards import merge
 
     base = ("--model", "fake:m", "--task", "econnli-zero", "--limit", "40", "--quiet", "--out", tmp_path / "c")
     for k in (1, 2):

@@ -30,11 +30,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from . import __version__, registry
-from .errors import UsageError
-from .results import check_output, dumps, read_regular, write_output
+from .. import __version__, registry
+from ..errors import UsageError
+from ..results import check_output, dumps, read_regular, write_output
 from .export_read import TAXONOMY, interval, obj, text, tokens
-from .finished import FinishedRun, open_checked
+from ..store.finished import FinishedRun, open_checked
 
 MARK = "econeval_export"  # in every export: what a later export may replace
 TABLE_VERSION = 1

@@ -15,22 +15,22 @@ import signal
 import time
 from typing import Any, Callable
 
-from . import __version__, registry
-from .context import RunContext, check_task_options
-from .errors import Interrupted, UsageError
-from .signals import Guard
-from .folder import RunFolder
-from .metrics import logprob_problem
+from .. import __version__, registry
+from ..context import RunContext, check_task_options
+from ..errors import Interrupted, UsageError
+from ..signals import Guard
+from ..store.folder import RunFolder
+from ..metrics import logprob_problem
 from .progress import RunProgress, TaskLine, duration
 from .projection import project, sample_chunks
 from .projection import lines_of as projection_lines
-from .reasoning import THINKING
-from .record import RunRecord, merged_timing
-from .runfiles import PARTIAL, RESULTS
-from .runmeta import role_entry, run_record
-from .scoring import aggregate, score_records
+from ..reasoning import THINKING
+from ..store.record import RunRecord, merged_timing
+from ..store.runfiles import PARTIAL, RESULTS
+from ..store.runmeta import role_entry, run_record
+from ..scoring import aggregate, score_records
 from .selection import Selection
-from .types import MODEL, Completion, OptionScores, Prepared, Task, task_roles
+from ..types import MODEL, Completion, OptionScores, Prepared, Task, task_roles
 
 
 # ---- one chunk -------------------------------------------------------------------------------

@@ -12,13 +12,13 @@ import os
 from pathlib import Path
 from typing import Any
 
-from . import config, registry
-from .errors import UsageError, clean_tree
-from .finished import open_run
-from .folder import iter_samples
-from .reasoning import THINKING
-from .record import NO_TASKS
-from .runfiles import RUN_JSON, SAMPLES
+from .. import config, registry
+from ..errors import UsageError, clean_tree
+from ..store.finished import open_run
+from ..store.folder import iter_samples
+from ..reasoning import THINKING
+from ..store.record import NO_TASKS
+from ..store.runfiles import RUN_JSON, SAMPLES
 
 
 def _running(folder: Path) -> bool:
@@ -242,7 +242,7 @@ def write_view(folder: Path, out: Path, tasks: tuple[str, ...] = ()) -> int:
     large run is never all in memory; each prompt and response shows at most SHOWN_CHARS
     characters, and the page at most SHOWN_ITEMS items (the first; the header says how many are
     left out). Returns the number of items on the page."""
-    from .results import atomic_writer
+    from ..results import atomic_writer
 
     folder = Path(folder)
     path = folder / SAMPLES

@@ -16,10 +16,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import __version__, registry
+from .. import __version__, registry
 from .export_read import TAXONOMY, interval, obj, prompts, text, tokens
-from .finished import FinishedRun
-from .record import RunRecord
+from ..store.finished import FinishedRun
+from ..store.record import RunRecord
 
 SCHEMA = "0.3.0"
 SERVED = ("openai", "anthropic")  # backend kinds whose model runs elsewhere

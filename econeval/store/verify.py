@@ -16,10 +16,10 @@ from typing import Any
 
 import orjson
 
-from .context import RunContext
-from .errors import UsageError
+from ..context import RunContext
+from ..errors import UsageError
 from .record import RunRecord
-from .types import Prepared, Task
+from ..types import Prepared, Task
 
 
 def prepared_from(record: RunRecord, task: Task, given: frozenset[str] | None = None) -> Prepared:
@@ -92,7 +92,7 @@ def check_records(task: Task, prep: Prepared, records: dict[str, dict], where: P
 
 def _same_prompts(task: Task, item: dict, prep: Prepared, rec: dict) -> bool:
     """The record's first-stage prompts (and its prompt_hash) are the ones the task sends for the item."""
-    from .scoring import prompt_hash
+    from ..scoring import prompt_hash
 
     stored = rec.get("prompts")
     if stored is None:

@@ -15,10 +15,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from . import config, registry
-from .backends.base import Backend, BackendOptions, Settings
-from .errors import UsageError
-from .types import EMBEDDER, MODEL, SHORTCUTS
+from .. import config, registry
+from ..backends.base import Backend, BackendOptions, Settings
+from ..errors import UsageError
+from ..types import EMBEDDER, MODEL, SHORTCUTS
 
 
 def _serves(role: str) -> str:

@@ -48,7 +48,7 @@ def call_roles(task, item: dict | None, prep, rec: dict) -> dict[str, str]:
     """Which role (model, judge, embedder, ...) made each of the record's requests, by replaying
     the task's stages on the record's own outputs; a request the replay does not reach (an item
     not in the data, a record the task cannot read) counts as the evaluated model's."""
-    from .types import MODEL
+    from ..types import MODEL
 
     calls = obj(rec.get("calls"))
     roles = {name: MODEL for name in calls}

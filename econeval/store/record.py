@@ -23,9 +23,9 @@ from typing import Any
 
 import orjson
 
-from .context import DEFAULT_SEED
-from .errors import UsageError
-from .results import read_json, write_json
+from ..context import DEFAULT_SEED
+from ..errors import UsageError
+from ..results import read_json, write_json
 from .runfiles import RESULTS, RUN_JSON
 
 RUN_FORMAT = 3  # run.json / samples.jsonl layout; folders of another format are refused, never mixed
@@ -384,7 +384,7 @@ class RunRecord:
         return _obj(self.backend.get("reasoning"))
 
     def reasoning_key(self) -> dict:
-        from .reasoning import record_key
+        from ..reasoning import record_key
 
         return record_key(self.backend)
 

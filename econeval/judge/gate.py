@@ -32,16 +32,16 @@ from typing import Any
 
 import numpy as np
 
-from . import registry
+from .. import registry
 from .compare import GATE_COLUMNS, Row, check_comparable, check_prepared, check_reasoning, verdict_of
-from .errors import UsageError
-from .finished import FinishedRun, open_checked
+from ..errors import UsageError
+from ..store.finished import FinishedRun, open_checked
 from .junit import Case, suite
-from .record import RunRecord, comparable
-from .runfiles import RUN_JSON
+from ..store.record import RunRecord, comparable
+from ..store.runfiles import RUN_JSON
 from .sequential import Interval, MarginPair
-from .types import Task, task_roles
-from .verify import prepared_from
+from ..types import Task, task_roles
+from ..store.verify import prepared_from
 
 REPLAY_CHUNK = 16  # items per step when a finished run is replayed
 
@@ -287,7 +287,7 @@ def _baseline_values(task: Task, rec: dict, metrics: list, where: Path | None) -
 def gate_order(task: str, ids, seed: int) -> list[str]:
     """The order in which the gate runs a task's baseline items (the runner's, for `only` these
     ids): a seeded uniformly random order of the ids."""
-    from .sampling import random_order
+    from ..sampling import random_order
 
     return [it["id"] for it in random_order([{"id": i} for i in ids], seed, task)]
 
@@ -295,7 +295,7 @@ def gate_order(task: str, ids, seed: int) -> list[str]:
 def gate_folder(baseline: Path, model: str | None, run: dict[str, Any]) -> Path:
     """The gate's own run folder under the data dir: named by the baseline and the candidate's
     settings, so the same gate resumes it and no ordinary run folder is taken over."""
-    from . import config
+    from .. import config
 
     what = {"baseline": str(baseline.resolve()), "model": model,
             **{k: run.get(k) for k in ("model_options", "n_ctx", "chat", "embedder", "judge")},
@@ -306,7 +306,7 @@ def gate_folder(baseline: Path, model: str | None, run: dict[str, Any]) -> Path:
 def _check_roles(base: RunRecord, tasks: list[Task], preps: dict, named: dict[str, str]) -> None:
     """The roles the baseline named a model for are named for the candidate too (a judge that is
     the evaluated model, or another one, scores by another protocol), and no others."""
-    from . import roles as role_specs
+    from ..run import roles as role_specs
 
     used = {r for t in tasks for r in task_roles(t, preps[t.name])}
     theirs = base.named_roles & used
@@ -331,7 +331,7 @@ def baseline_population(base: FinishedRun) -> dict[str, dict]:
     whose lines fall short of what its results count, whose errors or skips exceed what its results
     record, or whose results count fewer items than a complete, unlimited run has, is refused:
     the gate never passes on what is left of a narrowed baseline."""
-    from .scoring import select_items
+    from ..scoring import select_items
 
     out: dict[str, dict] = {}
     for t, prep in base.preps.items():
@@ -381,8 +381,8 @@ def _differences(base: FinishedRun, cand: FinishedRun) -> list[str]:
 def _check_asked_reasoning(base: RunRecord, model: str | None, model_options: dict | None) -> None:
     """Before the candidate loads: the reasoning mode it asks for (and its budget, where the baseline
     reasoned) is the baseline's."""
-    from . import reasoning
-    from . import roles as role_specs
+    from .. import reasoning
+    from ..run import roles as role_specs
 
     given = {**role_specs.resolve(model).options, **(model_options or {})}
     mode, tokens = str(given.get("reasoning", "auto")), given.get("reasoning_tokens")
@@ -463,9 +463,9 @@ def _run_candidate(base: FinishedRun, g: Gate, model: str | None, budget: str | 
     """The candidate run on the baseline's tasks as the baseline prepared them (each prepared once),
     its items in the gate's order, each chunk's records fed to the gate; what it returns is the
     candidate as the gate received it (its samples are not read back)."""
-    from . import api
-    from .runmeta import task_identity
-    from .selection import Ordered, deadline_of
+    from .. import api
+    from ..store.runmeta import task_identity
+    from ..run.selection import Ordered, deadline_of
 
     record = base.record
     deadline = deadline_of(budget, g.started)

@@ -23,13 +23,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import registry
+from .. import registry
 from .junit import Case, suite
-from .errors import UsageError
-from .finished import FinishedRun, open_checked
-from .intervals import percentile_interval
-from .record import RunRecord, identity_differences, plain_json
-from .tables import Metric
+from ..errors import UsageError
+from ..store.finished import FinishedRun, open_checked
+from ..intervals import percentile_interval
+from ..store.record import RunRecord, identity_differences, plain_json
+from ..tables import Metric
 
 COLUMNS = ("task", "metric", "n", "baseline", "candidate", "diff", "low", "high", "p_mcnemar", "verdict", "detectable", "p_paired",
            "note")
@@ -193,7 +193,7 @@ def check_roles(base: RunRecord, cand: RunRecord, tasks: list[str]) -> None:
 def check_reasoning(base: RunRecord, cand: RunRecord) -> None:
     """Refuse two runs whose reasoning differs (the mode; where the model reasoned, the budget and
     effort; whether it reasoned at all): a thinking run is not paired with one that did not think."""
-    from . import reasoning
+    from .. import reasoning
 
     b, c = base.reasoning_key(), cand.reasoning_key()
     if b != c:
@@ -414,3 +414,15 @@ def junit(comparison: Comparison) -> str:
     cases += [Case(t, "dropped items", skipped=f"{d['missing']} of {d['of']} baseline items have no candidate score (--allow-missing)")
               for t, d in comparison.dropped.items()]
     return suite("econeval compare", cases)
+
+
+def report_entry(baseline: Path, candidate: Path) -> dict[str, Any]:
+    """A report's comparison of a later run with its first (`econeval report RUN RUN...`):
+    `compare`'s defaults (the same intervals), a task missing from either side left out."""
+    return compare(baseline, candidate, allow_missing=True).as_dict()
+
+
+def render_entry(entry: dict[str, Any]) -> str:
+    """A report's comparison entry (report_entry's dict) as Markdown."""
+    rows = [Row(**r) for r in entry["rows"]]
+    return render(Comparison(rows, entry["dropped"], entry["differences"], entry["max_drop"]), "md")

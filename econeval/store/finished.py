@@ -12,12 +12,12 @@ from __future__ import annotations
 from functools import cached_property
 from pathlib import Path
 
-from . import registry
-from .errors import UsageError
+from .. import registry
+from ..errors import UsageError
 from .folder import read_samples
 from .record import RunRecord
 from .runfiles import SAMPLES, folder_results
-from .types import Prepared
+from ..types import Prepared
 from .verify import check_records, prepared_from
 
 

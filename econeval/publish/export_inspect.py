@@ -18,11 +18,11 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from . import __version__, registry
-from .errors import UsageError
+from .. import __version__, registry
+from ..errors import UsageError
 from .export_read import TAXONOMY, interval, obj, prompts, text, usage_by_role
-from .finished import FinishedRun
-from .types import MODEL
+from ..store.finished import FinishedRun
+from ..types import MODEL
 
 SCORER = "econeval"
 
