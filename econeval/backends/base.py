@@ -185,6 +185,12 @@ class Backend(Generic[O]):
     Options: ClassVar[type[BackendOptions]] = BackendOptions
     description: ClassVar[str] = ""
     engine_name: ClassVar[str | None] = None  # an engine whose build `econeval --version` names (engine_version())
+    # what an Every Eval Ever export says of a run on it: whether its model runs on a server someone
+    # else manages, whether it is a weights file the user holds, and the engine that ran it (its
+    # build: run.json's backend record)
+    runs_elsewhere: ClassVar[bool] = False
+    open_weights: ClassVar[bool] = False
+    engine_label: ClassVar[str | None] = None
 
     @staticmethod
     def engine_version() -> str:

@@ -30,6 +30,7 @@ from ..store.finished import FinishedRun, open_checked
 from ..intervals import percentile_interval
 from ..store.record import RunRecord, identity_differences, plain_json
 from ..tables import Metric
+from ..types import is_scored
 
 COLUMNS = ("task", "metric", "n", "baseline", "candidate", "diff", "low", "high", "p_mcnemar", "verdict", "detectable", "p_paired",
            "note")
@@ -202,8 +203,7 @@ def check_reasoning(base: RunRecord, cand: RunRecord) -> None:
                          hint="run the candidate with the baseline's --reasoning and --reasoning-tokens")
 
 
-def _ok(rec: dict) -> bool:
-    return not rec.get("skipped") and not rec.get("error")
+_ok = is_scored
 
 
 def _dropped(base: dict, cand: dict, tasks: list[str]) -> dict[str, dict]:

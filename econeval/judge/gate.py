@@ -40,7 +40,8 @@ from .junit import Case, suite
 from ..store.record import RunRecord, comparable
 from ..store.runfiles import RUN_JSON
 from .sequential import Interval, MarginPair
-from ..types import Task, task_roles
+from ..store.items import ERROR, SKIPPED
+from ..types import Task, is_scored, task_roles
 from ..store.verify import prepared_from
 
 REPLAY_CHUNK = 16  # items per step when a finished run is replayed
@@ -165,7 +166,7 @@ class TaskGate:
 def _candidate_value(task: Task, rec: dict | None, g: Gated) -> float | None:
     """The candidate's value of the metric for one record; None for an item without a valid one
     (an error, a skip, no value); a value outside the metric's bounds is refused."""
-    if rec is None or rec.get("skipped") or rec.get("error"):
+    if rec is None or not is_scored(rec):
         return None
     value = task.item_values(rec).get(g.metric)
     if value is None or not isinstance(value, (int, float)) or not math.isfinite(value):
@@ -202,7 +203,7 @@ class Gate:
                                 else "no item metric")
                 continue
             values = {i: _baseline_values(task, rec, mine, where) for i, rec in samples.get(t, {}).items()
-                      if not rec.get("skipped") and not rec.get("error")}
+                      if is_scored(rec)}
             if not values:
                 raise UsageError(f"{where}: the baseline has no scored item of {t}")
             counts = {m.name: sum(1 for v in values.values() if v.get(m.name) is not None) for m in mine}
@@ -336,8 +337,8 @@ def baseline_population(base: FinishedRun) -> dict[str, dict]:
     out: dict[str, dict] = {}
     for t, prep in base.preps.items():
         recs = base.samples.get(t, {})
-        errors = sum(1 for r in recs.values() if r.get("error"))
-        skipped = sum(1 for r in recs.values() if r.get("skipped") and not r.get("error"))
+        outcomes = [view.outcome for view in base.items(t)]
+        errors, skipped = outcomes.count(ERROR), outcomes.count(SKIPPED)
         got = base.results.get(t)
         res: dict = got if isinstance(got, dict) else {}
         n, n_err, n_skip = (res.get(k) for k in ("n", "n_errors", "n_skipped"))

@@ -30,7 +30,7 @@ from ..store.runfiles import PARTIAL, RESULTS
 from ..store.runmeta import role_entry, run_record
 from ..scoring import aggregate, score_records
 from .selection import Selection
-from ..types import MODEL, Completion, OptionScores, Prepared, Task, task_roles
+from ..types import MODEL, Completion, OptionScores, Prepared, Task, is_scored, task_roles
 
 
 # ---- one chunk -------------------------------------------------------------------------------
@@ -90,7 +90,7 @@ def run_chunk(task: Task, items: list[dict], prep: Prepared, ctx: RunContext, ou
     for stage in range(stages):
         pending: dict[str, list[tuple[int, str, Any]]] = {}
         for i, (item, out) in enumerate(zip(items, outputs)):
-            if out.get("skipped") or out.get("error"):
+            if not is_scored(out):
                 continue
             built = first.pop(item["id"], None) if first is not None and fresh and stage == 0 else None
             for name, req in (built if built is not None else task.requests(item, prep, out)).items():

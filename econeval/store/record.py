@@ -340,7 +340,7 @@ class RunRecord:
         """Who made the model, as its models.toml entry says (`developer`); None: not said."""
         return _text(self.model, "developer")
 
-    def gguf(self, key: str) -> str | None:
+    def file_metadata(self, key: str) -> str | None:
         """A text value of the model file's own metadata as the run recorded it (`general.organization`)."""
         return _text(_obj(self.model.get("gguf_metadata")), key)
 
