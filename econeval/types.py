@@ -37,10 +37,30 @@ class Role:
     @property
     def flag(self) -> str:
         """How the command line names it."""
-        return f"--{self.name} MODEL" if self.name in SHORTCUTS else f"--role {self.name}=MODEL"
+        return role_flag(self.name) + (" MODEL" if self.name in SHORTCUTS else "=MODEL")
 
 
 SHORTCUTS = (JUDGE, EMBEDDER)  # the roles with a flag of their own (`--judge`, `--embedder`)
+
+
+def role_flag(name: str) -> str:
+    """How the command line names a role's model: `--model`, `--judge`, `--embedder`, `--role NAME`
+    (followed by `=MODEL` or ` MODEL`: Role.flag)."""
+    return f"--{name}" if name in (MODEL, *SHORTCUTS) else f"--role {name}"
+
+
+def parse_bool(value: Any) -> bool:
+    """A yes/no from the command line, models.toml or Python: a bool, or 1/true/yes/on,
+    0/false/no/off in any case; raises ValueError. The one reader of a boolean setting (task
+    options, backend options)."""
+    if isinstance(value, bool):
+        return value
+    low = str(value).strip().lower()
+    if low in ("1", "true", "yes", "on"):
+        return True
+    if low in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"'{value}' is not true or false")
 SHARED_ROLES = (Role(JUDGE, MODEL, "model", "a judge model"), Role(EMBEDDER, EMBEDDER, "registry", "a sentence embedder"))
 
 
@@ -286,14 +306,7 @@ class TaskOption:
     def parse(self, value: Any) -> Any:
         """A value from the command line (a string) or from Python; raises ValueError."""
         if self.kind == "bool":
-            if isinstance(value, bool):
-                return value
-            low = str(value).strip().lower()
-            if low in ("1", "true", "yes", "on"):
-                return True
-            if low in ("0", "false", "no", "off"):
-                return False
-            raise ValueError(f"'{value}' is not true or false")
+            return parse_bool(value)
         if value is None:
             return None
         value = str(value)

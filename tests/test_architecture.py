@@ -290,3 +290,22 @@ def test_readers_of_finished_folders_never_import_the_runner_or_private_names():
             if isinstance(node, ast.ImportFrom) and node.level:  # econeval's own modules
                 private = [a.name for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
                 assert not private, (path.relative_to(PKG).as_posix(), node.module, private)
+
+
+def test_small_facts_have_one_owner():
+    """The bool parser (types.parse_bool), the role flag (types.role_flag), the folder's lock
+    (runfiles.LOCK), the --max-drop check (compare.check_max_drop) and the chunk a replay steps by
+    (runmeta.CHUNK) are each written once."""
+    texts = {path.relative_to(PKG).as_posix(): path.read_text() for path in PKG.rglob("*.py")}
+    for needle, owner in (('"1", "true", "yes", "on"', "types.py"), ('f"--role ', "types.py"), ('".lock"', "store/runfiles.py"),
+                          ("--max-drop must be", "judge/compare.py"), ("CHUNK = 16", "store/runmeta.py")):
+        holders = sorted(rel for rel, text in texts.items() if needle in text)
+        assert holders == [owner], (needle, holders)
+    from econeval.judge import gate
+    from econeval.store import runmeta
+    from econeval.types import Role, parse_bool, role_flag
+
+    assert gate.REPLAY_CHUNK == runmeta.CHUNK
+    assert [parse_bool(v) for v in (True, "Yes", " on ", "0", "off")] == [True, True, True, False, False]
+    assert role_flag("judge") == "--judge" and role_flag("grader") == "--role grader"
+    assert Role("judge").flag == "--judge MODEL" and Role("grader").flag == "--role grader=MODEL"

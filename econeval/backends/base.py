@@ -22,7 +22,7 @@ from typing import Any, Callable, ClassVar, Generic, Sequence, TypeVar
 
 from .. import reasoning as reasoning_modes
 from ..errors import UsageError
-from ..types import EMBEDDER, JUDGE, MODEL, BackendInfo, Completion, Generate, OptionLogprobs, OptionScores
+from ..types import EMBEDDER, JUDGE, MODEL, BackendInfo, Completion, Generate, OptionLogprobs, OptionScores, parse_bool
 
 _TYPE_WORDS = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
 
@@ -52,14 +52,7 @@ def _convert(value: Any, want: type, key: str, where: str) -> Any:
     if isinstance(value, str) and want is not str:
         text = value.strip()
         try:
-            if want is bool:
-                low = text.lower()
-                if low in ("1", "true", "yes", "on"):
-                    return True
-                if low in ("0", "false", "no", "off"):
-                    return False
-                raise ValueError
-            return want(text)
+            return parse_bool(text) if want is bool else want(text)
         except ValueError:
             raise UsageError(f"{where}: {key} must be {_TYPE_WORDS.get(want, want.__name__)}, not {value!r}") from None
     ok = isinstance(value, want) and (want is bool or not isinstance(value, bool))

@@ -230,10 +230,15 @@ def run_differences(base: RunRecord, cand: RunRecord) -> list[str]:
     return out
 
 
+def check_max_drop(max_drop: float) -> None:
+    """--max-drop: a finite number at least 0 (compare and gate; the command line's range says the same)."""
+    if not (isinstance(max_drop, (int, float)) and not isinstance(max_drop, bool) and math.isfinite(max_drop) and max_drop >= 0):
+        raise UsageError(f"--max-drop must be a finite number at least 0, not {max_drop!r}")
+
+
 def _compare(loaded: FinishedRun, other: FinishedRun, max_drop: float, metrics: tuple[str, ...], n_boot: int, seed: int,
              allow_missing: bool) -> Comparison:
-    if not (isinstance(max_drop, (int, float)) and math.isfinite(max_drop) and max_drop >= 0):
-        raise UsageError(f"--max-drop must be a finite number at least 0, not {max_drop!r}")
+    check_max_drop(max_drop)
     base_rec, base = loaded.record, loaded.samples
     cand_rec, cand = other.record, other.samples
     common = [t for t in base_rec.tasks if t in cand_rec.tasks]

@@ -33,18 +33,19 @@ from typing import Any
 import numpy as np
 
 from .. import registry
-from .compare import GATE_COLUMNS, Row, check_comparable, check_prepared, check_reasoning, verdict_of
+from .compare import GATE_COLUMNS, Row, check_comparable, check_max_drop, check_prepared, check_reasoning, verdict_of
 from ..errors import UsageError
 from ..store.finished import FinishedRun, open_checked
 from .junit import Case, suite
 from ..store.record import RunRecord, comparable
 from ..store.runfiles import RUN_JSON
+from ..store.runmeta import CHUNK
 from .sequential import Interval, MarginPair
 from ..store.items import ERROR, SKIPPED
 from ..types import Task, is_scored, task_roles
 from ..store.verify import prepared_from
 
-REPLAY_CHUNK = 16  # items per step when a finished run is replayed
+REPLAY_CHUNK = CHUNK  # items per step when a finished run is replayed: a run's smallest chunk
 
 
 @dataclass
@@ -313,7 +314,7 @@ def _check_roles(base: RunRecord, tasks: list[Task], preps: dict, named: dict[st
     theirs = base.named_roles & used
     for name in sorted(theirs):
         model = base.role(name).get("name") or "?"
-        flag = f"--{name} MODEL" if name in ("judge", "embedder") else f"--role {name}=MODEL"
+        flag = registry.role(name).flag
         if name not in named:
             raise UsageError(f"the baseline named {model} for the role {name}: the candidate needs it too",
                              hint=f"pass {flag} with the baseline's model")
@@ -442,8 +443,7 @@ def gate(baseline: str | Path, model: str | None = None, max_drop: float = 0.02,
     gate would have run)."""
     if not (0 < alpha < 1):
         raise UsageError(f"--alpha must lie between 0 and 1, not {alpha}")
-    if not (math.isfinite(max_drop) and max_drop >= 0):
-        raise UsageError(f"--max-drop must be a finite number at least 0, not {max_drop}")
+    check_max_drop(max_drop)
     base = open_checked(baseline)
     population = baseline_population(base)
     g = Gate.build(base.record.run_seed, base.record.task_names, base.samples, max_drop, alpha, tuple(metrics), base.path)

@@ -19,7 +19,7 @@ from ..store.items import UNPARSED, ItemView, item_view
 from ..store.folder import iter_samples
 from ..reasoning import THINKING
 from ..store.record import NO_TASKS
-from ..store.runfiles import RUN_JSON, SAMPLES
+from ..store.runfiles import LOCK, RUN_JSON, SAMPLES
 from ..types import Task
 
 
@@ -28,7 +28,7 @@ def _running(folder: Path) -> bool:
     import stat
 
     try:  # without blocking: a FIFO in the lock's place would wait for a writer forever
-        fd = os.open(folder / ".lock", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        fd = os.open(folder / LOCK, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return False
     try:

@@ -18,7 +18,7 @@ from typing import Any
 from .. import config, registry
 from ..backends.base import Backend, BackendOptions, Settings
 from ..errors import UsageError
-from ..types import EMBEDDER, MODEL, SHORTCUTS
+from ..types import EMBEDDER, MODEL, SHORTCUTS, role_flag
 
 
 def _serves(role: str) -> str:
@@ -97,7 +97,7 @@ def resolve(arg: str | None, role: str = MODEL, reg: config.Registry | None = No
         if _serves(role) in cls.serves:
             opts = cls.from_path(arg)
             if opts is not None:
-                return config.ModelSpec(name=p.stem if p.is_file() else p.name, kind=kind, source=f"{_flag(role)} path",
+                return config.ModelSpec(name=p.stem if p.is_file() else p.name, kind=kind, source=f"{role_flag(role)} path",
                                         options=opts)
     if os.sep in arg or p.suffix or p.exists():
         raise UsageError(f"{_noun(role)} file not found: {arg}" if not p.exists() else f"no backend takes {arg}",
@@ -110,10 +110,6 @@ def resolve(arg: str | None, role: str = MODEL, reg: config.Registry | None = No
 def _noun(role: str) -> str:
     """How a message names a role's model: model, judge, embedder, `NAME model`."""
     return role if role in (MODEL, *SHORTCUTS) else f"{role} model"
-
-
-def _flag(role: str) -> str:
-    return f"--{role}" if role in (MODEL, *SHORTCUTS) else f"--role {role}"
 
 
 def with_options(spec: config.ModelSpec, options: dict[str, Any], chat: str | None = None) -> config.ModelSpec:
