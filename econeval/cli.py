@@ -618,16 +618,17 @@ def gate_cmd(baseline, model, max_drop, alpha, budget, metrics, replay, junit, n
     the budget or the end of the items), 2 usage."""
     from .api import program
     from .judge.gate import gate, junit as junit_xml, render
+    from .run.spec import RunSpec
     from .judge.junit import check_target, write as write_junit
 
     if replay and (model or out or budget):
         raise UsageError("--replay with --model, --out or --budget: a replay runs no model", hint="pass one of them")
     if junit:
         check_target(junit)  # before the model runs
-    result = gate(baseline, model=model, max_drop=max_drop, alpha=alpha, budget=budget, metrics=metrics, replay=replay, out=out,
-                  model_options=_collect_model_options(model_option, kw), n_ctx=n_ctx, chat=chat, embedder=embedder,
-                  judge=judge, roles=_roles_given(role, ("judge", judge), ("embedder", embedder)) or None, progress=not quiet,
-                  argv=[*program(), *sys.argv[1:]])
+    run = RunSpec(model=model, model_options=_collect_model_options(model_option, kw), n_ctx=n_ctx, chat=chat, embedder=embedder,
+                  judge=judge, roles=_roles_given(role, ("judge", judge), ("embedder", embedder)) or {}, progress=not quiet,
+                  argv=(*program(), *sys.argv[1:]))
+    result = gate(baseline, run, max_drop=max_drop, alpha=alpha, budget=budget, metrics=metrics, replay=replay, out=out)
     if junit:
         write_junit(junit, junit_xml(result.rows, result.max_drop))
     if fmt == "json":

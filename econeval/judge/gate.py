@@ -40,6 +40,7 @@ from .junit import Case, suite
 from ..store.record import RunRecord, comparable
 from ..store.runfiles import RUN_JSON
 from ..store.runmeta import CHUNK
+from ..run.spec import RunSpec
 from .sequential import Interval, MarginPair
 from ..store.items import ERROR, SKIPPED
 from ..types import Task, is_scored, task_roles
@@ -294,15 +295,13 @@ def gate_order(task: str, ids, seed: int) -> list[str]:
     return [it["id"] for it in random_order([{"id": i} for i in ids], seed, task)]
 
 
-def gate_folder(baseline: Path, model: str | None, run: dict[str, Any]) -> Path:
+def gate_folder(baseline: Path, run: RunSpec) -> Path:
     """The gate's own run folder under the data dir: named by the baseline and the candidate's
     settings, so the same gate resumes it and no ordinary run folder is taken over."""
     from .. import config
 
-    what = {"baseline": str(baseline.resolve()), "model": model,
-            **{k: run.get(k) for k in ("model_options", "n_ctx", "chat", "embedder", "judge")},
-            **({"roles": run["roles"]} if run.get("roles") else {})}
-    return config.named_folder("gates", f"{Path(model or 'default').name}-vs-{baseline.name}", what)
+    what = {"baseline": str(baseline.resolve()), **run.identity()}
+    return config.named_folder("gates", f"{Path(run.model or 'default').name}-vs-{baseline.name}", what)
 
 
 def _check_roles(base: RunRecord, tasks: list[Task], preps: dict, named: dict[str, str]) -> None:
@@ -380,16 +379,14 @@ def _differences(base: FinishedRun, cand: FinishedRun) -> list[str]:
     return ["the candidate has the baseline's model and settings (a rerun): the gate measures run-to-run variation"]
 
 
-def _check_asked_reasoning(base: RunRecord, model: str | None, model_options: dict | None) -> None:
+def _check_asked_reasoning(base: RunRecord, run: RunSpec) -> None:
     """Before the candidate loads: the reasoning mode it asks for (and its budget, where the baseline
     reasoned) is the baseline's."""
     from .. import reasoning
-    from ..run import roles as role_specs
 
-    given = {**role_specs.resolve(model).options, **(model_options or {})}
-    mode, tokens = str(given.get("reasoning", "auto")), given.get("reasoning_tokens")
+    mode, tokens = run.asked_reasoning()
     key = base.reasoning_key()
-    if mode != key["mode"] or (key["reasons"] and tokens is not None and str(tokens) != str(key["tokens"])):
+    if mode != key["mode"] or (key["reasons"] and tokens is not None and tokens != str(key["tokens"])):
         asked = f"reasoning {mode}" + (f", {tokens} reasoning tokens" if tokens is not None else "")
         raise UsageError(f"the runs differ in reasoning ({reasoning.describe_key(key)} in the baseline, {asked} for the "
                          "candidate); their numbers are not comparable",
@@ -434,13 +431,13 @@ class GateResult:
         return out
 
 
-def gate(baseline: str | Path, model: str | None = None, max_drop: float = 0.02, alpha: float = 0.05,
+def gate(baseline: str | Path, run: RunSpec | None = None, max_drop: float = 0.02, alpha: float = 0.05,
          budget: str | float | None = None, metrics: tuple[str, ...] = (), replay: str | Path | None = None,
-         **run: Any) -> GateResult:
-    """Run the gate; `run` passes on to api.evaluate (out, model_options, n_ctx, chat, embedder,
-    judge, progress, argv, new, say). `replay`: a finished candidate run folder instead of a
-    model, its items taken in the gate's order, chunk by chunk, until the gate decides (what the
-    gate would have run)."""
+         out: str | Path | None = None) -> GateResult:
+    """Run the gate: the candidate is `run` (the model and how it runs, handed on to api.evaluate
+    unchanged) into `out` (default: the gate's own folder). `replay`: a finished candidate run
+    folder instead of a model, its items taken in the gate's order, chunk by chunk, until the gate
+    decides (what the gate would have run)."""
     if not (0 < alpha < 1):
         raise UsageError(f"--alpha must lie between 0 and 1, not {alpha}")
     check_max_drop(max_drop)
@@ -448,7 +445,7 @@ def gate(baseline: str | Path, model: str | None = None, max_drop: float = 0.02,
     population = baseline_population(base)
     g = Gate.build(base.record.run_seed, base.record.task_names, base.samples, max_drop, alpha, tuple(metrics), base.path)
     if replay is None:
-        cand = _run_candidate(base, g, model, budget, run)
+        cand = _run_candidate(base, g, run or RunSpec(), budget, out)
     else:
         cand = open_checked(replay)
         check_comparable(base.record, cand.record, list(g.tasks))
@@ -460,7 +457,7 @@ def gate(baseline: str | Path, model: str | None = None, max_drop: float = 0.02,
     return _result(base, cand, g, population)
 
 
-def _run_candidate(base: FinishedRun, g: Gate, model: str | None, budget: str | float | None, run: dict[str, Any]) -> FinishedRun:
+def _run_candidate(base: FinishedRun, g: Gate, run: RunSpec, budget: str | float | None, out_arg: str | Path | None) -> FinishedRun:
     """The candidate run on the baseline's tasks as the baseline prepared them (each prepared once),
     its items in the gate's order, each chunk's records fed to the gate; what it returns is the
     candidate as the gate received it (its samples are not read back)."""
@@ -470,21 +467,21 @@ def _run_candidate(base: FinishedRun, g: Gate, model: str | None, budget: str | 
 
     record = base.record
     deadline = deadline_of(budget, g.started)
-    out = Path(run.pop("out", None) or gate_folder(base.path, model, run))
+    out = Path(out_arg or gate_folder(base.path, run))
     _check_own_folder(out, base.path)
     tasks = [tg.task for tg in g.tasks.values()]
     preps = {t.name: base.preps[t.name] for t in tasks}
-    named = api.role_args(run.get("roles"), run.get("judge"), run.get("embedder"))
+    named = run.named
     _check_roles(record, tasks, preps, named)
     if frozenset(named) != record.named_roles:  # its roles may settle its tasks otherwise: prepared as its run would
         preps = {t.name: prepared_from(record, t, given=frozenset(named)) for t in tasks}
     # the candidate's tasks as this econeval prepares them are the baseline's: comparable before a model loads
     check_prepared(record, {t: comparable(entry) for t, entry in task_identity(tasks, preps).items()})
-    _check_asked_reasoning(record, model, run.get("model_options"))
+    _check_asked_reasoning(record, run)
     selection = Ordered("random", deadline=deadline, watcher=g.watch, only={t: set(tg.order) for t, tg in g.tasks.items()})
     seed = record.run_seed if record.seed_was_given else None  # None: the tasks' protocol seeds again
-    doc = api.evaluate(model=model, tasks=list(g.tasks), seed=seed, per_task_options={t: record.task_options(t) for t in g.tasks},
-                       selection=selection, out=out, prepared=preps, **run)
+    doc = api.evaluate(tasks=list(g.tasks), seed=seed, per_task_options={t: record.task_options(t) for t in g.tasks},
+                       selection=selection, out=out, prepared=preps, **run.evaluate_args())
     folder = Path(str(doc.get("run_folder")))
     cand = FinishedRun(folder, RunRecord.read(folder), samples=g.received(), preps=preps)
     check_reasoning(record, cand.record)  # whether the candidate reasoned is known after its run

@@ -18,7 +18,7 @@ from typing import Any
 from .. import config, registry
 from ..backends.base import Backend, BackendOptions, Settings
 from ..errors import UsageError
-from ..types import EMBEDDER, MODEL, SHORTCUTS, role_flag
+from ..types import EMBEDDER, JUDGE, MODEL, SHORTCUTS, role_flag
 
 
 def _serves(role: str) -> str:
@@ -110,6 +110,22 @@ def resolve(arg: str | None, role: str = MODEL, reg: config.Registry | None = No
 def _noun(role: str) -> str:
     """How a message names a role's model: model, judge, embedder, `NAME model`."""
     return role if role in (MODEL, *SHORTCUTS) else f"{role} model"
+
+
+def role_args(roles: dict[str, str] | None = None, judge: str | None = None, embedder: str | None = None) -> dict[str, str]:
+    """The roles a model is named for: `roles` (`--role NAME=MODEL`), with `judge` and `embedder`
+    (`--judge`, `--embedder`) as shortcuts of theirs; each a role some task uses."""
+    out = dict(roles or {})
+    for name, arg in ((JUDGE, judge), (EMBEDDER, embedder)):
+        if arg is not None:
+            if out.get(name, arg) != arg:
+                raise UsageError(f"--{name} and --role {name}= name different models")
+            out[name] = arg
+    for name in out:
+        if name == MODEL:
+            raise UsageError("the evaluated model is named by --model, not --role model=")
+        registry.role(name)  # refused, with the known roles, if no task uses it
+    return out
 
 
 def with_options(spec: config.ModelSpec, options: dict[str, Any], chat: str | None = None) -> config.ModelSpec:
