@@ -4,7 +4,7 @@
 from Python and returns the results document (see econeval.api); the selections (`Full`, `Limit`,
 `StratifiedSample`, `Shard`, and `from_flags`, as the command line makes them) are econeval.run.selection's."""
 
-__version__ = "0.1.0"
+from .version import __version__
 
 
 _API = ("evaluate", "score_predictions", "export_prompts")  # econeval.api's

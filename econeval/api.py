@@ -18,7 +18,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from . import __version__, config, data, registry
+from . import config, data, registry
+from .version import __version__
 from .run import runner, shards
 from .run import roles as role_specs
 from .run.roles import role_args

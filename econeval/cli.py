@@ -16,7 +16,8 @@ from typing import Any, Mapping
 
 import click
 
-from . import __version__, data, registry, runconfig, signals
+from . import data, registry, runconfig, signals
+from .version import __version__
 from .run import roles
 from .config import N_CTX_RANGE
 from .errors import EconevalError, Interrupted, UsageError, clean, hide_credentials, hide_credentials_tree

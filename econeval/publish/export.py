@@ -30,7 +30,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from .. import __version__, registry
+from .. import registry
+from ..version import __version__
 from ..errors import UsageError
 from ..results import check_output, dumps, read_regular, write_output
 from .export_read import interval, obj, text

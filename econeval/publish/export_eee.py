@@ -16,7 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .. import __version__, registry
+from .. import registry
+from ..version import __version__
 from .export_read import interval, obj, text
 from ..types import as_text
 from ..store.finished import FinishedRun

@@ -18,7 +18,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from .. import __version__, registry
+from .. import registry
+from ..version import __version__
 from ..errors import UsageError
 from .export_read import interval, obj, usage_by_role
 from ..store.finished import FinishedRun

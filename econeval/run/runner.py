@@ -15,7 +15,8 @@ import signal
 import time
 from typing import Any, Callable
 
-from .. import __version__, registry
+from .. import registry
+from ..version import __version__
 from ..context import RunContext, check_task_options
 from ..errors import Interrupted, UsageError
 from ..signals import Guard

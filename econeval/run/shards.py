@@ -15,7 +15,8 @@ import os
 from pathlib import Path
 from typing import Iterator
 
-from .. import __version__, registry
+from .. import registry
+from ..version import __version__
 from ..errors import UsageError
 from ..store.finished import FinishedRun, open_run
 from ..store.folder import RunFolder, read_samples

@@ -16,7 +16,8 @@ import platform
 import sys
 from typing import Any
 
-from .. import __version__, data
+from .. import data
+from ..version import __version__
 from ..errors import hide_credentials
 from .record import RUN_FORMAT, RunRecord, now
 from ..types import BackendInfo, Prepared, Task
