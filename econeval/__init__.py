@@ -2,13 +2,13 @@
 
 `econeval.evaluate(model=..., tasks=[...], selection=econeval.Limit(20), out=...)` runs tasks
 from Python and returns the results document (see econeval.api); the selections (`Full`, `Limit`,
-`StratifiedSample`, `Shard`, and `from_flags`, as the command line makes them) are econeval.selection's."""
+`StratifiedSample`, `Shard`, and `from_flags`, as the command line makes them) are econeval.run.selection's."""
 
-__version__ = "0.1.0"
+from .version import __version__
 
 
 _API = ("evaluate", "score_predictions", "export_prompts")  # econeval.api's
-_SELECTIONS = ("Full", "Limit", "StratifiedSample", "Shard", "from_flags")  # econeval.selection's
+_SELECTIONS = ("Full", "Limit", "StratifiedSample", "Shard", "from_flags")  # econeval.run.selection's
 __all__ = [*_API, *_SELECTIONS, "__version__"]
 
 
@@ -18,7 +18,7 @@ def __getattr__(name):
 
         return getattr(api, name)
     if name in _SELECTIONS:
-        from . import selection
+        from .run import selection
 
         return getattr(selection, name)
     raise AttributeError(f"module 'econeval' has no attribute {name!r}")

@@ -18,35 +18,22 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from . import __version__, config, data, registry, runner, shards
-from . import roles as role_specs
+from . import config, data, registry
+from .version import __version__
+from .run import runner, shards
+from .run import roles as role_specs
+from .run.roles import role_args
 from .context import RunContext, check_task_options, given_seed
 from .scoring import aggregate, score_records, select_items
-from .selection import Full, Selection
+from .run.selection import Full, Selection
 from .backends.base import Settings
 from .errors import Interrupted, UsageError, hide_credentials
-from .folder import RunFolder
+from .store.folder import RunFolder
 from .predictions import prediction_outputs
 from .results import read_jsonl
-from .runfiles import SAMPLES
-from .runmeta import CHUNK, partial_identity, role_entry, scored_record
+from .store.runfiles import SAMPLES
+from .store.runmeta import CHUNK, partial_identity, role_entry, scored_record
 from .types import EMBEDDER, JUDGE, MODEL, Prepared, ResultsDoc, task_roles
-
-
-def role_args(roles: dict[str, str] | None = None, judge: str | None = None, embedder: str | None = None) -> dict[str, str]:
-    """The roles a model is named for: `roles` (`--role NAME=MODEL`), with `judge` and `embedder`
-    (`--judge`, `--embedder`) as shortcuts of theirs; each a role some task uses."""
-    out = dict(roles or {})
-    for name, arg in ((JUDGE, judge), (EMBEDDER, embedder)):
-        if arg is not None:
-            if out.get(name, arg) != arg:
-                raise UsageError(f"--{name} and --role {name}= name different models")
-            out[name] = arg
-    for name in out:
-        if name == MODEL:
-            raise UsageError("the evaluated model is named by --model, not --role model=")
-        registry.role(name)  # refused, with the known roles, if no task uses it
-    return out
 
 
 def _registry_default(role: str, seed: int) -> Any:

@@ -16,7 +16,9 @@ from typing import Any, Mapping
 
 import click
 
-from . import __version__, data, registry, roles, runconfig, signals
+from . import data, registry, runconfig, signals
+from .version import __version__
+from .run import roles
 from .config import N_CTX_RANGE
 from .errors import EconevalError, Interrupted, UsageError, clean, hide_credentials, hide_credentials_tree
 from .types import TaskOption
@@ -335,8 +337,8 @@ def run(model, suite, tasks, limit, sample, budget, seed, n_ctx, chat, model_opt
         raise UsageError("--new and --out together: --new makes a new folder of its own", hint="pass one of them")
     options = _collect_options(task_option, kw)
     model_options = _collect_model_options(model_option, kw)
-    from . import shards
-    from .selection import from_flags
+    from .run import shards
+    from .run.selection import from_flags
 
     selection = from_flags(limit=limit, sample=sample, budget=budget, shard=shards.parse(shard, shard_count))
     doc = evaluate(model=model, tasks=tasks, suite=suite, selection=selection, out=out, seed=seed, task_options=options,
@@ -362,7 +364,7 @@ def run(model, suite, tasks, limit, sample, budget, seed, n_ctx, chat, model_opt
         for name in doc.get("not_reached", []):
             click.echo(f"  {name:<22} not reached: the budget was spent before its first chunk (a larger --budget runs it)")
     if tables:
-        from .report import build, render
+        from .publish.report import build, render
 
         click.echo("\n" + render(build([Path(folder)]), "md"))
     _check_outcome(doc)
@@ -455,7 +457,7 @@ def score(task_name, predictions, seed, embedder, judge, role, out, n_boot, task
 def merge_cmd(shard_dirs, out):
     """Join the N shard folders of one `run --shard` command into the folder one process would
     have written (the same samples.jsonl and results.json)."""
-    from .shards import merge
+    from .run.shards import merge
 
     doc = merge(list(shard_dirs), out)
     click.echo(clean(f"econeval: merged {len(shard_dirs)} shards into {out} ({', '.join(doc['tasks'])})"), err=True)
@@ -472,13 +474,14 @@ def report_cmd(runs, fmt, out):
     the papers' published rows, deviations under each table. With several runs, each later run is
     also compared with the first. html: one self-contained file with plots (plots need the
     `report` extra: matplotlib)."""
-    from .report import build, render
+    from .judge.compare import render_entry, report_entry
+    from .publish.report import build, render
 
     if out == STDOUT:
         out = None
     if out:
         check_output(out)
-    text = render(build(list(runs)), fmt)
+    text = render(build(list(runs), compare=report_entry), fmt, compare_md=render_entry)
     if out:
         write_output(out, text.encode("utf-8"))
         click.echo(f"econeval: report written to {out}", err=True)
@@ -493,7 +496,7 @@ def report_cmd(runs, fmt, out):
 def runs_cmd(paths, as_json):
     """List past runs (newest first): folder, status, model, tasks, items saved, date, headline
     numbers. PATHS: run folders or folders of them (default: the data dir's runs)."""
-    from .browse import list_runs, render_runs
+    from .publish.browse import list_runs, render_runs
 
     rows = list_runs(list(paths))
     if as_json:
@@ -511,7 +514,7 @@ def view_cmd(run_dir, tasks, out):
     """Write one self-contained HTML page of a run's answers: filter by task, outcome (correct,
     wrong, unparsed, ...) and group (sub-task, element); each item's prompt, response, gold,
     parse and scores."""
-    from .browse import write_view
+    from .publish.browse import write_view
 
     folder = run_dir.resolve()
     out = out or folder.parent / f"{folder.name}.view.html"
@@ -538,7 +541,7 @@ def view_cmd(run_dir, tasks, out):
 def export_cmd(runs, fmt, out, developer):
     """Write finished runs in a shape other tools open: a tidy per-item table for pandas and R,
     lm-eval's results.json, Inspect eval logs, or an Every Eval Ever record (docs/exports.md)."""
-    from .export import export
+    from .publish.export import export
 
     n = export(list(runs), fmt, out, developer=developer)
     what = {"table": "rows", "lm-eval": "tasks", "inspect": "task logs", "every-eval-ever": "evaluation results"}[fmt]
@@ -563,8 +566,8 @@ def compare_cmd(baseline, candidate, max_drop, metrics, n_boot, seed, allow_miss
     """Compare two runs item by item (a release gate): exit 0 pass, 1 when a metric regresses,
     3 inconclusive (too few items to rule out a drop of --max-drop), 2 when the runs cannot be
     compared (or the candidate lacks what the baseline has)."""
-    from .compare import compare, junit as junit_xml, render
-    from .junit import check_target, write as write_junit
+    from .judge.compare import compare, junit as junit_xml, render
+    from .judge.junit import check_target, write as write_junit
 
     if junit:
         check_target(junit)
@@ -615,17 +618,18 @@ def gate_cmd(baseline, model, max_drop, alpha, budget, metrics, replay, junit, n
     stop as soon as every gated metric is decided. Exit 0 pass, 1 regression, 3 inconclusive (at
     the budget or the end of the items), 2 usage."""
     from .api import program
-    from .gate import gate, junit as junit_xml, render
-    from .junit import check_target, write as write_junit
+    from .judge.gate import gate, junit as junit_xml, render
+    from .run.spec import RunSpec
+    from .judge.junit import check_target, write as write_junit
 
     if replay and (model or out or budget):
         raise UsageError("--replay with --model, --out or --budget: a replay runs no model", hint="pass one of them")
     if junit:
         check_target(junit)  # before the model runs
-    result = gate(baseline, model=model, max_drop=max_drop, alpha=alpha, budget=budget, metrics=metrics, replay=replay, out=out,
-                  model_options=_collect_model_options(model_option, kw), n_ctx=n_ctx, chat=chat, embedder=embedder,
-                  judge=judge, roles=_roles_given(role, ("judge", judge), ("embedder", embedder)) or None, progress=not quiet,
-                  argv=[*program(), *sys.argv[1:]])
+    run = RunSpec(model=model, model_options=_collect_model_options(model_option, kw), n_ctx=n_ctx, chat=chat, embedder=embedder,
+                  judge=judge, roles=_roles_given(role, ("judge", judge), ("embedder", embedder)) or {}, progress=not quiet,
+                  argv=(*program(), *sys.argv[1:]))
+    result = gate(baseline, run, max_drop=max_drop, alpha=alpha, budget=budget, metrics=metrics, replay=replay, out=out)
     if junit:
         write_junit(junit, junit_xml(result.rows, result.max_drop))
     if fmt == "json":

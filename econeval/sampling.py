@@ -21,6 +21,8 @@ import math
 import random
 from typing import Any, Callable
 
+from .types import is_scored
+
 RANDOM_SCHEME = "random-order/v1"  # econeval gate's order: a simple random sample at every point
 SCHEME = "stratified-webster/v1"  # recorded in every run's identity: a change of scheme is another run
 
@@ -74,7 +76,7 @@ class WidthNote:
         if not task.item_metrics:
             return False, None
         metric = task.item_metrics[0]
-        scored = [task.item_values(r).get(metric.name) for r in records if not r.get("skipped") and not r.get("error")]
+        scored = [task.item_values(r).get(metric.name) for r in records if is_scored(r)]
         values = self.values.setdefault(task.name, [])
         values += [v for v in scored if v is not None]
         if len(values) < 2:

@@ -9,7 +9,7 @@ import hashlib
 
 from . import reasoning
 from .intervals import headline_intervals
-from .types import Prepared, Task, TaskResult
+from .types import Prepared, Task, TaskResult, is_scored
 
 
 def prompt_hash(text: str) -> str:
@@ -28,7 +28,7 @@ def score_records(task: Task, items: list[dict], outputs: list[dict], prep: Prep
         rec = {"id": item["id"], "task": task.name, **out}
         if out.get("prompts"):
             rec["prompt_hash"] = prompt_hash(next(iter(out["prompts"].values())))
-        if not out.get("skipped") and not out.get("error"):
+        if is_scored(out):
             rec.update(task.score(item, out, prep))
         records.append(rec)
     return records
@@ -38,7 +38,7 @@ def aggregate(task: Task, records: list[dict], prep: Prepared, n_boot: int = 0, 
               sample: dict | None = None) -> TaskResult:
     """A task's result; `sample` (a stratified sample's record): its numbers are estimates of the
     full set's, with intervals that account for the strata and the finite population."""
-    kept = [r for r in records if not r.get("skipped") and not r.get("error")]
+    kept = [r for r in records if is_scored(r)]
     out: TaskResult = task.aggregate(kept, prep)  # type: ignore[assignment]  # a task's table is its own shape
     design = None
     if sample:

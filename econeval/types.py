@@ -37,10 +37,30 @@ class Role:
     @property
     def flag(self) -> str:
         """How the command line names it."""
-        return f"--{self.name} MODEL" if self.name in SHORTCUTS else f"--role {self.name}=MODEL"
+        return role_flag(self.name) + (" MODEL" if self.name in SHORTCUTS else "=MODEL")
 
 
 SHORTCUTS = (JUDGE, EMBEDDER)  # the roles with a flag of their own (`--judge`, `--embedder`)
+
+
+def role_flag(name: str) -> str:
+    """How the command line names a role's model: `--model`, `--judge`, `--embedder`, `--role NAME`
+    (followed by `=MODEL` or ` MODEL`: Role.flag)."""
+    return f"--{name}" if name in (MODEL, *SHORTCUTS) else f"--role {name}"
+
+
+def parse_bool(value: Any) -> bool:
+    """A yes/no from the command line, models.toml or Python: a bool, or 1/true/yes/on,
+    0/false/no/off in any case; raises ValueError. The one reader of a boolean setting (task
+    options, backend options)."""
+    if isinstance(value, bool):
+        return value
+    low = str(value).strip().lower()
+    if low in ("1", "true", "yes", "on"):
+        return True
+    if low in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"'{value}' is not true or false")
 SHARED_ROLES = (Role(JUDGE, MODEL, "model", "a judge model"), Role(EMBEDDER, EMBEDDER, "registry", "a sentence embedder"))
 
 
@@ -252,6 +272,21 @@ class Sample(TypedDict, total=False):
     error: str
 
 
+def is_scored(record: Mapping[str, Any]) -> bool:
+    """Whether an item's outputs or sample line were scored: every item is, but one marked skipped
+    (never sent) or an error (no valid answer). The one copy of this rule: the runner, scoring,
+    verify, compare, the gate, the sampling watcher and every reader ask here."""
+    return not record.get("skipped") and not record.get("error")
+
+
+def as_text(value: Any) -> str | None:
+    """A stored value of varying type (a gold label, an order, an option index, a label) as text:
+    text as it is, anything else as JSON; None stays None."""
+    if value is None:
+        return None
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
 def call_info(outputs: dict, name: str) -> dict:
     """The metadata the runner recorded for request `name` (finish reason, token counts, the
     top log-probability, a text-only fallback)."""
@@ -273,14 +308,7 @@ class TaskOption:
     def parse(self, value: Any) -> Any:
         """A value from the command line (a string) or from Python; raises ValueError."""
         if self.kind == "bool":
-            if isinstance(value, bool):
-                return value
-            low = str(value).strip().lower()
-            if low in ("1", "true", "yes", "on"):
-                return True
-            if low in ("0", "false", "no", "off"):
-                return False
-            raise ValueError(f"'{value}' is not true or false")
+            return parse_bool(value)
         if value is None:
             return None
         value = str(value)
@@ -351,6 +379,11 @@ class Task:
     stands_in_for_choices: bool = False
     shots: int | None = None  # solved examples in each prompt (n_shot); None: not said
     group_field: str | None = None  # the sample field that names an item's group (a sub-task, an element): `econeval view` filters by it
+    # the sample fields that label an item (STEER-ME's element, setting, module, ...; CFBenchmark's
+    # sub-task): the exports' label columns and metadata, `item_labels` reads them
+    labels: tuple[str, ...] = ()
+    gold_field: str = "gold"  # the sample field that holds the gold answer, as `score` stores it
+    answer_field: str = "parsed"  # the sample field that holds what the parse read from the reply
 
     def metric(self, name: str) -> Metric:
         """The declared metric of that name; an undeclared headline number counts as larger-is-better."""
@@ -364,9 +397,24 @@ class Task:
         """A record's gold answer or parse as a reader reads it (a label, an option's letter, the
         text) rather than the code it is stored as; None stays None. Default: text as it is, any
         other value as JSON."""
-        if value is None:
-            return None
-        return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        return as_text(value)
+
+    def gold_of(self, record: Mapping[str, Any]) -> Any:
+        """A sample line's gold answer as stored (a code: an index, a label's number, an order)."""
+        return record.get(self.gold_field)
+
+    def answer_of(self, record: Mapping[str, Any]) -> Any:
+        """What the parse read from a sample line's reply, as stored; None: nothing."""
+        return record.get(self.answer_field)
+
+    def unparsed(self, record: Mapping[str, Any]) -> bool:
+        """Whether a scored sample line's reply could not be read (it counts in `n_unparsed`).
+        Default: its answer field is there and empty."""
+        return self.answer_field in record and record[self.answer_field] is None
+
+    def item_labels(self, record: Mapping[str, Any]) -> dict[str, str | None]:
+        """A sample line's labels (`labels`) that it has, as text."""
+        return {k: as_text(record[k]) for k in self.labels if k in record}
 
     def prepare(self, ctx: Any) -> Prepared:
         raise NotImplementedError

@@ -107,3 +107,47 @@ def cli():
 @pytest.fixture
 def cli_process():
     return run_cli
+
+
+# ---- runs and folders the audit tests make ----
+def one_line(rc, out, err, code, *needles):
+    assert rc == code, (rc, out, err)
+    lines = [l for l in err.splitlines() if l.strip() and not l.startswith(("econeval: run folder ", "econeval: model "))]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    for n in needles:
+        assert n in lines[0], lines[0]
+    return lines[0]
+
+
+def peak_rss_mib(args, env) -> tuple[float, str]:
+    """Run `econeval ARGS` in a fresh wrapper process; its peak memory (MiB) and stderr."""
+    code = ("import resource, subprocess, sys\n"
+            "p = subprocess.run([sys.executable, '-m', 'econeval', *sys.argv[1:]], capture_output=True, text=True)\n"
+            "sys.stderr.write(p.stderr)\nprint(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)")
+    proc = subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True, cwd=REPO,
+                          env={**os.environ, **env}, timeout=300)
+    return float(proc.stdout.strip()), proc.stderr
+
+
+def fake_run(cli, out, model="fake:a", n=50, extra=()):
+    rc, _, err = cli("run", "--model", model, "--task", "econnli-zero", "--limit", str(n), "--out", out, "-q",
+                     "--bootstrap", "0", *extra)
+    assert rc == 0, err
+    return out
+
+
+def edit_samples(folder: Path, change) -> None:
+    rows = read_lines(folder / "samples.jsonl")
+    kept = [r for r in (change(r) for r in rows) if r is not None]
+    (folder / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in kept))
+
+
+def scored_folder(cli, tmp_path, name):
+    from econeval import data
+
+    rows = data.load("econlogicqa", "test.jsonl")[:20]
+    pred = tmp_path / f"{name}.jsonl"
+    pred.write_text("".join(json.dumps({"id": r["id"], "response": " " + r["answer"]}) + "\n" for r in rows))
+    out = tmp_path / name
+    assert cli("score", "--task", "econlogicqa-1shot", "--predictions", pred, "--out", out)[0] == 0
+    return out

@@ -79,7 +79,7 @@ def test_messages_api_errors(cli, tmp_path, server):
 
 def test_no_repetition_penalty_in_the_messages_api(server, monkeypatch):
     from econeval.backends.anthropic_http import AnthropicBackend
-    from econeval.roles import resolve, with_options
+    from econeval.run.roles import resolve, with_options
     from econeval.errors import ModelError
     from econeval.types import Generate
 

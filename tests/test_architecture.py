@@ -182,7 +182,7 @@ def test_layering_click_and_heavy_libraries():
             if rel != home:
                 assert not any(m == heavy or m.startswith(heavy + ".") for m in mods), (rel, heavy)
     # the core never imports the layers above it
-    for core in ("data.py", "types.py", "config.py", "results.py", "metrics.py", "folder.py", "errors.py", "tables.py"):
+    for core in ("data.py", "types.py", "config.py", "results.py", "metrics.py", "store/folder.py", "errors.py", "tables.py"):
         mods = _imports(PKG / core)
         assert not any("benchmarks" in m or "registry" in m or "runner" in m for m in mods), core
 
@@ -223,18 +223,89 @@ def test_every_package_ships_in_the_wheel():
     assert found <= listed, sorted(found - listed)
 
 
+def _econeval_imports(path: Path) -> set[str]:
+    """The econeval modules a file imports (lazy imports included), as dotted names from the
+    package root: `from ..store.record import X` in econeval/run/runner.py is `econeval.store.record`."""
+    rel = path.relative_to(PKG.parent).with_suffix("").parts
+    package = list(rel[:-1])
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = package[: len(package) - node.level + 1] + (node.module.split(".") if node.module else [])
+            out |= {".".join(base + [a.name]) for a in node.names} | {".".join(base)}
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("econeval"):
+            out |= {node.module} | {f"{node.module}.{a.name}" for a in node.names}
+        elif isinstance(node, ast.Import):
+            out |= {a.name for a in node.names if a.name.startswith("econeval")}
+    return out
+
+
+def _wing(module: str) -> str | None:
+    """The wing (store, run, judge, publish) a dotted econeval name lies in, if any."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[0] == "econeval" and parts[1] in WINGS else None
+
+
+WINGS = ("store", "run", "judge", "publish")
+# each wing may import the wings on its list (and the shared modules of econeval/, backends/, benchmarks/)
+MAY_IMPORT = {"store": (), "run": ("store",), "judge": ("store", "run"), "publish": ("store",)}
+
+
+def test_the_wings_are_folders_and_import_only_downwards():
+    """The four wings are packages: store/ (the run folder and its record), run/ (the runner,
+    selections, roles, merge), judge/ (compare, gate) and publish/ (report, browse, exports).
+    The store imports no wing; nothing in publish/ imports run/ or judge/ (a report's comparison is
+    handed in by the command); the shared modules of econeval/ and the backends and benchmarks
+    import no wing at all, and only the top (cli.py, api.py, the package's lazy names) ties the
+    wings together."""
+    assert all((PKG / w / "__init__.py").is_file() for w in WINGS)
+    top = {"cli.py", "api.py", "__init__.py", "__main__.py"}
+    found = []
+    for path in PKG.rglob("*.py"):
+        rel = path.relative_to(PKG)
+        here = rel.parts[0] if len(rel.parts) > 1 and rel.parts[0] in WINGS else None
+        for mod in _econeval_imports(path):
+            there = _wing(mod)
+            if there is None or there == here:
+                continue
+            if here is None and rel.as_posix() not in top:
+                found.append((rel.as_posix(), mod))
+            elif here is not None and there not in MAY_IMPORT[here]:
+                found.append((rel.as_posix(), mod))
+    assert not found, found
+
+
 def test_readers_of_finished_folders_never_import_the_runner_or_private_names():
-    """compare, gate's readers, merge, report, view and the shared record readers work on what a
-    run wrote: they never import the run path (runner, api), and no module imports another's
-    private (underscored) names."""
-    readers = ("compare.py", "shards.py", "report.py", "report_html.py", "browse.py", "verify.py", "scoring.py",
-               "context.py", "folder.py")
-    for name in readers:
-        mods = _imports(PKG / name)
-        assert not any(m.endswith((".runner", ".api")) or m in (".runner", ".api") for m in mods), (name, mods)
+    """compare, merge, report, view and the shared record readers work on what a run wrote: they
+    never import the run path (the runner, the API), and no module imports another's private
+    (underscored) names."""
+    readers = [*(PKG / "publish").glob("*.py"), *(PKG / "store").glob("*.py"), PKG / "judge" / "compare.py", PKG / "run" / "shards.py",
+               PKG / "scoring.py", PKG / "context.py"]
+    for path in readers:
+        mods = _econeval_imports(path)
+        assert not mods & {"econeval.run.runner", "econeval.api"}, (path.relative_to(PKG).as_posix(), mods)
     for path in PKG.rglob("*.py"):
         tree = ast.parse(path.read_text())
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.level:  # econeval's own modules
                 private = [a.name for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
                 assert not private, (path.relative_to(PKG).as_posix(), node.module, private)
+
+
+def test_small_facts_have_one_owner():
+    """The bool parser (types.parse_bool), the role flag (types.role_flag), the folder's lock
+    (runfiles.LOCK), the --max-drop check (compare.check_max_drop) and the chunk a replay steps by
+    (runmeta.CHUNK) are each written once."""
+    texts = {path.relative_to(PKG).as_posix(): path.read_text() for path in PKG.rglob("*.py")}
+    for needle, owner in (('"1", "true", "yes", "on"', "types.py"), ('f"--role ', "types.py"), ('".lock"', "store/runfiles.py"),
+                          ("--max-drop must be", "judge/compare.py"), ("CHUNK = 16", "store/runmeta.py")):
+        holders = sorted(rel for rel, text in texts.items() if needle in text)
+        assert holders == [owner], (needle, holders)
+    from econeval.judge import gate
+    from econeval.store import runmeta
+    from econeval.types import Role, parse_bool, role_flag
+
+    assert gate.REPLAY_CHUNK == runmeta.CHUNK
+    assert [parse_bool(v) for v in (True, "Yes", " on ", "0", "off")] == [True, True, True, False, False]
+    assert role_flag("judge") == "--judge" and role_flag("grader") == "--role grader"
+    assert Role("judge").flag == "--judge MODEL" and Role("grader").flag == "--role grader=MODEL"

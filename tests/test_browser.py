@@ -18,8 +18,8 @@ def _browser():
     browser = _chromium()
     if browser is None:
         if os.environ.get("CI"):
-            pytest.fail("chromium is missing and could not be installed (apt-get install chromium)")
-        pytest.skip("chromium is not installed (apt-get install chromium)")
+            pytest.fail("chromium is missing (tools/system_test_deps.sh installs it)")
+        pytest.skip("chromium is not installed (tools/system_test_deps.sh installs it)")
     return browser
 
 

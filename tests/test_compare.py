@@ -4,7 +4,7 @@ import json
 import xml.etree.ElementTree as ET
 
 from econeval import data
-from econeval.compare import mcnemar_exact
+from econeval.judge.compare import mcnemar_exact
 
 from conftest import read_lines
 
@@ -109,8 +109,8 @@ def test_intervals_contain_the_estimate_and_narrow_with_more_items(cli, tmp_path
 
 def test_compare_and_gate_write_junit_one_way():
     """One JUnit writer (junit.py): counts, escaped names and messages, failures and skips."""
-    from econeval.compare import Row
-    from econeval.gate import junit as gate_junit
+    from econeval.judge.compare import Row
+    from econeval.judge.gate import junit as gate_junit
 
     rows = [Row('a"<b>', "accuracy", 10, None, None, -0.1, -0.2, -0.05, None, "regression", of=10, failed=0),
             Row("t", "F1", 5, None, None, 0.0, -0.1, 0.1, None, "inconclusive", of=9, failed=1),
@@ -160,7 +160,7 @@ def test_an_exact_paired_test_confirms_a_clear_drop_over_a_dozen_items(cli, tmp_
 
 
 def test_the_paired_test_is_mcnemars_for_right_or_wrong_items_and_monte_carlo_beyond_exact():
-    from econeval.compare import exact_floor, paired_p
+    from econeval.judge.compare import exact_floor, paired_p
 
     # records as 0/1: a mean over items; b pairs only the baseline right, c only the candidate right
     for b, c, same in ((3, 0, 5), (5, 1, 10), (2, 2, 4), (7, 1, 20)):

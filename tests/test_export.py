@@ -33,14 +33,14 @@ def _csv_rows(path: Path) -> list[dict]:
 def test_the_table_holds_every_item_and_the_item_metrics(cli, tmp_path, every_suite):
     pq = pytest.importorskip("pyarrow.parquet")
     from econeval import registry
-    from econeval.export import TABLE_COLUMNS, metric_column
+    from econeval.publish.export import metric_column, table_columns
 
     samples = read_lines(every_suite / "samples.jsonl")
     rc, _, err = cli("export", every_suite, "--format", "table", "--out", tmp_path / "t.parquet")
     assert rc == 0, err
     table = pq.read_table(tmp_path / "t.parquet")
     assert table.num_rows == len(samples)
-    assert [f.name for f in table.schema][:len(TABLE_COLUMNS)] == [c for c, _ in TABLE_COLUMNS]
+    assert [f.name for f in table.schema][:len(table_columns())] == [c for c, _ in table_columns()]
     rows = table.to_pylist()
     assert {(r["task"], r["item_id"]) for r in rows} == {(s["task"], s["id"]) for s in samples}
     rc, _, err = cli("export", every_suite, "--format", "table", "--out", tmp_path / "t.csv")
@@ -64,6 +64,10 @@ def test_the_table_holds_every_item_and_the_item_metrics(cli, tmp_path, every_su
     assert sum(logic) / len(logic) == results["econlogicqa-1shot"]["paper"]["accuracy"]
     steer = [r for r in rows if r["task"] == "steer-me"]
     assert steer and all(r["group"] == r["element"] for r in steer)
+    # CFBenchmark's answer is its extraction (`answer`): the parsed column holds it, its sub-task is a label
+    cf = [r for r in rows if r["task"].startswith("cfbenchmark")]
+    assert cf and all(r["parsed"] == (by_key[(r["task"], r["item_id"])].get("answer") or None) for r in cf)
+    assert all(r["subtask"] == r["group"] for r in cf)
     # pandas reads both as they are, with the same types (docs/exports.md's worked example)
     pd = pytest.importorskip("pandas")
     for frame in (pd.read_parquet(tmp_path / "t.parquet"), pd.read_csv(tmp_path / "t.csv", comment="#")):
@@ -212,7 +216,7 @@ def test_inspect_logs_read_back_with_inspects_own_reader(cli, tmp_path, every_su
     assert rc == 0, err
     samples = read_lines(every_suite / "samples.jsonl")
     results = json.loads((every_suite / "results.json").read_text())["tasks"]
-    from econeval.export_inspect import log_name
+    from econeval.publish.export_inspect import log_name
 
     from datetime import datetime
 

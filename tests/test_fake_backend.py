@@ -5,7 +5,7 @@ import json
 import math
 
 from econeval.backends.fake import FakeBackend
-from econeval.roles import resolve
+from econeval.run.roles import resolve
 from econeval.types import Generate, OptionLogprobs
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from econeval.gate import Gated
-from econeval.sequential import Interval, MarginPair, first_decision
+from econeval.judge.gate import Gated
+from econeval.judge.sequential import Interval, MarginPair, first_decision
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
 from gate_simulation import population, previous_rule  # noqa: E402  (the rule the e-processes replaced)
@@ -155,7 +155,7 @@ def test_gate_passes_the_same_model_at_another_parallel_and_resumes(cli, tmp_pat
 
 
 def test_the_gate_judges_the_items_in_the_order_it_ran_them_when_the_baseline_is_partial(cli, tmp_path, tiny_model):
-    from econeval.gate import gate_order
+    from econeval.judge.gate import gate_order
 
     q = _questions(cli, tmp_path)
     base, cand = tmp_path / "base", tmp_path / "cand"
@@ -304,7 +304,7 @@ def test_a_failed_candidate_item_counts_as_the_worst_value_in_a_live_gate():
     """The watcher of a live gate: records whose log-probabilities were invalid (errors) on the
     items the candidate would get wrong count against it."""
     from econeval import registry
-    from econeval.gate import Gate
+    from econeval.judge.gate import Gate
 
     task = registry.get_task("econnli-zero")
     ids = [f"econnli/test/{i}" for i in range(400)]
@@ -346,8 +346,8 @@ def test_edited_scores_duplicates_and_impossible_margins_are_refused(cli, scored
 
 def test_a_metric_the_baseline_cannot_provide_is_not_gated_and_the_task_says_which_metric_it_lacks():
     from econeval import registry
-    from econeval.compare import verdict_of
-    from econeval.gate import Gate
+    from econeval.judge.compare import verdict_of
+    from econeval.judge.gate import Gate
 
     logic = registry.get_task("econlogicqa-1shot")
     recs = {f"steer-me/x/{i}": {"id": f"steer-me/x/{i}", "task": "steer-me", "correct": bool(i % 2), "parsed": "A"}
@@ -365,7 +365,7 @@ def test_a_metric_the_baseline_cannot_provide_is_not_gated_and_the_task_says_whi
 
 def test_values_outside_a_metrics_range_are_refused_not_clamped():
     from econeval.errors import UsageError
-    from econeval.gate import Gate
+    from econeval.judge.gate import Gate
 
     task = "econlogicqa-1shot"
     recs = {f"econlogicqa/test/{i}": {"id": f"econlogicqa/test/{i}", "task": task, "correct": True, "pairwise": 1.0}

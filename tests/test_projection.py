@@ -6,7 +6,7 @@ day read as days."""
 
 import json
 
-from econeval.progress import clock, duration
+from econeval.run.progress import clock, duration
 
 
 def test_durations_read_as_people_say_them():
@@ -33,7 +33,7 @@ def test_the_projection_before_the_first_item_is_within_a_factor_of_two_of_the_r
 
 
 def test_a_long_projection_names_the_ways_to_run_less():
-    from econeval.projection import lines_of
+    from econeval.run.projection import lines_of
 
     def projection(seconds):
         return {"seconds": seconds, "low": seconds / 3, "high": seconds, "likely": None,
@@ -59,7 +59,7 @@ def test_a_continued_run_projects_the_lengths_its_items_generated(cli, tmp_path,
 
 
 def test_a_budget_run_is_projected_against_its_budget(cli, tmp_path, tiny_model):
-    from econeval.projection import lines_of
+    from econeval.run.projection import lines_of
 
     proj = {"seconds": 8000.0, "low": 7000.0, "high": 8000.0, "likely": None,
             "tasks": {"t": {"items": 1026, "prompt_tokens": 100_000, "generation_budget": 200_000}}}

@@ -100,7 +100,7 @@ def test_a_refusal_is_never_sent_again_unchanged_and_every_retry_backs_off(tmp_p
     import dataclasses
 
     from econeval.backends.openai_http import OpenAIHTTPBackend
-    from econeval.roles import resolve, with_options
+    from econeval.run.roles import resolve, with_options
     from econeval.types import OptionLogprobs
 
     FormatServer.fmt, FormatServer.seen, FormatServer.fail = Fmt("thinker", "openai", family="hidden"), [], None

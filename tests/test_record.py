@@ -13,14 +13,14 @@ from pathlib import Path
 import pytest
 
 from econeval import registry
-from econeval.record import RunRecord
+from econeval.store.record import RunRecord
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
 from code_shape import run_json_reads  # noqa: E402  (the rule the measurement uses, one copy)
 
 PACKAGE = Path(__file__).resolve().parent.parent / "econeval"
-OWNER = PACKAGE / "record.py"
-FILES = PACKAGE / "runfiles.py"
+OWNER = PACKAGE / "store" / "record.py"
+FILES = PACKAGE / "store" / "runfiles.py"
 
 
 def _modules(owner: Path) -> list[Path]:
@@ -87,7 +87,7 @@ def test_a_live_gate_prepares_each_task_once_and_reads_no_candidate_sample(cli, 
     """Each task is prepared once in a live gate (the baseline's preparation serves the candidate's
     run, the comparability check and the not-gated numbers), and the candidate's samples are not
     read back after its run: the gate keeps what the run fed it."""
-    from econeval import finished
+    from econeval.store import finished
 
     base = tmp_path / "base"
     tasks = ("econnli-zero", "econlogicqa-1shot")
@@ -119,7 +119,7 @@ def test_a_live_gate_prepares_each_task_once_and_reads_no_candidate_sample(cli, 
 def test_gate_and_compare_share_the_row_and_the_verdict_rule(cli, tmp_path):
     """The gate's result is typed: its rows (gated and not) are compare's Rows, and its verdict is
     compare's one rule over them."""
-    from econeval import compare, gate
+    from econeval.judge import compare, gate
 
     base = tmp_path / "base"
     rc, _, err = cli("run", "--model", "fake:m", "--task", "econnli-zero", "--limit", "40", "--quiet", "--out", base)

@@ -101,13 +101,8 @@ def test_report_formats(cli, two_runs):
 
 
 def _chromium() -> str | None:
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if found or not shutil.which("apt-get") or os.geteuid() != 0:
-        return found
-    # Debian's chromium, from the package registry (CI installs it here when it is missing)
-    subprocess.run(["apt-get", "install", "-y", "-q", "--no-install-recommends", "chromium"],
-                   capture_output=True, timeout=900, env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
-    return shutil.which("chromium")
+    """The browser, where installed (tools/system_test_deps.sh installs Debian's; CI runs it first)."""
+    return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 @pytest.mark.slow  # a real browser
@@ -122,8 +117,8 @@ def test_html_report_renders_offline_in_chromium(cli, two_runs, tmp_path):
     browser = _chromium()
     if browser is None:
         if os.environ.get("CI"):
-            pytest.fail("chromium is missing and could not be installed (apt-get install chromium)")
-        pytest.skip("chromium is not installed (apt-get install chromium)")
+            pytest.fail("chromium is missing (tools/system_test_deps.sh installs it)")
+        pytest.skip("chromium is not installed (tools/system_test_deps.sh installs it)")
     shot = tmp_path / "shot.png"
     flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run",
              "--disable-dev-shm-usage", f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1280,4000"]
@@ -190,9 +185,10 @@ def test_the_view_shows_labels_not_codes_and_a_shared_prompt_once(cli, tmp_path)
 def test_econlogicqa_and_cfbenchmark_get_their_bars(cli, two_runs):
     """The figures hold the tables' own numbers: EconLogicQA's accuracy per run and shot count, and
     (for a CFBenchmark run) each sub-task's score per run and setting."""
-    from econeval.report import build
+    from econeval.judge.compare import report_entry
+    from econeval.publish.report import build
 
-    doc = build(two_runs)
+    doc = build(two_runs, compare=report_entry)
     logic = next(t for t in doc["tables"] if t["id"] == "econlogicqa-table2")
     fig = logic["figures"][0]
     runs = [r for r in logic["rows"] if r["source"] == "run"]
@@ -202,7 +198,7 @@ def test_econlogicqa_and_cfbenchmark_get_their_bars(cli, two_runs):
 
 
 def test_cfbenchmark_bars_are_the_tables_sub_task_columns(cli, tmp_path):
-    from econeval.report import build
+    from econeval.publish.report import build
     from tiny_bert import write_tiny_bert
 
     out = tmp_path / "cf"

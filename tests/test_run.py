@@ -157,7 +157,7 @@ def test_each_fact_is_worked_out_once_per_run(tmp_path, tiny_model, monkeypatch)
     assert sorted(built) == sorted(set(built)) and len(built) == 5, built
     assert len(checked) == 1, checked
     steer = registry.get_task("steer-me")
-    from econeval.finished import open_checked
+    from econeval.store.finished import open_checked
 
     econeval.evaluate(model="fake:x", tasks=["steer-me"], selection=econeval.Limit(2), out=tmp_path / "steer", bootstrap=0)
     run = open_checked(tmp_path / "steer")

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from econeval.errors import UsageError
-from econeval.selection import Full, Ordered, Shard, StratifiedSample, from_flags
+from econeval.run.selection import Full, Ordered, Shard, StratifiedSample, from_flags
 
 
 def test_flags_name_one_selection_and_refuse_what_cannot_be_one():

@@ -223,7 +223,7 @@ def test_context_overflow_only_from_the_servers_explicit_error(cli, tmp_path, se
 
 def test_repetition_penalty_goes_out_under_the_servers_name(server):
     from econeval.backends.openai_http import OpenAIHTTPBackend
-    from econeval.roles import resolve, with_options
+    from econeval.run.roles import resolve, with_options
     from econeval.errors import ModelError
     from econeval.types import Generate
 

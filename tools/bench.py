@@ -35,7 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import numpy as np  # noqa: E402
 
 import econeval  # noqa: E402
-from econeval import data, roles  # noqa: E402
+from econeval import data
+from econeval.run import roles
 from econeval.backends.llamacpp import model_path  # noqa: E402
 from econeval.benchmarks.econnli import COT_DEMOS, COT_QUESTION, INSTRUCTION, ZERO, parse_answer  # noqa: E402
 

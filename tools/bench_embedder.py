@@ -15,7 +15,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from dataclasses import replace  # noqa: E402
 
-from econeval import data, roles  # noqa: E402
+from econeval import data
+from econeval.run import roles
 from econeval.types import EMBEDDER  # noqa: E402
 from econeval.backends.onnx_embed import OnnxEmbedder  # noqa: E402
 

@@ -26,7 +26,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from econeval import context as run_context, registry, roles  # noqa: E402
+from econeval import context as run_context, registry
+from econeval.run import roles
 from econeval.backends.base import Settings  # noqa: E402
 from econeval.backends.llamacpp_batch import Engine, JobSpec  # noqa: E402
 from econeval.backends import llamacpp_sizing as sizing  # noqa: E402

@@ -120,7 +120,7 @@ def measure(kind: str, url: str, model: str, task: str, limit: int, values: list
 
 def llama(args, tmp: Path) -> float | None:
     from econeval.backends.llamacpp import model_path
-    from econeval.roles import resolve
+    from econeval.run.roles import resolve
 
     gguf = model_path(resolve(None))
     port = free_port()

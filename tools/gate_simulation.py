@@ -1,5 +1,5 @@
 """Items the release gate spends to a decision, by seeded simulation: the betting e-processes of
-econeval/sequential.py beside the rule they replaced (the two-sided predictable plug-in
+econeval/judge/sequential.py beside the rule they replaced (the two-sided predictable plug-in
 empirical-Bernstein confidence sequence, alpha split over verdicts; kept here only to measure
 against) and a one-sided fixed-sample test at the true discordance with 80% power.
 
@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from econeval.sequential import MarginPair, first_decision  # noqa: E402
+from econeval.judge.sequential import MarginPair, first_decision
 
 MARGIN, ALPHA = 0.05, 0.05
 

@@ -690,7 +690,7 @@ def step_econeval(out: Path, dry: bool, run_s: float) -> dict:
     import econeval
     from econeval import registry
     from econeval.errors import Interrupted
-    from econeval.selection import Limit
+    from econeval.run.selection import Limit
 
     @dataclass
     class LimitBy(Limit):

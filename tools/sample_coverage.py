@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from econeval import registry, sampling  # noqa: E402
 from econeval.intervals import finite_numbers, headline_intervals  # noqa: E402
-from econeval.finished import open_checked  # noqa: E402
+from econeval.store.finished import open_checked
 
 
 def main() -> int:

@@ -54,6 +54,7 @@ class AnthropicOptions(ServedOptions):
 @registry.backend("anthropic")
 class AnthropicBackend(Backend[AnthropicOptions]):
     prefix = "anthropic"
+    runs_elsewhere = True
     Options = AnthropicOptions
     description = "a model behind Anthropic's Messages API"
 

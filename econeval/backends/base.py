@@ -22,7 +22,7 @@ from typing import Any, Callable, ClassVar, Generic, Sequence, TypeVar
 
 from .. import reasoning as reasoning_modes
 from ..errors import UsageError
-from ..types import EMBEDDER, JUDGE, MODEL, BackendInfo, Completion, Generate, OptionLogprobs, OptionScores
+from ..types import EMBEDDER, JUDGE, MODEL, BackendInfo, Completion, Generate, OptionLogprobs, OptionScores, parse_bool
 
 _TYPE_WORDS = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
 
@@ -52,14 +52,7 @@ def _convert(value: Any, want: type, key: str, where: str) -> Any:
     if isinstance(value, str) and want is not str:
         text = value.strip()
         try:
-            if want is bool:
-                low = text.lower()
-                if low in ("1", "true", "yes", "on"):
-                    return True
-                if low in ("0", "false", "no", "off"):
-                    return False
-                raise ValueError
-            return want(text)
+            return parse_bool(text) if want is bool else want(text)
         except ValueError:
             raise UsageError(f"{where}: {key} must be {_TYPE_WORDS.get(want, want.__name__)}, not {value!r}") from None
     ok = isinstance(value, want) and (want is bool or not isinstance(value, bool))
@@ -210,6 +203,12 @@ class Backend(Generic[O]):
     Options: ClassVar[type[BackendOptions]] = BackendOptions
     description: ClassVar[str] = ""
     engine_name: ClassVar[str | None] = None  # an engine whose build `econeval --version` names (engine_version())
+    # what an Every Eval Ever export says of a run on it: whether its model runs on a server someone
+    # else manages, whether it is a weights file the user holds, and the engine that ran it (its
+    # build: run.json's backend record)
+    runs_elsewhere: ClassVar[bool] = False
+    open_weights: ClassVar[bool] = False
+    engine_label: ClassVar[str | None] = None
 
     @staticmethod
     def engine_version() -> str:

@@ -197,6 +197,8 @@ class LlamaCppBackend(Backend[LlamaCppOptions]):
     Options = LlamaCppOptions
     description = "a GGUF model in-process through llama.cpp"
     engine_name = "llama.cpp"  # `econeval --version` lists engine_version()
+    open_weights = True  # a GGUF file the user holds
+    engine_label = "llama.cpp (llama-cpp-python)"
 
     @staticmethod
     def engine_version() -> str:

@@ -109,6 +109,7 @@ class OpenAIOptions(ServedOptions):
 @registry.backend("openai")
 class OpenAIHTTPBackend(Backend[OpenAIOptions]):
     prefix = "openai"
+    runs_elsewhere = True
     implied_by = ("base_url",)
     Options = OpenAIOptions
     description = "a model behind an OpenAI-compatible HTTP API"

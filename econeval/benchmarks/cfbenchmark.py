@@ -127,6 +127,11 @@ class _CFB(Task):
     item_metrics = (Metric("item score", bounds=(-1.0, 1.0)),)
     suite = "cfbenchmark"
     group_field = "subtask"
+    labels = ("subtask",)
+    answer_field = "answer"  # the answer extracted from the reply (a label list, a company name, a summary)
+
+    def unparsed(self, record):
+        return not record.get("answer")  # what n_unparsed counts: an empty extraction
 
     def strata(self, item):
         return item["task"]  # the sub-task: Table 2 is per sub-task

@@ -443,6 +443,7 @@ class GenTask(Task):
     metrics = (Metric("Ent.", count=True, bounds=(0.0, math.inf)), Metric("Con.", count=True, bounds=(0.0, math.inf)),
                Metric("Irr.", count=True, bounds=(0.0, math.inf)), Metric("Con./Ent.(%)", lower_is_better=True, bounds=(0.0, math.inf)))
     item_metrics = ()  # the judge's labels make counts and a ratio, not a mean over items: `econeval gate` does not gate them
+    gold_field = "reference"  # the hypothesis the generated consequence is judged against
 
     def prepare(self, ctx):
         items = [r for r in data.load(BENCHMARK, "test.jsonl") if r["label"] == 1]

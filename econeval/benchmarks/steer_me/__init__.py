@@ -307,6 +307,7 @@ class SteerMe(Task):
     stages = 2
     protocol_seed = 42  # the authors' package's seed (NOTA placement, few-shot draws); --seed wins
     group_field = "element"
+    labels = ("element", "setting", "module", "domain", "perspective", "type")  # the taxonomy an item carries
     stands_in_for_choices = True  # a later part quotes the letter chosen before it
     metrics = (Metric("acc", paired_exact=True), Metric("norm acc", bounds=(-1.0, 1.0)), Metric("ECE", lower_is_better=True),
                Metric("Brier", lower_is_better=True, bounds=(0.0, 2.0)))

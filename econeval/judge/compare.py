@@ -23,13 +23,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import registry
+from .. import registry
 from .junit import Case, suite
-from .errors import UsageError
-from .finished import FinishedRun, open_checked
-from .intervals import percentile_interval
-from .record import RunRecord, identity_differences, plain_json
-from .tables import Metric
+from ..errors import UsageError
+from ..store.finished import FinishedRun, open_checked
+from ..intervals import percentile_interval
+from ..store.record import RunRecord, identity_differences, plain_json
+from ..tables import Metric
+from ..types import is_scored
 
 COLUMNS = ("task", "metric", "n", "baseline", "candidate", "diff", "low", "high", "p_mcnemar", "verdict", "detectable", "p_paired",
            "note")
@@ -193,7 +194,7 @@ def check_roles(base: RunRecord, cand: RunRecord, tasks: list[str]) -> None:
 def check_reasoning(base: RunRecord, cand: RunRecord) -> None:
     """Refuse two runs whose reasoning differs (the mode; where the model reasoned, the budget and
     effort; whether it reasoned at all): a thinking run is not paired with one that did not think."""
-    from . import reasoning
+    from .. import reasoning
 
     b, c = base.reasoning_key(), cand.reasoning_key()
     if b != c:
@@ -202,8 +203,7 @@ def check_reasoning(base: RunRecord, cand: RunRecord) -> None:
                          hint="run the candidate with the baseline's --reasoning and --reasoning-tokens")
 
 
-def _ok(rec: dict) -> bool:
-    return not rec.get("skipped") and not rec.get("error")
+_ok = is_scored
 
 
 def _dropped(base: dict, cand: dict, tasks: list[str]) -> dict[str, dict]:
@@ -230,10 +230,15 @@ def run_differences(base: RunRecord, cand: RunRecord) -> list[str]:
     return out
 
 
+def check_max_drop(max_drop: float) -> None:
+    """--max-drop: a finite number at least 0 (compare and gate; the command line's range says the same)."""
+    if not (isinstance(max_drop, (int, float)) and not isinstance(max_drop, bool) and math.isfinite(max_drop) and max_drop >= 0):
+        raise UsageError(f"--max-drop must be a finite number at least 0, not {max_drop!r}")
+
+
 def _compare(loaded: FinishedRun, other: FinishedRun, max_drop: float, metrics: tuple[str, ...], n_boot: int, seed: int,
              allow_missing: bool) -> Comparison:
-    if not (isinstance(max_drop, (int, float)) and math.isfinite(max_drop) and max_drop >= 0):
-        raise UsageError(f"--max-drop must be a finite number at least 0, not {max_drop!r}")
+    check_max_drop(max_drop)
     base_rec, base = loaded.record, loaded.samples
     cand_rec, cand = other.record, other.samples
     common = [t for t in base_rec.tasks if t in cand_rec.tasks]
@@ -414,3 +419,15 @@ def junit(comparison: Comparison) -> str:
     cases += [Case(t, "dropped items", skipped=f"{d['missing']} of {d['of']} baseline items have no candidate score (--allow-missing)")
               for t, d in comparison.dropped.items()]
     return suite("econeval compare", cases)
+
+
+def report_entry(baseline: Path, candidate: Path) -> dict[str, Any]:
+    """A report's comparison of a later run with its first (`econeval report RUN RUN...`):
+    `compare`'s defaults (the same intervals), a task missing from either side left out."""
+    return compare(baseline, candidate, allow_missing=True).as_dict()
+
+
+def render_entry(entry: dict[str, Any]) -> str:
+    """A report's comparison entry (report_entry's dict) as Markdown."""
+    rows = [Row(**r) for r in entry["rows"]]
+    return render(Comparison(rows, entry["dropped"], entry["differences"], entry["max_drop"]), "md")

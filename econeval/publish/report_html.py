@@ -9,7 +9,7 @@ import html
 import io
 from typing import Any
 
-from .tables import cell, has_setting
+from ..tables import cell, has_setting
 
 LEGEND_WRAP = 48  # characters of a series name a line: a long run label wraps within the figure
 
@@ -162,7 +162,7 @@ def _estimates(plt, np, fig_doc):
 
 def _direction(row: dict) -> int:
     """+1 where larger is better, -1 where smaller is (the task's declared metric)."""
-    from . import registry
+    from .. import registry
 
     try:
         return registry.get_task(str(row["task"])).metric(str(row["metric"])).direction or 1

@@ -32,18 +32,21 @@ from typing import Any
 
 import numpy as np
 
-from . import registry
-from .compare import GATE_COLUMNS, Row, check_comparable, check_prepared, check_reasoning, verdict_of
-from .errors import UsageError
-from .finished import FinishedRun, open_checked
+from .. import registry
+from .compare import GATE_COLUMNS, Row, check_comparable, check_max_drop, check_prepared, check_reasoning, verdict_of
+from ..errors import UsageError
+from ..store.finished import FinishedRun, open_checked
 from .junit import Case, suite
-from .record import RunRecord, comparable
-from .runfiles import RUN_JSON
+from ..store.record import RunRecord, comparable
+from ..store.runfiles import RUN_JSON
+from ..store.runmeta import CHUNK
+from ..run.spec import RunSpec
 from .sequential import Interval, MarginPair
-from .types import Task, task_roles
-from .verify import prepared_from
+from ..store.items import ERROR, SKIPPED
+from ..types import Task, is_scored, task_roles
+from ..store.verify import prepared_from
 
-REPLAY_CHUNK = 16  # items per step when a finished run is replayed
+REPLAY_CHUNK = CHUNK  # items per step when a finished run is replayed: a run's smallest chunk
 
 
 @dataclass
@@ -165,7 +168,7 @@ class TaskGate:
 def _candidate_value(task: Task, rec: dict | None, g: Gated) -> float | None:
     """The candidate's value of the metric for one record; None for an item without a valid one
     (an error, a skip, no value); a value outside the metric's bounds is refused."""
-    if rec is None or rec.get("skipped") or rec.get("error"):
+    if rec is None or not is_scored(rec):
         return None
     value = task.item_values(rec).get(g.metric)
     if value is None or not isinstance(value, (int, float)) or not math.isfinite(value):
@@ -202,7 +205,7 @@ class Gate:
                                 else "no item metric")
                 continue
             values = {i: _baseline_values(task, rec, mine, where) for i, rec in samples.get(t, {}).items()
-                      if not rec.get("skipped") and not rec.get("error")}
+                      if is_scored(rec)}
             if not values:
                 raise UsageError(f"{where}: the baseline has no scored item of {t}")
             counts = {m.name: sum(1 for v in values.values() if v.get(m.name) is not None) for m in mine}
@@ -287,32 +290,30 @@ def _baseline_values(task: Task, rec: dict, metrics: list, where: Path | None) -
 def gate_order(task: str, ids, seed: int) -> list[str]:
     """The order in which the gate runs a task's baseline items (the runner's, for `only` these
     ids): a seeded uniformly random order of the ids."""
-    from .sampling import random_order
+    from ..sampling import random_order
 
     return [it["id"] for it in random_order([{"id": i} for i in ids], seed, task)]
 
 
-def gate_folder(baseline: Path, model: str | None, run: dict[str, Any]) -> Path:
+def gate_folder(baseline: Path, run: RunSpec) -> Path:
     """The gate's own run folder under the data dir: named by the baseline and the candidate's
     settings, so the same gate resumes it and no ordinary run folder is taken over."""
-    from . import config
+    from .. import config
 
-    what = {"baseline": str(baseline.resolve()), "model": model,
-            **{k: run.get(k) for k in ("model_options", "n_ctx", "chat", "embedder", "judge")},
-            **({"roles": run["roles"]} if run.get("roles") else {})}
-    return config.named_folder("gates", f"{Path(model or 'default').name}-vs-{baseline.name}", what)
+    what = {"baseline": str(baseline.resolve()), **run.identity()}
+    return config.named_folder("gates", f"{Path(run.model or 'default').name}-vs-{baseline.name}", what)
 
 
 def _check_roles(base: RunRecord, tasks: list[Task], preps: dict, named: dict[str, str]) -> None:
     """The roles the baseline named a model for are named for the candidate too (a judge that is
     the evaluated model, or another one, scores by another protocol), and no others."""
-    from . import roles as role_specs
+    from ..run import roles as role_specs
 
     used = {r for t in tasks for r in task_roles(t, preps[t.name])}
     theirs = base.named_roles & used
     for name in sorted(theirs):
         model = base.role(name).get("name") or "?"
-        flag = f"--{name} MODEL" if name in ("judge", "embedder") else f"--role {name}=MODEL"
+        flag = registry.role(name).flag
         if name not in named:
             raise UsageError(f"the baseline named {model} for the role {name}: the candidate needs it too",
                              hint=f"pass {flag} with the baseline's model")
@@ -331,13 +332,13 @@ def baseline_population(base: FinishedRun) -> dict[str, dict]:
     whose lines fall short of what its results count, whose errors or skips exceed what its results
     record, or whose results count fewer items than a complete, unlimited run has, is refused:
     the gate never passes on what is left of a narrowed baseline."""
-    from .scoring import select_items
+    from ..scoring import select_items
 
     out: dict[str, dict] = {}
     for t, prep in base.preps.items():
         recs = base.samples.get(t, {})
-        errors = sum(1 for r in recs.values() if r.get("error"))
-        skipped = sum(1 for r in recs.values() if r.get("skipped") and not r.get("error"))
+        outcomes = [view.outcome for view in base.items(t)]
+        errors, skipped = outcomes.count(ERROR), outcomes.count(SKIPPED)
         got = base.results.get(t)
         res: dict = got if isinstance(got, dict) else {}
         n, n_err, n_skip = (res.get(k) for k in ("n", "n_errors", "n_skipped"))
@@ -378,16 +379,14 @@ def _differences(base: FinishedRun, cand: FinishedRun) -> list[str]:
     return ["the candidate has the baseline's model and settings (a rerun): the gate measures run-to-run variation"]
 
 
-def _check_asked_reasoning(base: RunRecord, model: str | None, model_options: dict | None) -> None:
+def _check_asked_reasoning(base: RunRecord, run: RunSpec) -> None:
     """Before the candidate loads: the reasoning mode it asks for (and its budget, where the baseline
     reasoned) is the baseline's."""
-    from . import reasoning
-    from . import roles as role_specs
+    from .. import reasoning
 
-    given = {**role_specs.resolve(model).options, **(model_options or {})}
-    mode, tokens = str(given.get("reasoning", "auto")), given.get("reasoning_tokens")
+    mode, tokens = run.asked_reasoning()
     key = base.reasoning_key()
-    if mode != key["mode"] or (key["reasons"] and tokens is not None and str(tokens) != str(key["tokens"])):
+    if mode != key["mode"] or (key["reasons"] and tokens is not None and tokens != str(key["tokens"])):
         asked = f"reasoning {mode}" + (f", {tokens} reasoning tokens" if tokens is not None else "")
         raise UsageError(f"the runs differ in reasoning ({reasoning.describe_key(key)} in the baseline, {asked} for the "
                          "candidate); their numbers are not comparable",
@@ -432,22 +431,21 @@ class GateResult:
         return out
 
 
-def gate(baseline: str | Path, model: str | None = None, max_drop: float = 0.02, alpha: float = 0.05,
+def gate(baseline: str | Path, run: RunSpec | None = None, max_drop: float = 0.02, alpha: float = 0.05,
          budget: str | float | None = None, metrics: tuple[str, ...] = (), replay: str | Path | None = None,
-         **run: Any) -> GateResult:
-    """Run the gate; `run` passes on to api.evaluate (out, model_options, n_ctx, chat, embedder,
-    judge, progress, argv, new, say). `replay`: a finished candidate run folder instead of a
-    model, its items taken in the gate's order, chunk by chunk, until the gate decides (what the
-    gate would have run)."""
+         out: str | Path | None = None) -> GateResult:
+    """Run the gate: the candidate is `run` (the model and how it runs, handed on to api.evaluate
+    unchanged) into `out` (default: the gate's own folder). `replay`: a finished candidate run
+    folder instead of a model, its items taken in the gate's order, chunk by chunk, until the gate
+    decides (what the gate would have run)."""
     if not (0 < alpha < 1):
         raise UsageError(f"--alpha must lie between 0 and 1, not {alpha}")
-    if not (math.isfinite(max_drop) and max_drop >= 0):
-        raise UsageError(f"--max-drop must be a finite number at least 0, not {max_drop}")
+    check_max_drop(max_drop)
     base = open_checked(baseline)
     population = baseline_population(base)
     g = Gate.build(base.record.run_seed, base.record.task_names, base.samples, max_drop, alpha, tuple(metrics), base.path)
     if replay is None:
-        cand = _run_candidate(base, g, model, budget, run)
+        cand = _run_candidate(base, g, run or RunSpec(), budget, out)
     else:
         cand = open_checked(replay)
         check_comparable(base.record, cand.record, list(g.tasks))
@@ -459,31 +457,31 @@ def gate(baseline: str | Path, model: str | None = None, max_drop: float = 0.02,
     return _result(base, cand, g, population)
 
 
-def _run_candidate(base: FinishedRun, g: Gate, model: str | None, budget: str | float | None, run: dict[str, Any]) -> FinishedRun:
+def _run_candidate(base: FinishedRun, g: Gate, run: RunSpec, budget: str | float | None, out_arg: str | Path | None) -> FinishedRun:
     """The candidate run on the baseline's tasks as the baseline prepared them (each prepared once),
     its items in the gate's order, each chunk's records fed to the gate; what it returns is the
     candidate as the gate received it (its samples are not read back)."""
-    from . import api
-    from .runmeta import task_identity
-    from .selection import Ordered, deadline_of
+    from .. import api
+    from ..store.runmeta import task_identity
+    from ..run.selection import Ordered, deadline_of
 
     record = base.record
     deadline = deadline_of(budget, g.started)
-    out = Path(run.pop("out", None) or gate_folder(base.path, model, run))
+    out = Path(out_arg or gate_folder(base.path, run))
     _check_own_folder(out, base.path)
     tasks = [tg.task for tg in g.tasks.values()]
     preps = {t.name: base.preps[t.name] for t in tasks}
-    named = api.role_args(run.get("roles"), run.get("judge"), run.get("embedder"))
+    named = run.named
     _check_roles(record, tasks, preps, named)
     if frozenset(named) != record.named_roles:  # its roles may settle its tasks otherwise: prepared as its run would
         preps = {t.name: prepared_from(record, t, given=frozenset(named)) for t in tasks}
     # the candidate's tasks as this econeval prepares them are the baseline's: comparable before a model loads
     check_prepared(record, {t: comparable(entry) for t, entry in task_identity(tasks, preps).items()})
-    _check_asked_reasoning(record, model, run.get("model_options"))
+    _check_asked_reasoning(record, run)
     selection = Ordered("random", deadline=deadline, watcher=g.watch, only={t: set(tg.order) for t, tg in g.tasks.items()})
     seed = record.run_seed if record.seed_was_given else None  # None: the tasks' protocol seeds again
-    doc = api.evaluate(model=model, tasks=list(g.tasks), seed=seed, per_task_options={t: record.task_options(t) for t in g.tasks},
-                       selection=selection, out=out, prepared=preps, **run)
+    doc = api.evaluate(tasks=list(g.tasks), seed=seed, per_task_options={t: record.task_options(t) for t in g.tasks},
+                       selection=selection, out=out, prepared=preps, **run.evaluate_args())
     folder = Path(str(doc.get("run_folder")))
     cand = FinishedRun(folder, RunRecord.read(folder), samples=g.received(), preps=preps)
     check_reasoning(record, cand.record)  # whether the candidate reasoned is known after its run

@@ -16,22 +16,23 @@ import signal
 import time
 from typing import Any, Callable
 
-from . import __version__, registry
-from .context import RunContext, check_task_options
-from .errors import Interrupted, UsageError
-from .signals import Guard
-from .folder import RunFolder
-from .metrics import logprob_problem
+from .. import registry
+from ..version import __version__
+from ..context import RunContext, check_task_options
+from ..errors import Interrupted, UsageError
+from ..signals import Guard
+from ..store.folder import RunFolder
+from ..metrics import logprob_problem
 from .progress import RunProgress, TaskLine, duration
 from .projection import project, sample_chunks
 from .projection import lines_of as projection_lines
-from .reasoning import THINKING
-from .record import RunRecord, merged_timing
-from .runfiles import PARTIAL, RESULTS
-from .runmeta import role_entry, run_record
-from .scoring import aggregate, score_records
+from ..reasoning import THINKING
+from ..store.record import RunRecord, merged_timing
+from ..store.runfiles import PARTIAL, RESULTS
+from ..store.runmeta import CHUNK, role_entry, run_record
+from ..scoring import aggregate, score_records
 from .selection import Selection
-from .types import MODEL, Completion, OptionScores, Prepared, Task, task_roles
+from ..types import MODEL, Completion, OptionScores, Prepared, Task, is_scored, task_roles
 
 
 # ---- one chunk -------------------------------------------------------------------------------
@@ -92,7 +93,7 @@ def run_chunk(task: Task, items: list[dict], prep: Prepared, ctx: RunContext, ou
     for stage in range(stages):
         pending: dict[str, list[tuple[int, str, Any]]] = {}
         for i, (item, out) in enumerate(zip(items, outputs)):
-            if out.get("skipped") or out.get("error"):
+            if not is_scored(out):
                 continue
             built = first.pop(item["id"], None) if first is not None and fresh and stage == 0 else None
             for name, req in (built if built is not None else _budgeted(task.requests(item, prep, out), budget)).items():
@@ -175,7 +176,7 @@ def run(tasks: list[Task], backend, folder: RunFolder, ctx: RunContext, preps: d
                         bootstrap=ctx.bootstrap, argv=argv, shard=selection.shard(), seed_given=ctx.seed_given,
                         config=config, not_run=not_run)
     folder.check_identity(record.identity)
-    return _Run(tasks, backend, folder, ctx, selection, preps, record, say).go(show_progress, on_progress)
+    return _Run(tasks, backend, folder, ctx, selection, preps, record, say, show_progress, on_progress).go()
 
 
 def _applicable(tasks: list[Task], preps: dict[str, Prepared], reasoning: dict,
@@ -238,22 +239,32 @@ class _Run:
     saved, each written whole, then the results and the record's end."""
 
     def __init__(self, tasks: list[Task], backend, folder: RunFolder, ctx: RunContext, selection: Selection,
-                 preps: dict[str, Prepared], record: RunRecord, say: Callable[[str], None]):
+                 preps: dict[str, Prepared], record: RunRecord, say: Callable[[str], None], show_progress: bool = False,
+                 on_progress: Callable[[dict], None] | None = None):
         self.tasks, self.backend, self.folder, self.ctx = tasks, backend, folder, ctx
         task_budgets = getattr(getattr(backend, "options", None), "task_budgets", None)
         self.budgets: dict[str, int] = task_budgets() if task_budgets else {}  # task → its own reasoning budget
         self.selection, self.preps, self.say = selection, preps, say
-        self.old = folder.record
+        self.old: RunRecord | None = folder.record
         if self.old is not None:  # the same run, or some or more of its tasks: the folder describes all of them
             record = record.continuing(self.old)
-        self.plan = _plan(tasks, preps, selection, ctx.seed, record.chunk_items)
+        self.plan: dict[str, list[list[dict]]] = _plan(tasks, preps, selection, ctx.seed, record.chunk_items)
         notes = selection.notes(folder.has(RESULTS), self.old, record.run_seed)
-        self.record = record.noted(notes)
-        self.results_name = notes.results
+        self.record: RunRecord = record.noted(notes)
+        self.results_name: str = notes.results
         self.timing: dict[str, dict] = {}
         self.stopped: set[str] = set()  # tasks the watcher needs no more items of
         self.budget_spent = False
         self.chunk_no = 0
+        self.log = folder.samples()  # what the folder holds already
+        self.built: dict[str, dict[str, dict]] = {}  # task → item id → its first-stage requests (built once)
+        self.lines: list[TaskLine] = [self._line(task) for task in tasks]
+        saved, self.total = sum(x.saved for x in self.lines), sum(x.total for x in self.lines)
+        self.saved_before = saved
+        if saved:
+            say(f"econeval: resuming {folder.path}: {saved:,} of {self.total:,} items done, {self.total - saved:,} to run")
+        self.refused: dict[str, frozenset[str]] = {}  # items longer than the context, by task (found when the run starts)
+        self.prog = RunProgress(self.lines, counters=backend.counters, show=show_progress, callback=on_progress)
 
     def items(self, task: Task) -> list[dict]:
         return [it for ch in self.plan[task.name] for it in ch]
@@ -262,15 +273,8 @@ class _Run:
         """The task's records in the folder, in the plan's order."""
         return [self.log.done[k] for it in self.items(task) if (k := (task.name, it["id"])) in self.log.done]
 
-    def go(self, show_progress: bool, on_progress: Callable[[dict], None] | None) -> dict:
-        self.log = self.folder.samples()
-        self.built: dict[str, dict[str, dict]] = {}  # task → item id → its first-stage requests (built once)
-        self.lines = [self._line(task) for task in self.tasks]
-        saved, self.total = sum(x.saved for x in self.lines), sum(x.total for x in self.lines)
-        if saved:
-            self.say(f"econeval: resuming {self.folder.path}: {saved:,} of {self.total:,} items done, {self.total - saved:,} to run")
-        self.refused: dict[str, frozenset[str]] = {}
-        self.prog = RunProgress(self.lines, counters=self.backend.counters, show=show_progress, callback=on_progress)
+    def go(self) -> dict:
+        saved = self.saved_before
         with Guard(self._ack) as sig:
             sig.write(self.folder.write_record, self.record)
             try:
@@ -278,7 +282,7 @@ class _Run:
                 # (a template that cannot be rendered fails here, run.json saying why)
                 self.refused = self._over_context()
                 if self.total > saved:
-                    self._project(show_progress)
+                    self._project(self.prog.show)
                 sig.write(self.folder.write_record, self.record)
                 self._chunks(sig)
                 results = self._aggregate()
@@ -411,7 +415,7 @@ class _Run:
         over = time.monotonic() - selection.deadline if selection.deadline is not None else 0.0
         if over >= OVERRUN_SAID:
             prog.say(f"econeval: the --budget ran out {duration(over)} before the run ended: the chunk then in flight "
-                     f"was finished (no chunk starts after the budget; a chunk holds max(16, 2 x parallel) items)")
+                     f"was finished (no chunk starts after the budget; a chunk holds max({CHUNK}, 2 x parallel) items)")
 
     def _time(self, spent: dict[str, dict]) -> None:
         for line in self.lines:

@@ -16,10 +16,11 @@ import platform
 import sys
 from typing import Any
 
-from . import __version__, data
-from .errors import hide_credentials
+from .. import data
+from ..version import __version__
+from ..errors import hide_credentials
 from .record import RUN_FORMAT, RunRecord, now
-from .types import BackendInfo, Prepared, Task
+from ..types import BackendInfo, Prepared, Task
 
 CHUNK = 16  # items whose requests go to the backend together and are appended to samples.jsonl together
 
@@ -64,7 +65,7 @@ def run_record(tasks: list[Task], preps: dict[str, Prepared], info: BackendInfo,
                not_run: dict[str, str] | None = None) -> RunRecord:
     """The record of a run as it starts (status running), its identity included."""
     tids = task_identity(tasks, preps)
-    from .sampling import SCHEME
+    from ..sampling import SCHEME
 
     identity: dict[str, Any] = {"run_format": RUN_FORMAT, "model": info.identity(), "seed": seed, "tasks": tids,
                                 "sample_scheme": SCHEME, "roles": {k: v["identity"] for k, v in roles.items()}}

@@ -12,12 +12,13 @@ from __future__ import annotations
 from functools import cached_property
 from pathlib import Path
 
-from . import registry
-from .errors import UsageError
+from .. import registry
+from ..errors import UsageError
 from .folder import read_samples
+from .items import ItemView, item_view
 from .record import RunRecord
 from .runfiles import SAMPLES, folder_results
-from .types import Prepared
+from ..types import Prepared
 from .verify import check_records, prepared_from
 
 
@@ -60,6 +61,11 @@ class FinishedRun:
                 raise UsageError(f"{self.path}: the run has task {name!r}, which this econeval does not know") from None
             out[name] = prepared_from(self.record, task)
         return out
+
+    def items(self, task: str) -> list[ItemView]:
+        """The task's sample lines, in the folder's order, each as one typed view (items.py)."""
+        known = registry.get_task(task)
+        return [item_view(known, rec) for rec in self.samples.get(task, {}).values()]
 
     @property
     def model(self) -> str:

@@ -27,11 +27,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .errors import UsageError
-from .record import Notes, RunRecord
-from .runfiles import limit_results, sample_results
-from .scoring import select_items
-from .types import Prepared, Task
+from ..errors import UsageError
+from ..store.record import Notes, RunRecord
+from ..store.runfiles import limit_results, sample_results
+from ..scoring import select_items
+from ..types import Prepared, Task
 
 Watch = Callable[[Task, list[dict]], tuple[bool, str | None]]
 
@@ -110,7 +110,7 @@ class StratifiedSample(Selection):
     designs: dict[str, dict] = field(default_factory=dict)  # task → its sample design (run.json)
 
     def items(self, task, prep, seed):
-        from .sampling import stratified
+        from ..sampling import stratified
 
         picked, self.designs[task.name] = stratified(prep.items, task.strata, self.spec, seed, task.name)
         return task.finalize_items(picked, prep)
@@ -141,7 +141,7 @@ class Ordered(Selection):
     watches = True
 
     def items(self, task, prep, seed):
-        from .sampling import nested_order, random_order
+        from ..sampling import nested_order, random_order
 
         everything = select_items(task, prep, None)  # every item, settled as in a full run
         if self.only is not None:
@@ -157,12 +157,12 @@ class Ordered(Selection):
         return {"order": self.order}
 
     def gate_mark(self, old):
-        from .sampling import RANDOM_SCHEME
+        from ..sampling import RANDOM_SCHEME
 
         return {"order": RANDOM_SCHEME} if self.order == "random" else super().gate_mark(old)
 
     def design(self, task, items, kept):
-        from .sampling import RANDOM_SCHEME, SCHEME, design
+        from ..sampling import RANDOM_SCHEME, SCHEME, design
 
         if len(kept) >= len(items):
             return None
@@ -204,7 +204,7 @@ class Shard(Selection):
 
 def deadline_of(budget: str | float | None, started: float) -> float | None:
     """When a `--budget` that started at `started` (time.monotonic()) is spent; None without one."""
-    from .sampling import parse_duration
+    from ..sampling import parse_duration
 
     if budget is None:
         return None
@@ -218,7 +218,7 @@ def from_flags(limit: int | None = None, sample: str | float | int | None = None
                shard: tuple[int, int] | None = None, started: float | None = None) -> Selection:
     """The selection the command line's flags name (one of --limit, --sample, --budget; --shard
     around the first two). `started`: when the budget's clock started (default: now)."""
-    from .sampling import WidthNote, parse
+    from ..sampling import WidthNote, parse
 
     if sample is not None and limit is not None:
         raise UsageError("--sample and --limit together: a sample is drawn from all items", hint="pass one of them")

@@ -16,10 +16,10 @@ from typing import Any
 
 import orjson
 
-from .context import RunContext
-from .errors import UsageError
+from ..context import RunContext
+from ..errors import UsageError
 from .record import RunRecord
-from .types import Prepared, Task
+from ..types import Prepared, Task, is_scored
 
 
 def prepared_from(record: RunRecord, task: Task, given: frozenset[str] | None = None) -> Prepared:
@@ -63,7 +63,7 @@ def check_records(task: Task, prep: Prepared, records: dict[str, dict], where: P
     present = [it for it in prep.items if it["id"] in records]
     finals = [{it["id"]: it for it in task.finalize_items(items, prep)} for items in (prep.items, present)]
     for item_id, rec in records.items():
-        if rec.get("skipped") or rec.get("error"):
+        if not is_scored(rec):
             scored = sorted(k for k in SCORED_FIELDS if k in rec)
             if scored:  # econeval never scores an item it marks an error or skipped
                 raise UsageError(f"{where}: {task.name} item {item_id} is marked {'an error' if rec.get('error') else 'skipped'} "
@@ -92,7 +92,7 @@ def check_records(task: Task, prep: Prepared, records: dict[str, dict], where: P
 
 def _same_prompts(task: Task, item: dict, prep: Prepared, rec: dict) -> bool:
     """The record's first-stage prompts (and its prompt_hash) are the ones the task sends for the item."""
-    from .scoring import prompt_hash
+    from ..scoring import prompt_hash
 
     stored = rec.get("prompts")
     if stored is None:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .errors import UsageError
-from .results import read_json
+from ..errors import UsageError
+from ..results import read_json
 
 RUN_JSON = "run.json"
 SAMPLES = "samples.jsonl"

@@ -9,13 +9,13 @@ from __future__ import annotations
 import csv
 import io
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-from . import reasoning, registry
-from .errors import UsageError, clean_tree
-from .finished import FinishedRun, open_run
-from .record import RunRecord
-from .tables import as_dict, cell, has_setting
+from .. import reasoning, registry
+from ..errors import UsageError, clean_tree
+from ..store.finished import FinishedRun, open_run
+from ..store.record import RunRecord
+from ..tables import as_dict, cell, has_setting
 
 
 def _open(folder: Path) -> FinishedRun:
@@ -81,7 +81,7 @@ def tables(runs: list[FinishedRun]) -> list:
 def estimates(runs: list[FinishedRun]) -> list[dict[str, Any]]:
     """Per run of a --sample or --budget: each task's headline estimates of the full set's numbers
     with their 95% intervals and the items they rest on (counts left out: another scale)."""
-    from .tables import interval
+    from ..tables import interval
 
     out = []
     for run in runs:
@@ -105,9 +105,15 @@ def estimates(runs: list[FinishedRun]) -> list[dict[str, Any]]:
     return out
 
 
-def build(folders: list[Path]) -> dict[str, Any]:
-    """The report document: runs, tables (paper rows and run rows, each with its figures), and
-    the paired comparison of each later run against the first when the runs share tasks."""
+Comparer = Callable[[Path, Path], dict[str, Any]]
+"""The paired comparison of a later run (second) with the first, as a report shows it; raises
+UsageError where the two are not comparable. The judges own it (`econeval.judge.compare.report_entry`):
+the command that asks for a report hands it in, so nothing here imports a judge."""
+
+
+def build(folders: list[Path], compare: Comparer | None = None) -> dict[str, Any]:
+    """The report document: runs, tables (paper rows and run rows, each with its figures), and,
+    given `compare`, the paired comparison of each later run against the first."""
     runs = [_open(Path(f)) for f in folders]
     if not runs:
         raise UsageError("name at least one run folder")
@@ -116,16 +122,14 @@ def build(folders: list[Path]) -> dict[str, Any]:
                      "seed": r.record.seed, "econeval_version": r.record.econeval_version,
                      "data_package": r.record.data_version, "tasks": sorted(r.results)} for r in runs],
            "tables": [as_dict(t) for t in tables(runs)], "compare": [], "estimates": estimates(runs)}
-    if len(runs) > 1:
-        from . import compare
-
+    if len(runs) > 1 and compare is not None:
         for cand in runs[1:]:
             try:
-                result = compare.compare(runs[0].path, cand.path, allow_missing=True)  # `compare`'s defaults: the same intervals
+                entry = compare(runs[0].path, cand.path)
             except UsageError as exc:
                 doc["compare"].append({"baseline": runs[0].label, "candidate": cand.label, "refused": str(exc)})
                 continue
-            doc["compare"].append({"baseline": runs[0].label, "candidate": cand.label, **result.as_dict()})
+            doc["compare"].append({"baseline": runs[0].label, "candidate": cand.label, **entry})
     return clean_tree(doc)  # names from run folders shown safely: no terminal escapes, no bidi overrides
 
 
@@ -150,7 +154,12 @@ def md_text(text: str) -> str:
     return " ".join(str(text).split()).replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def render_md(doc: dict) -> str:
+CompareText = Callable[[dict[str, Any]], str]
+"""A comparison entry of the document (what a `Comparer` returned) as Markdown; the judges own it
+(`econeval.judge.compare.render_entry`)."""
+
+
+def render_md(doc: dict, compare_md: CompareText | None = None) -> str:
     runs = "; ".join(md_text(f"{r['label']} ({r['folder']}, {', '.join(r['tasks'])})") for r in doc["runs"])
     out = ["# econeval report", "", "Runs: " + runs,
            "", "Cells of econeval's rows: the value [95% bootstrap interval over items]; n: the items a row rests on; – : not computed.", ""]
@@ -166,9 +175,8 @@ def render_md(doc: dict) -> str:
         if "refused" in c:
             out += [f"Not comparable: {md_text(c['refused'])}", ""]
             continue
-        from .compare import Comparison, Row, render
-
-        out += [render(Comparison([Row(**r) for r in c["rows"]], c["dropped"], c["differences"], c["max_drop"]), "md"), ""]
+        if compare_md is not None:
+            out += [compare_md(c), ""]
     for est in doc.get("estimates") or []:
         out += [f"## Estimates: {md_text(est['run'])}", "", "| task | metric | estimate [95% interval] | items |", "|---|---|---|---|"]
         out += [f"| {md_text(r['task'])} | {md_text(r['metric'])} | "
@@ -192,13 +200,13 @@ def render_csv(doc: dict) -> str:
     return buf.getvalue()
 
 
-def render(doc: dict, fmt: str) -> str:
+def render(doc: dict, fmt: str, compare_md: CompareText | None = None) -> str:
     if fmt == "md":
-        return render_md(doc)
+        return render_md(doc, compare_md)
     if fmt == "csv":
         return render_csv(doc)
     if fmt == "json":
-        from .results import dumps
+        from ..results import dumps
 
         return dumps(doc).decode()
     from .report_html import render_html

@@ -16,13 +16,20 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import __version__, registry
-from .export_read import TAXONOMY, interval, obj, prompts, text, tokens
-from .finished import FinishedRun
-from .record import RunRecord
+from .. import registry
+from ..version import __version__
+from .export_read import interval, obj, text
+from ..types import as_text
+from ..store.finished import FinishedRun
+from ..store.record import RunRecord
 
 SCHEMA = "0.3.0"
-SERVED = ("openai", "anthropic")  # backend kinds whose model runs elsewhere
+
+
+def _backend(kind: str | None) -> Any:
+    """The backend class of a kind (what it says of itself: runs_elsewhere, open_weights, engine_label);
+    None for a kind this econeval does not know."""
+    return registry.backends().get(str(kind))
 
 
 def _strings(d: dict) -> dict[str, str]:
@@ -47,12 +54,12 @@ def model_identity(rec: RunRecord, developer: str | None = None) -> tuple[str, s
     the run's model name. The backend (llamacpp, openai) is the inference platform, never the
     developer."""
     name = str(rec.model_name or UNKNOWN)
-    if (rec.gguf("general.basename") or "").strip():
+    if (rec.file_metadata("general.basename") or "").strip():
         name = "-".join(str(v).strip() for k in ("general.basename", "general.size_label", "general.finetune")
-                        if (v := rec.gguf(k)) and v.strip())
-    served_dev, _, served_name = name.partition("/") if rec.backend_kind in SERVED else ("", "", "")
+                        if (v := rec.file_metadata(k)) and v.strip())
+    served_dev, _, served_name = name.partition("/") if getattr(_backend(rec.backend_kind), "runs_elsewhere", False) else ("", "", "")
     for got, where in ((developer, "the --developer option"), (rec.model_developer, "models.toml's developer"),
-                       (rec.gguf("general.organization"), "the GGUF's general.organization"),
+                       (rec.file_metadata("general.organization"), "the GGUF's general.organization"),
                        (served_dev if served_name else None, "the served model's name")):
         if isinstance(got, str) and got.strip():
             dev = got.strip()
@@ -65,7 +72,8 @@ def model_identity(rec: RunRecord, developer: str | None = None) -> tuple[str, s
 def _model_info(rec: RunRecord, developer: str | None = None) -> dict:
     kind = str(rec.backend_kind or UNKNOWN)
     model = rec.model
-    served = kind in SERVED
+    backend = _backend(kind)
+    served = bool(getattr(backend, "runs_elsewhere", False))
     dev, name, source = model_identity(rec, developer)
     info: dict[str, Any] = {
         "name": str(rec.model_name or name),
@@ -74,11 +82,11 @@ def _model_info(rec: RunRecord, developer: str | None = None) -> dict:
         "id": f"{dev}/{name}" if dev != UNKNOWN else name, "developer": dev,
         "inference_platform": "local" if not served else kind,
         "additional_details": {"deployment_type": "externally_managed" if served else "self_deployed",
-                               "model_availability": "open_weights" if kind == "llamacpp" else UNKNOWN,
+                               "model_availability": "open_weights" if getattr(backend, "open_weights", False) else UNKNOWN,
                                **_strings({"econeval_backend": kind, "sha256": model.get("sha256"),
                                            "developer_from": source, "reasoning": rec.reasoning.get("mode")})}}
-    if kind == "llamacpp":  # the llama.cpp build run.json records (llama-cpp-python's version)
-        info["inference_engine"] = {"name": "llama.cpp (llama-cpp-python)", "version": rec.engine_version or UNKNOWN}
+    if getattr(backend, "engine_label", None):  # the engine's build run.json records
+        info["inference_engine"] = {"name": backend.engine_label, "version": rec.engine_version or UNKNOWN}
     return info
 
 
@@ -105,24 +113,25 @@ def instances(run: FinishedRun, doc: dict) -> list[dict]:
     for r in doc["evaluation_results"]:
         first.setdefault(r["evaluation_name"], r["evaluation_result_id"])
     out = []
-    for name, recs in run.samples.items():
+    for name in run.samples:
         task = registry.get_task(name)
         if name not in first:
             continue
-        for item_id, rec in recs.items():
-            if not isinstance(rec.get("correct"), bool) or rec.get("error") or rec.get("skipped"):
+        for item in run.items(name):
+            if item.correct is None or not item.scored:
                 continue
-            sent = prompts(rec)
+            sent = item.prompts()
+            replies = {c.name: c.result for c in item.calls}
             raw = next(iter(sent.values()), "")
-            gold = text(rec.get("gold", rec.get("reference")))
+            gold = as_text(item.gold_code)
             reference = [] if gold is None else [gold]
-            answers = [rec[k] for k in sent if isinstance(rec.get(k), str)]
-            thinking = [v for v in obj(rec.get("thinking")).values() if isinstance(v, str) and v]
-            n_in, n_out = tokens(rec, "n_prompt_tokens"), tokens(rec, "n_tokens")
-            labels = _strings({k: rec.get(k) for k in TAXONOMY})
+            answers = [replies[k] for k in sent if isinstance(replies.get(k), str)]
+            thinking = [v for v in item.reasoning().values() if v]
+            n_in, n_out = item.tokens("n_prompt_tokens"), item.tokens("n_tokens")
+            labels = _strings(dict(item.labels))
             out.append({
                 "schema_version": SCHEMA, "evaluation_id": doc["evaluation_id"], "model_id": doc["model_info"]["id"],
-                "evaluation_name": name, "evaluation_result_id": first[name], "sample_id": item_id,
+                "evaluation_name": name, "evaluation_result_id": first[name], "sample_id": item.id,
                 "sample_hash": hashlib.sha256((raw + "".join(reference)).encode()).hexdigest(),
                 "interaction_type": "single_turn" if len(sent) <= 1 else "multi_turn",
                 "input": {"raw": raw, "reference": reference},
@@ -130,10 +139,10 @@ def instances(run: FinishedRun, doc: dict) -> list[dict]:
                 "messages": None if len(sent) <= 1 else [
                     m for n, (k, v) in enumerate(sent.items()) for m in (
                         {"turn_idx": 2 * n, "role": "user", "content": v},
-                        {"turn_idx": 2 * n + 1, "role": "assistant", "content": rec.get(k) if isinstance(rec.get(k), str) else None})],
-                "answer_attribution": [{"turn_idx": 0, "source": "output.raw", "extracted_value": text(rec.get("parsed")) or "",
+                        {"turn_idx": 2 * n + 1, "role": "assistant", "content": replies[k] if isinstance(replies.get(k), str) else None})],
+                "answer_attribution": [{"turn_idx": 0, "source": "output.raw", "extracted_value": as_text(item.answer_code) or "",
                                         "extraction_method": f"custom: {task.name}'s parse (the paper's)", "is_terminal": True}],
-                "evaluation": {"score": 1.0 if rec["correct"] else 0.0, "is_correct": rec["correct"]},
+                "evaluation": {"score": 1.0 if item.correct else 0.0, "is_correct": item.correct},
                 "token_usage": {"input_tokens": n_in, "output_tokens": n_out, "total_tokens": n_in + n_out}
                 if n_in is not None and n_out is not None else None,  # only counts the backend made
                 "metadata": labels or None})

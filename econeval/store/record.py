@@ -23,9 +23,9 @@ from typing import Any
 
 import orjson
 
-from .context import DEFAULT_SEED
-from .errors import UsageError
-from .results import read_json, write_json
+from ..context import DEFAULT_SEED
+from ..errors import UsageError
+from ..results import read_json, write_json
 from .runfiles import RESULTS, RUN_JSON
 
 RUN_FORMAT = 3  # run.json / samples.jsonl layout; folders of another format are refused, never mixed
@@ -340,7 +340,7 @@ class RunRecord:
         """Who made the model, as its models.toml entry says (`developer`); None: not said."""
         return _text(self.model, "developer")
 
-    def gguf(self, key: str) -> str | None:
+    def file_metadata(self, key: str) -> str | None:
         """A text value of the model file's own metadata as the run recorded it (`general.organization`)."""
         return _text(_obj(self.model.get("gguf_metadata")), key)
 
@@ -384,7 +384,7 @@ class RunRecord:
         return _obj(self.backend.get("reasoning"))
 
     def reasoning_key(self) -> dict:
-        from .reasoning import record_key
+        from ..reasoning import record_key
 
         return record_key(self.backend)
 

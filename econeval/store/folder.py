@@ -21,10 +21,10 @@ from typing import Iterator
 
 import orjson
 
-from .errors import UsageError
+from ..errors import UsageError
 from .record import RunRecord, identity_differences
 from .runfiles import LOCK, RESULTS, RUN_JSON, SAMPLES, is_member, read_results_file
-from .results import open_regular, write_json
+from ..results import open_regular, write_json
 
 
 def check_members(path: Path) -> None:

@@ -15,16 +15,17 @@ import os
 from pathlib import Path
 from typing import Iterator
 
-from . import __version__, registry
-from .errors import UsageError
-from .finished import FinishedRun, open_run
-from .folder import RunFolder, read_samples
-from .record import RunRecord, now
-from .runfiles import RESULTS, RUN_JSON, SAMPLES
-from .runmeta import task_identity
-from .scoring import aggregate
+from .. import registry
+from ..version import __version__
+from ..errors import UsageError
+from ..store.finished import FinishedRun, open_run
+from ..store.folder import RunFolder, read_samples
+from ..store.record import RunRecord, now
+from ..store.runfiles import RESULTS, RUN_JSON, SAMPLES
+from ..store.runmeta import task_identity
+from ..scoring import aggregate
 from .selection import Full, Limit, Selection, Shard, StratifiedSample
-from .verify import check_records
+from ..store.verify import check_records
 
 
 def parse(spec: str | None, count: int | None = None, environ=os.environ) -> tuple[int, int] | None:

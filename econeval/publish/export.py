@@ -1,9 +1,9 @@
 """Results other tools open (`econeval export`): a run folder, read and verified as `compare`
 reads it (finished.open_checked), written in another tool's shape.
 
-- `table`: one row per item and task, flat columns of stable names and types (TABLE_COLUMNS, then
-  one `metric_<name>` column per item metric), as CSV or Parquet (by --out's suffix; Parquet needs
-  pyarrow: the `export` extra). pandas, R's arrow and readr read it as it is.
+- `table`: one row per item and task, flat columns of stable names and types (table_columns():
+  TABLE_COLUMNS with the labels the tasks declare after `group`, then one `metric_<name>` column
+  per item metric), as CSV or Parquet (by --out's suffix; Parquet needs pyarrow: the `export` extra). pandas, R's arrow and readr read it as it is.
 - `inspect`: one Inspect eval log per task in a folder, built with inspect_ai's own types
   (export_inspect.py; the `inspect` extra).
 - `every-eval-ever`: the run's aggregate record in the Every Eval Ever schema (export_eee.py).
@@ -30,21 +30,39 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from . import __version__, registry
-from .errors import UsageError
-from .results import check_output, dumps, read_regular, write_output
-from .export_read import TAXONOMY, interval, obj, text, tokens
-from .finished import FinishedRun, open_checked
+from .. import registry
+from ..version import __version__
+from ..errors import UsageError
+from ..results import check_output, dumps, read_regular, write_output
+from .export_read import interval, obj, text
+from ..store.items import ERROR, SCORED, SKIPPED, UNPARSED
+from ..types import as_text
+from ..store.finished import FinishedRun, open_checked
 
 MARK = "econeval_export"  # in every export: what a later export may replace
 TABLE_VERSION = 1
 # the table's fixed columns and their types; one `metric_<name>` (float) column per item metric follows
+# (the item's labels, a string column each, stand after `group`: label_columns())
 TABLE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("run", "string"), ("model", "string"), ("task", "string"), ("item_id", "string"), ("group", "string"),
-    ("element", "string"), ("setting", "string"), ("module", "string"), ("domain", "string"), ("perspective", "string"),
-    ("type", "string"), ("subtask", "string"), ("gold", "string"), ("parsed", "string"), ("correct", "bool"),
+    ("gold", "string"), ("parsed", "string"), ("correct", "bool"),
     ("unparsed_reason", "string"), ("error", "string"), ("skipped", "string"), ("n_prompt_tokens", "int"),
     ("n_generated_tokens", "int"), ("n_reasoning_tokens", "int"))
+
+
+def label_columns() -> list[str]:
+    """The table's label columns: every label a known task declares (`Task.labels`: STEER-ME's
+    element, setting, ...; CFBenchmark's subtask), each once, in the order the tasks declare them
+    (the benchmarks with most labels first), so that one econeval writes one layout whatever the
+    run's tasks; a plugin's labels join by its declaring them."""
+    tasks = sorted(registry.tasks().values(), key=lambda t: -len(t.labels))
+    return list(dict.fromkeys(k for t in tasks for k in t.labels if k not in dict(TABLE_COLUMNS)))
+
+
+def table_columns() -> list[tuple[str, str]]:
+    """The table's columns and their types, labels included (metric columns follow)."""
+    head = 5  # run, model, task, item_id, group
+    return [*TABLE_COLUMNS[:head], *((k, "string") for k in label_columns()), *TABLE_COLUMNS[head:]]
 def _finished(folder: Path) -> FinishedRun:
     run = open_checked(folder)
     status = run.record.status
@@ -69,24 +87,20 @@ def table_rows(runs: list[FinishedRun]) -> tuple[list[str], list[dict[str, Any]]
             for m in task.item_metrics:
                 if metric_column(m.name) not in metrics:
                     metrics.append(metric_column(m.name))
-            for item_id, rec in run.samples.get(name, {}).items():
-                ok = not rec.get("error") and not rec.get("skipped")
-                values = task.item_values(rec) if ok else {}
-                correct = rec.get("correct")
+            for item in run.items(name):
                 row: dict[str, Any] = {
-                    "run": run.path.name, "model": run.record.model_name, "task": name, "item_id": item_id,
-                    "group": text(rec.get(task.group_field)) if task.group_field else None,
-                    **{k: text(rec.get(k)) for k in TAXONOMY},
-                    "gold": text(rec.get("gold", rec.get("reference"))), "parsed": text(rec.get("parsed")),
-                    "correct": correct if isinstance(correct, bool) else None,
-                    "unparsed_reason": text(rec.get("unparsed_reason")), "error": text(rec.get("error")),
-                    "skipped": text(rec.get("skipped")), "n_prompt_tokens": tokens(rec, "n_prompt_tokens"),
-                    "n_generated_tokens": tokens(rec, "n_tokens"), "n_reasoning_tokens": tokens(rec, "n_reasoning_tokens")}
+                    "run": run.path.name, "model": run.record.model_name, "task": name, "item_id": item.id, "group": item.group,
+                    **{k: item.labels.get(k) for k in label_columns()},
+                    "gold": as_text(item.gold_code), "parsed": as_text(item.answer_code), "correct": item.correct,
+                    "unparsed_reason": item.why if item.outcome in (SCORED, UNPARSED) else None,
+                    "error": item.why if item.outcome == ERROR else None, "skipped": item.why if item.outcome == SKIPPED else None,
+                    "n_prompt_tokens": item.tokens("n_prompt_tokens"), "n_generated_tokens": item.tokens("n_tokens"),
+                    "n_reasoning_tokens": item.tokens("n_reasoning_tokens")}
                 for m in task.item_metrics:
-                    v = values.get(m.name)
+                    v = item.values.get(m.name)
                     row[metric_column(m.name)] = float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
                 rows.append(row)
-    return [c for c, _ in TABLE_COLUMNS] + metrics, rows
+    return [c for c, _ in table_columns()] + metrics, rows
 
 
 def _csv(columns: list[str], rows: list[dict]) -> bytes:
@@ -105,7 +119,7 @@ def _parquet(columns: list[str], rows: list[dict]) -> bytes:
         import pyarrow.parquet as pq
     except ImportError:
         raise UsageError("writing Parquet needs pyarrow", hint="pip install 'econeval[export]', or name a .csv file") from None
-    kinds = dict(TABLE_COLUMNS)
+    kinds = dict(table_columns())
     types = {"string": pa.string(), "bool": pa.bool_(), "int": pa.int64()}
     schema = pa.schema([(c, types[kinds[c]] if c in kinds else pa.float64()) for c in columns],
                        metadata={MARK: f"table/{TABLE_VERSION}", "econeval_version": __version__})

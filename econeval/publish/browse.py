@@ -12,13 +12,15 @@ import os
 from pathlib import Path
 from typing import Any
 
-from . import config, registry
-from .errors import UsageError, clean_tree
-from .finished import open_run
-from .folder import iter_samples
-from .reasoning import THINKING
-from .record import NO_TASKS
-from .runfiles import RUN_JSON, SAMPLES
+from .. import config, registry
+from ..errors import UsageError, clean_tree
+from ..store.finished import open_run
+from ..store.items import UNPARSED, ItemView, item_view
+from ..store.folder import iter_samples
+from ..reasoning import THINKING
+from ..store.record import NO_TASKS
+from ..store.runfiles import LOCK, RUN_JSON, SAMPLES
+from ..types import Task
 
 
 def _running(folder: Path) -> bool:
@@ -26,7 +28,7 @@ def _running(folder: Path) -> bool:
     import stat
 
     try:  # without blocking: a FIFO in the lock's place would wait for a writer forever
-        fd = os.open(folder / ".lock", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        fd = os.open(folder / LOCK, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return False
     try:
@@ -120,18 +122,16 @@ _META = {"id", "task", "prompts", "rendered", "calls", "prompt_hash", "gold", "p
          "skipped", "error", "unparsed_reason", THINKING}
 
 
-def _outcome(rec: dict) -> str:
-    if rec.get("error"):
-        return "error"
-    if rec.get("skipped"):
-        return "skipped"
-    if rec.get("correct") is True:
+def _outcome(view: ItemView) -> str:
+    """The page's outcome: an item not scored says why (error, skipped); a scored one correct,
+    unparsed, wrong or just scored."""
+    if not view.scored:
+        return view.outcome
+    if view.correct is True:
         return "correct"
-    if rec.get("parsed") is None and "parsed" in rec:
+    if view.outcome == UNPARSED:
         return "unparsed"
-    if rec.get("correct") is False:
-        return "wrong"
-    return "scored"
+    return "wrong" if view.correct is False else "scored"
 
 
 SHOWN_CHARS = 20_000  # of each prompt or response on the page: a page of a large run stays one a browser opens
@@ -142,26 +142,25 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 
-def _task_and_group(rec: dict) -> tuple[str, str | None, str | None]:
-    """A sample line's task and group (CFBenchmark's sub-task, STEER-ME's element) as text, and
-    the group's field."""
-    task = _text(rec.get("task"))
-    group_field = getattr(registry.tasks().get(task), "group_field", None)
-    group = rec.get(group_field) if group_field else None
-    return task, None if group is None else _text(group), group_field
+def _task_and_group(rec: dict) -> tuple[str, str | None]:
+    """A sample line's task and group (CFBenchmark's sub-task, STEER-ME's element) as text."""
+    item = _item(rec)
+    return item["task"], item["group"]
 
 
 def _item(rec: dict) -> dict:
     """What the page shows of a sample line, whatever its fields hold (a hand-edited or damaged
-    line is shown as it is, not refused)."""
-    task, group, group_field = _task_and_group(rec)
+    line is shown as it is, not refused; a task this econeval does not know read as any task)."""
+    task = registry.tasks().get(_text(rec.get("task"))) or Task()
+    view = item_view(task, rec)
     prompts = rec.get("prompts")
     prompts = {str(k): v for k, v in prompts.items()} if isinstance(prompts, dict) else \
         {"(as saved)": prompts} if prompts else {}
     responses = {name: rec.get(name) for name in prompts if name in rec}
     thinking = rec.get(THINKING)
     thinking = {str(k): v for k, v in thinking.items()} if isinstance(thinking, dict) else {}
-    scores = {k: v for k, v in rec.items() if k not in _META and k not in responses and k != group_field
+    own = {task.group_field, task.gold_field, task.answer_field}
+    scores = {k: v for k, v in rec.items() if k not in _META and k not in responses and k not in own
               and isinstance(v, (int, float, bool, str)) and len(str(v)) < 200}
     shown: dict[str, Any] = {}  # a prompt sent to several requests (an answer and its log-probabilities) shown once
     for name, text in prompts.items():
@@ -170,22 +169,9 @@ def _item(rec: dict) -> dict:
             shown[name] = text
         else:
             shown[f"{same}, {name}"] = shown.pop(same)
-    return {"id": _text(rec.get("id")), "task": task, "group": group,
-            "outcome": _outcome(rec), "prompts": shown, "responses": responses, "thinking": thinking,
-            "gold": _label(task, rec.get("gold", rec.get("reference")), rec), "parsed": _label(task, rec.get("parsed"), rec),
-            "why": rec.get("error") or rec.get("skipped") or rec.get("unparsed_reason"), "scores": scores}
-
-
-def _label(task: str, value: Any, rec: dict) -> Any:
-    """A gold answer or a parse as a reader reads it (Yes/No, an option's letter: Task.shown), where
-    the task is known and reads it; the stored value otherwise."""
-    known = registry.tasks().get(task)
-    if known is None or value is None:
-        return value
-    try:
-        return known.shown(value, rec)
-    except Exception:  # noqa: BLE001 - a damaged line is shown as it is
-        return value
+    return {"id": _text(rec.get("id")), "task": _text(rec.get("task")), "group": view.group,
+            "outcome": _outcome(view), "prompts": shown, "responses": responses, "thinking": thinking,
+            "gold": view.gold, "parsed": view.answer, "why": view.why, "scores": scores}
 
 
 def _capped(text: str, limit: int = SHOWN_CHARS) -> str:
@@ -242,14 +228,14 @@ def write_view(folder: Path, out: Path, tasks: tuple[str, ...] = ()) -> int:
     large run is never all in memory; each prompt and response shows at most SHOWN_CHARS
     characters, and the page at most SHOWN_ITEMS items (the first; the header says how many are
     left out). Returns the number of items on the page."""
-    from .results import atomic_writer
+    from ..results import atomic_writer
 
     folder = Path(folder)
     path = folder / SAMPLES
     if not path.is_file():
         raise UsageError(f"{folder} has no samples.jsonl (not a run folder, or nothing saved yet)")
     total, chosen = 0, list[tuple[str, str | None]]()  # every chosen line counted; the task and group of those shown kept
-    for t, g, _ in map(_task_and_group, iter_samples(path)):
+    for t, g in map(_task_and_group, iter_samples(path)):
         if not tasks or t[:200] in tasks:
             total += 1
             if len(chosen) < SHOWN_ITEMS:

@@ -15,10 +15,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from . import config, registry
-from .backends.base import Backend, BackendOptions, Settings
-from .errors import UsageError
-from .types import EMBEDDER, MODEL, SHORTCUTS
+from .. import config, registry
+from ..backends.base import Backend, BackendOptions, Settings
+from ..errors import UsageError
+from ..types import EMBEDDER, JUDGE, MODEL, SHORTCUTS, role_flag
 
 
 def _serves(role: str) -> str:
@@ -97,7 +97,7 @@ def resolve(arg: str | None, role: str = MODEL, reg: config.Registry | None = No
         if _serves(role) in cls.serves:
             opts = cls.from_path(arg)
             if opts is not None:
-                return config.ModelSpec(name=p.stem if p.is_file() else p.name, kind=kind, source=f"{_flag(role)} path",
+                return config.ModelSpec(name=p.stem if p.is_file() else p.name, kind=kind, source=f"{role_flag(role)} path",
                                         options=opts)
     if os.sep in arg or p.suffix or p.exists():
         raise UsageError(f"{_noun(role)} file not found: {arg}" if not p.exists() else f"no backend takes {arg}",
@@ -112,8 +112,20 @@ def _noun(role: str) -> str:
     return role if role in (MODEL, *SHORTCUTS) else f"{role} model"
 
 
-def _flag(role: str) -> str:
-    return f"--{role}" if role in (MODEL, *SHORTCUTS) else f"--role {role}"
+def role_args(roles: dict[str, str] | None = None, judge: str | None = None, embedder: str | None = None) -> dict[str, str]:
+    """The roles a model is named for: `roles` (`--role NAME=MODEL`), with `judge` and `embedder`
+    (`--judge`, `--embedder`) as shortcuts of theirs; each a role some task uses."""
+    out = dict(roles or {})
+    for name, arg in ((JUDGE, judge), (EMBEDDER, embedder)):
+        if arg is not None:
+            if out.get(name, arg) != arg:
+                raise UsageError(f"--{name} and --role {name}= name different models")
+            out[name] = arg
+    for name in out:
+        if name == MODEL:
+            raise UsageError("the evaluated model is named by --model, not --role model=")
+        registry.role(name)  # refused, with the known roles, if no task uses it
+    return out
 
 
 def with_options(spec: config.ModelSpec, options: dict[str, Any], chat: str | None = None) -> config.ModelSpec:

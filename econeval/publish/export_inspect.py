@@ -18,11 +18,13 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from . import __version__, registry
-from .errors import UsageError
-from .export_read import TAXONOMY, interval, obj, prompts, text, usage_by_role
-from .finished import FinishedRun
-from .types import MODEL
+from .. import registry
+from ..version import __version__
+from ..errors import UsageError
+from .export_read import interval, obj, usage_by_role
+from ..store.finished import FinishedRun
+from ..store.items import ERROR, SKIPPED, ItemView
+from ..types import MODEL, as_text
 
 SCORER = "econeval"
 
@@ -75,38 +77,33 @@ class _Models:
         return out
 
 
-def _sample(task, prep, item_id: str, rec: dict, models: _Models, item: dict | None):
+def _sample(task, prep, view: ItemView, models: _Models, item: dict | None):
     log, model, scorer = _inspect()
-    texts = prompts(rec)
+    texts = view.prompts()
+    replies = {c.name: c.result for c in view.calls}
     messages: list = []
     for name, prompt in texts.items():
         messages.append(model.ChatMessageUser(content=prompt))
-        if isinstance(rec.get(name), str):
-            messages.append(model.ChatMessageAssistant(content=rec[name], model=models.model))
-    answer = next((rec[k] for k in texts if isinstance(rec.get(k), str)), "")
-    ok = not rec.get("error") and not rec.get("skipped")
-    values = task.item_values(rec) if ok else {}
-    why = rec.get("unparsed_reason") or rec.get("error") or rec.get("skipped")
-    gold_value = rec.get("gold", rec.get("reference"))
-    parsed = rec.get("parsed") if "parsed" in rec else rec.get("answer")  # CFBenchmark's extracted answer is `answer`
-    score = scorer.Score(value={m.name: values.get(m.name) for m in task.item_metrics} if ok else {},
-                         answer=task.shown(parsed, rec), explanation=None if why is None else str(why),
-                         metadata={"correct": rec.get("correct") if isinstance(rec.get("correct"), bool) else None,
-                                   "parsed": text(rec.get("parsed")), "gold": text(gold_value)})  # the codes as stored
-    labels = {k: text(rec.get(k)) for k in TAXONOMY if k in rec}
-    if task.group_field and rec.get(task.group_field) is not None:
-        labels["group"] = text(rec[task.group_field])
-    if isinstance(rec.get("thinking"), dict):
-        labels["reasoning"] = rec["thinking"]  # never parsed
-    for k in ("error", "skipped"):
-        if rec.get(k):
-            labels[k] = str(rec[k])
-    by_role = usage_by_role(task, item, prep, rec)
+        if isinstance(replies.get(name), str):
+            messages.append(model.ChatMessageAssistant(content=replies[name], model=models.model))
+    answer = next((replies[k] for k in texts if isinstance(replies.get(k), str)), "")
+    score = scorer.Score(value={m.name: view.values.get(m.name) for m in task.item_metrics} if view.scored else {},
+                         answer=view.answer, explanation=view.why,
+                         metadata={"correct": view.correct, "parsed": as_text(view.answer_code),
+                                   "gold": as_text(view.gold_code)})  # the codes as stored
+    labels: dict[str, Any] = dict(view.labels)
+    if view.group is not None:
+        labels["group"] = view.group
+    if view.reasoning():
+        labels["reasoning"] = view.reasoning()  # never parsed
+    if view.outcome in (ERROR, SKIPPED):
+        labels[view.outcome] = view.why
+    by_role = usage_by_role(task, item, prep, view)
     usage = {who: _usage(model, counts) for who, counts in models.per_model(by_role).items()}
     output = model.ModelOutput.from_content(model=models.model, content=answer)
     if MODEL in by_role:
         output.usage = _usage(model, by_role[MODEL])
-    sample = log.EvalSample(id=item_id, epoch=1, input=next(iter(texts.values()), ""), target=task.shown(gold_value, rec) or "",
+    sample = log.EvalSample(id=view.id, epoch=1, input=next(iter(texts.values()), ""), target=view.gold or "",
                             messages=messages, output=output, scores={SCORER: score}, metadata=labels, model_usage=usage,
                             role_usage={role: _usage(model, counts) for role, counts in by_role.items() if role != MODEL})
     return sample, by_role
@@ -129,8 +126,8 @@ def eval_logs(run: FinishedRun) -> dict[str, Any]:
         items = {it["id"]: it for it in prep.items}
         samples: list = []
         usage: dict[str, dict[str, int]] = {}
-        for item_id, one in recs.items():
-            sample, by_role = _sample(task, prep, item_id, one, models, items.get(item_id))
+        for view in run.items(name):
+            sample, by_role = _sample(task, prep, view, models, items.get(view.id))
             samples.append(sample)
             for role, counts in by_role.items():
                 _add(usage, role, counts)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from xml.sax.saxutils import escape, quoteattr
 
-from .errors import UsageError
+from ..errors import UsageError
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ def suite(name: str, cases: list[Case]) -> str:
 def check_target(path: Path) -> None:
     """Refuse (before any work) a --junit path that holds something other than a JUnit report: a
     report from an earlier run is replaced, any other file is left as it is."""
-    from .results import check_output, read_regular
+    from ..results import check_output, read_regular
 
     check_output(path, "--junit")
     if not path.exists():
@@ -52,7 +52,7 @@ def check_target(path: Path) -> None:
 
 def write(path: Path, xml: str) -> None:
     """The report, written atomically over an earlier report (check_target)."""
-    from .results import write_atomic
+    from ..results import write_atomic
 
     check_target(path)
     write_atomic(path, xml.encode())
