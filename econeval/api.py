@@ -135,6 +135,22 @@ def evaluate(model: str | config.ModelSpec | None = None, tasks: Sequence[str] =
     return {**doc, "run_folder": str(out)}
 
 
+def open_model(name: str, options: dict[str, Any] | None = None, seed: int = 0,
+               flag: str = "--model") -> tuple[Any, config.ModelSpec]:
+    """A loaded backend for a model named as `--model` names one (a GGUF path, a models.toml name,
+    PREFIX:NAME), with backend options (`-M`) checked by its backend; and its resolved spec. For
+    commands that use a model outside a run (a plugin's, `steer write`)."""
+    options = dict(options or {})
+    spec = role_specs.resolve(name)
+    declared = role_specs.parse(spec)[0].Options.fields()
+    unknown = sorted(set(options) - set(declared))
+    if unknown:
+        raise UsageError(f"{flag} {name}: its backend has no option {', '.join(unknown)}",
+                         hint=f"its options: {', '.join(declared)}")
+    spec = role_specs.with_options(spec, options)
+    return role_specs.plan(spec, Settings(seed=seed)).build(), spec
+
+
 def default_folder(spec: config.ModelSpec, tasks: list, preps: dict, ctx: RunContext, settings: Settings,
                    named: dict[str, config.ModelSpec], args: dict[str, str], new: bool,
                    shard: tuple[int, int] | None = None) -> Path:

@@ -16,6 +16,7 @@ from .tables import CellView, Metric
 
 # ---- requests --------------------------------------------------------------------------------
 MODEL, JUDGE, EMBEDDER = "model", "judge", "embedder"  # the roles a request can be sent to (the shared ones)
+CHUNK = 16  # items whose requests go to the backend together and are written together (a run's samples.jsonl, a writer's folder)
 
 
 @dataclass(frozen=True)

@@ -295,10 +295,10 @@ def test_readers_of_finished_folders_never_import_the_runner_or_private_names():
 def test_small_facts_have_one_owner():
     """The bool parser (types.parse_bool), the role flag (types.role_flag), the folder's lock
     (runfiles.LOCK), the --max-drop check (compare.check_max_drop) and the chunk a replay steps by
-    (runmeta.CHUNK) are each written once."""
+    (types.CHUNK) are each written once."""
     texts = {path.relative_to(PKG).as_posix(): path.read_text() for path in PKG.rglob("*.py")}
     for needle, owner in (('"1", "true", "yes", "on"', "types.py"), ('f"--role ', "types.py"), ('".lock"', "store/runfiles.py"),
-                          ("--max-drop must be", "judge/compare.py"), ("CHUNK = 16", "store/runmeta.py")):
+                          ("--max-drop must be", "judge/compare.py"), ("CHUNK = 16", "types.py")):
         holders = sorted(rel for rel, text in texts.items() if needle in text)
         assert holders == [owner], (needle, holders)
     from econeval.judge import gate

@@ -20,9 +20,7 @@ from .. import data
 from ..version import __version__
 from ..errors import hide_credentials
 from .record import RUN_FORMAT, RunRecord, now
-from ..types import BackendInfo, Prepared, Task
-
-CHUNK = 16  # items whose requests go to the backend together and are appended to samples.jsonl together
+from ..types import CHUNK, BackendInfo, Prepared, Task
 
 
 def chunk_size(parallel: int) -> int:

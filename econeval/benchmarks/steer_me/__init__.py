@@ -70,6 +70,11 @@ def letter_of(text: str, letters: tuple[str, ...] | str) -> str | None:
     m = _OPENING.match(text or "")
     if m and m.group(1) in letters:
         return m.group(1)
+    return marked_letter(text, letters)
+
+
+def marked_letter(text: str, letters: tuple[str, ...] | str) -> str | None:
+    """The valid letter of the reply's last answer marker ("answer is B", "ANSWER: C")."""
     marked = [x for x in _ANSWER_AT.findall(text or "") if x in letters]
     return marked[-1] if marked else None
 

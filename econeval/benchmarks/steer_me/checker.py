@@ -21,8 +21,8 @@ from typing import Callable
 from ... import data
 from ...errors import UsageError
 from ...results import dumps, write_atomic
-from ...types import Generate
-from . import _ANSWER_AT, BENCHMARK, LETTERS, free_text_correct, letter_of, number_from_text
+from ...types import CHUNK, Generate
+from . import BENCHMARK, LETTERS, free_text_correct, letter_of, marked_letter, number_from_text
 from .generator import combos, generate
 from .written import CHECK_FILE, REVIEW_PAGE, WrittenSet
 
@@ -31,13 +31,11 @@ MC_PROMPT = ("Solve this economics question. Work it out briefly, then give the 
              "'ANSWER:'.\n\nQuestion: {question}\n{options}")
 FT_PROMPT = ("Solve this economics question. Work it out step by step, then give the final answer as a number after "
              "'ANSWER:'.\n\nQuestion: {question}")
-CHUNK = 16
 
 
 def mc_letter(text: str, k: int) -> int | None:
     """The letter after the reply's last ANSWER marker, else the one letter_of reads."""
-    marked = [x for x in _ANSWER_AT.findall(text or "") if x in LETTERS[:k]]
-    letter = marked[-1] if marked else letter_of(text or "", LETTERS[:k])
+    letter = marked_letter(text, LETTERS[:k]) or letter_of(text or "", LETTERS[:k])
     return None if letter is None else LETTERS.index(letter)
 
 

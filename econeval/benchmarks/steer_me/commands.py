@@ -121,20 +121,11 @@ def _pairs(pairs: tuple[str, ...]) -> dict[str, str]:
 
 
 def open_model(name: str, options: dict[str, str], seed: int, flag: str):
-    """A backend for a model named as --model names one (a GGUF path, a models.toml name,
-    PREFIX:NAME), its -M options parsed and checked by its backend; and what the folder records."""
-    from ... import roles
-    from ...backends.base import Settings
+    """A backend for a model named as --model names one, through the public API
+    (`econeval.api.open_model`), and what the folder records."""
+    from ... import api
 
-    spec = roles.resolve(name)
-    declared = roles.parse(spec)[0].Options.fields()
-    unknown = sorted(set(options) - set(declared))
-    if unknown:
-        raise UsageError(f"{flag} {name}: its backend has no option {', '.join(unknown)}",
-                         hint=f"its options: {', '.join(declared)}")
-    spec = roles.with_options(spec, options)
-    planned = roles.plan(spec, Settings(seed=seed))
-    backend = planned.build()
+    backend, spec = api.open_model(name, options, seed, flag)
     info = backend.info()
     options = {k: str(v) for k, v in spec.options.items()}
     # what must match to continue a folder: the kind, the model's own identity (a GGUF's hash, a served

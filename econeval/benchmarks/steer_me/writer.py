@@ -37,7 +37,7 @@ from typing import Any, Callable, Iterable
 
 from ...errors import UsageError
 from ...results import dumps, read_jsonl, write_atomic
-from ...types import Generate
+from ...types import CHUNK, Generate
 from .generator import GENERATOR_VERSION, fill, lexicon, templates
 from .validate import RULE_TEXT, RULES, VALIDATOR_VERSION, Target, labeled_fields, validate
 
@@ -57,7 +57,6 @@ def decoding(style: str) -> dict[str, Any]:
             "stop": ["\n"] if style == "completion" else [], "chat": style == "chat"}
 
 
-CHUNK = 16
 
 INTRO = ("You rewrite question templates for an economics benchmark. A template is a question whose numbers are "
          "labeled fields in curly braces, filled in later. Do not answer the question: rewrite it.\n\n")
