@@ -64,6 +64,18 @@ def parse_duration(spec: str | float | int) -> float:
     return value
 
 
+def duration(seconds: float) -> str:
+    """A duration in words' units: 42 s, 12 min, 3 h 05 min, 3 d 18 h."""
+    s = int(round(seconds))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min"
+    if s < 86400:
+        return f"{s // 3600} h {s % 3600 // 60:02d} min"
+    return f"{s // 86400} d {s % 86400 // 3600} h"
+
+
 class WidthNote:
     """A budget run's progress note, fed each chunk's new records: the half-width of a normal 95%
     interval of the task's first item metric over the items so far (a display; the results carry

@@ -6,7 +6,8 @@ day read as days."""
 
 import json
 
-from econeval.run.progress import clock, duration
+from econeval.run.progress import clock
+from econeval.sampling import duration
 
 
 def test_durations_read_as_people_say_them():

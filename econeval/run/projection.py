@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .progress import duration
+from ..sampling import duration
 
 SAMPLE_CHUNKS = 3  # chunks per task run dry, spread over its remaining chunks
 LONG = 3600.0  # a projection beyond this names the ways to run less

@@ -23,7 +23,8 @@ from ..errors import Interrupted, UsageError
 from ..signals import Guard
 from ..store.folder import RunFolder
 from ..metrics import logprob_problem
-from .progress import RunProgress, TaskLine, duration
+from .progress import RunProgress, TaskLine
+from ..sampling import duration
 from .projection import project, sample_chunks
 from .projection import lines_of as projection_lines
 from ..reasoning import THINKING

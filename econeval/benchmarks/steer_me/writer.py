@@ -37,6 +37,7 @@ from typing import Any, Callable, Iterable
 
 from ...errors import UsageError
 from ...results import dumps, read_jsonl, write_atomic
+from ...sampling import duration
 from ...types import CHUNK, Generate
 from .generator import GENERATOR_VERSION, fill, lexicon, templates
 from .validate import RULE_TEXT, RULES, VALIDATOR_VERSION, Target, labeled_fields, validate
@@ -280,6 +281,40 @@ def plan_stage(stage: str, elements: list[str], domains: list[str] | None, persp
     return jobs
 
 
+def most_jobs(elements: list[str], domains: list[str] | None, perspectives: list[str] | None, per_template: int,
+              seed: int, records: dict[str, dict]) -> int:
+    """The jobs still to write if every template written from now on were kept (each stage's
+    sources then all exist): the upper bound of a writer run."""
+    assumed = dict(records)
+    total = 0
+    for stage in STAGES:
+        jobs = [j for j in plan_stage(stage, elements, domains, perspectives, per_template, seed, assumed) if j.id not in records]
+        total += len(jobs)
+        assumed.update({j.id: {"kept": True, "template": j.source} for j in jobs if j.id not in assumed})
+    return total
+
+
+def projection(backend, jobs: list[Job], most: int, per_template: int, seed: int, style: str) -> dict | None:
+    """The writer run's time before its first request, as a run's: the first stage's requests
+    (a sample of three chunks) run dry through the backend's own projection; low: the jobs of
+    this stage, each reply a token long; high: every job to the end, each using its whole
+    budget, as if every template were kept. None where the backend cannot tell (a served model)."""
+    if not jobs:
+        return None
+    dec = decoding(style)
+    reqs = [Generate(prompt=prompt_of(j, per_template, seed, style), max_tokens=MAX_TOKENS, repeat_penalty=REPEAT_PENALTY,
+                     chat=dec["chat"], stop=tuple(dec["stop"])) for j in jobs[:3 * CHUNK]]
+    doc = backend.project({"write": [reqs[i:i + CHUNK] for i in range(0, len(reqs), CHUNK)]}, {}, seed)
+    if doc is None:
+        return None
+    got = doc["tasks"]["write"]
+    low, high = got["seconds_low"] / len(reqs) * len(jobs), got["seconds_high"] / len(reqs) * most
+    return {"low": round(low, 1), "high": round(high, 1), "jobs_now": len(jobs), "jobs_at_most": most,
+            "cost_model": doc.get("cost_model"), "method": "the first stage's requests (up to three chunks) run dry through "
+            "the backend's scheduler, each call costed by a model of this device measured now; low: this stage's jobs, "
+            "each reply one token; high: every job to come if every template were kept, each reply its whole budget"}
+
+
 def _record(job: Job, prompt: str, reply: Any, seconds: float, seen: set[str]) -> dict:
     text = extract(reply.text or "") if reply.error is None else ""
     verdict = validate(text, target_of(job))
@@ -395,6 +430,16 @@ def run(backend, writer: dict, out: Path, elements: list[str], domains: list[str
         "completion_style": {"ending": COMPLETION_TAIL, "labels": LABELS, "perspective_labels": PERSPECTIVE_LABELS},
         "generator_version": GENERATOR_VERSION, "writer_info": writer, "asked": asked}))
     records = revalidated(_load_records(out))
+    first = next((js for js in ([j for j in plan_stage(s, elements, domains, perspectives, per_template, seed, records)
+                                 if j.id not in records] for s in STAGES) if js), [])
+    proj = projection(backend, first, most_jobs(elements, domains, perspectives, per_template, seed, records),
+                      per_template, seed, style)
+    if proj is not None:
+        say(f"econeval steer write: projected {duration(proj['low'])} to {duration(proj['high'])} "
+            f"({proj['jobs_now']} templates to write in the {first[0].stage} stage, at most {proj['jobs_at_most']} in all "
+            f"if every one is kept; measured now on this machine)")
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        write_atomic(meta_path, dumps({**meta, "projection": proj}))
     for stage in STAGES:
         jobs = [j for j in plan_stage(stage, elements, domains, perspectives, per_template, seed, records) if j.id not in records]
         if not jobs:
