@@ -135,11 +135,19 @@ def evaluate(model: str | config.ModelSpec | None = None, tasks: Sequence[str] =
     return {**doc, "run_folder": str(out)}
 
 
+def open_run(path: str | Path):
+    """A finished run folder, read through its typed record (`store.finished.FinishedRun`): for
+    commands that read runs outside econeval's own (a plugin's)."""
+    from .store.finished import open_run as open_finished
+
+    return open_finished(path)
+
+
 def open_model(name: str, options: dict[str, Any] | None = None, seed: int = 0,
                flag: str = "--model") -> tuple[Any, config.ModelSpec]:
-    """A loaded backend for a model named as `--model` names one (a GGUF path, a models.toml name,
+    """A loaded backend for a model named as `--model` names one (a model file, a models.toml name,
     PREFIX:NAME), with backend options (`-M`) checked by its backend; and its resolved spec. For
-    commands that use a model outside a run (a plugin's, `steer write`)."""
+    commands that use a model outside a run (a plugin's own commands)."""
     options = dict(options or {})
     spec = role_specs.resolve(name)
     declared = role_specs.parse(spec)[0].Options.fields()

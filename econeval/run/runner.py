@@ -245,6 +245,9 @@ class _Run:
         self.tasks, self.backend, self.folder, self.ctx = tasks, backend, folder, ctx
         task_budgets = getattr(getattr(backend, "options", None), "task_budgets", None)
         self.budgets: dict[str, int] = task_budgets() if task_budgets else {}  # task → its own reasoning budget
+        unknown = sorted(set(self.budgets) - set(registry.tasks()))
+        if unknown:
+            raise UsageError(f"task_reasoning_tokens names no task {unknown[0]!r}", hint=registry.did_you_mean(unknown[0], registry.tasks()))
         self.selection, self.preps, self.say = selection, preps, say
         self.old: RunRecord | None = folder.record
         if self.old is not None:  # the same run, or some or more of its tasks: the folder describes all of them

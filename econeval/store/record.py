@@ -305,6 +305,12 @@ class RunRecord:
             options = _obj(self.options).get(task)
         return dict(options) if isinstance(options, dict) else {}
 
+    def task_settings(self, task: str) -> dict[str, Any]:
+        """A task's settings as recorded (what its benchmark wrote under `settings`)."""
+        entry = self.tasks.get(task) or {}
+        settings = entry.get("settings") if isinstance(entry, dict) else None
+        return dict(settings) if isinstance(settings, dict) else {}
+
     def task_identity(self, task: str) -> dict[str, Any] | None:
         """What makes the task's numbers comparable (data, prompt version, settings, options), as
         plain JSON; None when the run has no such task."""

@@ -75,10 +75,10 @@ def run(backend, checker: dict, ws: WrittenSet, n_questions: int, threshold: flo
     ident = {"version": CHECK_VERSION, "checker": checker.get("identity", checker), "questions_per_template": n_questions,
              "tokens": tokens, "seed": seed,
              "prompts": {"multiple_choice": MC_PROMPT, "free_text": FT_PROMPT}}
-    old = ws.check or {}
-    done: dict[str, dict] = dict(old.get("templates") or {}) if old.get("identity") == ident else {}
-    gold_done: dict[str, dict] = dict(old.get("gold") or {}) if old.get("identity") == ident else {}
-    if old and old.get("identity") != ident:
+    prior = ws.check or {}  # the folder's check.json, if checked before
+    done: dict[str, dict] = dict(prior.get("templates") or {}) if prior.get("identity") == ident else {}
+    gold_done: dict[str, dict] = dict(prior.get("gold") or {}) if prior.get("identity") == ident else {}
+    if prior and prior.get("identity") != ident:
         say(f"econeval steer check: {ws.folder / CHECK_FILE} was made by another checker or settings: checking again")
     tax = {r["element"]: r for r in data.load(BENCHMARK, "taxonomy.jsonl")}
     todo: list[tuple[str, str, list[dict]]] = []  # (kind, id, questions)

@@ -12,12 +12,11 @@ evidence either way at that many questions.
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
 from ...errors import UsageError
-from ...results import read_jsonl
+from . import BENCHMARK
 
 Z = 1.959963984540054
 NOTE = ("bundled − written accuracy, with a 95% interval (Newcombe). Above 0 beyond the interval: what a model that "
@@ -43,22 +42,26 @@ def newcombe(k1: int, n1: int, k2: int, n2: int) -> tuple[float, float]:
     return d - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2), d + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2)
 
 
-def _run(folder: Path) -> tuple[dict, list[dict]]:
-    folder = Path(folder)
-    try:
-        meta = json.loads((folder / "run.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"{folder} is not a run folder (run.json: {type(exc).__name__})") from None
-    if "steer-me" not in (meta.get("tasks") or {}):
+def _run(folder: Path):
+    """The run (its typed record) and its scored STEER-ME lines."""
+    from ... import api
+
+    run = api.open_run(folder)
+    if BENCHMARK not in run.record.tasks:
         raise UsageError(f"{folder} is not a steer-me run")
-    records = [r for r in read_jsonl(folder / "samples.jsonl", "samples file") if r.get("task") == "steer-me" and "correct" in r]
+    records = [r for r in run.samples.get(BENCHMARK, {}).values() if "correct" in r]
     if not records:
         raise UsageError(f"{folder} holds no scored steer-me question")
-    return meta, records
+    return run, records
 
 
-def _settings(meta: dict) -> dict:
-    s = dict(meta["tasks"]["steer-me"].get("settings") or {})
+def _template_set(run) -> dict | None:
+    settings = run.record.task_settings(BENCHMARK)  # the benchmark's own part of the record
+    return (settings.get("source") or {}).get("template_set")
+
+
+def _settings(run) -> dict:
+    s = run.record.task_settings(BENCHMARK)
     s.pop("source", None)
     return s
 
@@ -74,14 +77,13 @@ def _row(a: list[dict], b: list[dict]) -> dict:
 
 def report(run_a: Path, run_b: Path) -> dict:
     (ma, ra), (mb, rb) = _run(run_a), _run(run_b)
-    written = [i for i, m in enumerate((ma, mb)) if (m["tasks"]["steer-me"].get("settings") or {}).get("source", {}).get("template_set")]
+    written = [i for i, m in enumerate((ma, mb)) if _template_set(m)]
     if len(written) != 1:
         raise UsageError("give one run of a written set (`steer generate --templates`, run with -T questions=) and one of "
                          f"the bundled set; {'both' if len(written) == 2 else 'neither'} of these ran a written set")
     if written[0] == 0:
         (ma, ra, run_a), (mb, rb, run_b) = (mb, rb, run_b), (ma, ra, run_a)
-    ida, idb = (ma.get("backend") or {}).get("model"), (mb.get("backend") or {}).get("model")
-    if ida != idb:
+    if ma.record.model != mb.record.model:
         raise UsageError("the two runs are of different models: contamination compares one model on both sets")
     if _settings(ma) != _settings(mb):
         diff = sorted(k for k in set(_settings(ma)) | set(_settings(mb)) if _settings(ma).get(k) != _settings(mb).get(k))
@@ -97,9 +99,9 @@ def report(run_a: Path, run_b: Path) -> dict:
         raise UsageError("the two runs share no element")
     per = {el: _row(by_a[el], by_b[el]) for el in shared}
     overall = _row([r for el in shared for r in by_a[el]], [r for el in shared for r in by_b[el]])
-    ts = mb["tasks"]["steer-me"]["settings"]["source"]["template_set"]
+    ts = _template_set(mb) or {}
     return {"what": "STEER-ME contamination check: one model on the bundled set and on a set from written templates",
-            "note": NOTE, "model": ida, "bundled_run": str(run_a), "written_run": str(run_b), "template_set": ts,
+            "note": NOTE, "model": ma.record.model, "bundled_run": str(run_a), "written_run": str(run_b), "template_set": ts,
             "elements": per, "overall": overall}
 
 

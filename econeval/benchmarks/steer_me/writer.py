@@ -412,14 +412,14 @@ def run(backend, writer: dict, out: Path, elements: list[str], domains: list[str
     meta_path = out / WRITER_FILE
     if meta_path.exists():
         try:
-            old = json.loads(meta_path.read_text(encoding="utf-8"))
+            prior = json.loads(meta_path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise UsageError(f"{meta_path} cannot be read ({type(exc).__name__})") from None
-        if old.get("identity") != ident:
-            diff = sorted(k for k in ident if (old.get("identity") or {}).get(k) != ident[k])
+        if prior.get("identity") != ident:
+            diff = sorted(k for k in ident if (prior.get("identity") or {}).get(k) != ident[k])
             raise UsageError(f"{out} was written with another {', '.join(diff)}",
                              hint="continue it with the same writer, seed and prompt version, or give a new --out")
-        asked = old.get("asked", [])
+        asked = prior.get("asked", [])
     else:
         asked = []
     asked.append({"elements": elements, "domains": domains, "perspectives": perspectives, "per_template": per_template,
@@ -438,8 +438,8 @@ def run(backend, writer: dict, out: Path, elements: list[str], domains: list[str
         say(f"econeval steer write: projected {duration(proj['low'])} to {duration(proj['high'])} "
             f"({proj['jobs_now']} templates to write in the {first[0].stage} stage, at most {proj['jobs_at_most']} in all "
             f"if every one is kept; measured now on this machine)")
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        write_atomic(meta_path, dumps({**meta, "projection": proj}))
+        written = json.loads(meta_path.read_text(encoding="utf-8"))
+        write_atomic(meta_path, dumps({**written, "projection": proj}))
     for stage in STAGES:
         jobs = [j for j in plan_stage(stage, elements, domains, perspectives, per_template, seed, records) if j.id not in records]
         if not jobs:
