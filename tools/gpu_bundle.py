@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import hashlib
 import json
 import os
 import shutil
@@ -250,14 +249,6 @@ def token_counts() -> dict:
     return out
 
 
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--skip-sdist", action="store_true", help="keep the sdist already in the folder (or carry none)")
@@ -280,7 +271,9 @@ def main() -> None:
     doc["requirements"] = "every run-time requirement of econeval, llama-cpp-python, gguf and the carried wheels is on the " \
                           "GPU machine or carried"
     files = sorted(p for p in OUT.rglob("*") if p.is_file() and p.name != "bundle.json")
-    doc["files"] = {str(p.relative_to(OUT)): {"bytes": p.stat().st_size, "sha256": sha256(p)} for p in files}
+    from econeval.data import sha256_file
+
+    doc["files"] = {str(p.relative_to(OUT)): {"bytes": p.stat().st_size, "sha256": sha256_file(p)} for p in files}
     size = sum(p.stat().st_size for p in files)
     doc["total_mib"] = round(size / 2**20, 1)
     doc["seconds"] = round(time.monotonic() - t0, 1)

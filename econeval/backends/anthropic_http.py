@@ -218,13 +218,7 @@ class AnthropicBackend(Backend[AnthropicOptions]):
         return self.client.map(self._one, requests, on_done)
 
     def info(self) -> BackendInfo:
-        try:
-            if not self.detection.tried:  # once here: a probe that failed is tried again by the first request, not by every record
-                self._ensure_detected()
-        except UsageError:
-            raise
-        except ModelError:  # a server that fails the probe fails the first request the same way, where the run says so
-            pass
+        self.detection.before_record(self._probe)
         o = self.options
         switch = ((f"thinking enabled, budget_tokens {self.budget()}" if self.thinking == "enabled" else
                    "adaptive thinking (max_tokens: the budget plus the answer's)") if o.reasoning == "on" else

@@ -675,6 +675,19 @@ class Detection:
                 raise
             self.ready = True
 
+    def before_record(self, detect: Callable[[], None]) -> None:
+        """Detection for the backend's record (`info()`), tried once there: a probe that failed is
+        tried again by the first request, not by every record; a server that fails it fails the
+        first request the same way, where the run says so. A usage error is raised."""
+        if self.tried:
+            return
+        try:
+            self.run(detect)
+        except UsageError:
+            raise
+        except ModelError:
+            pass
+
 
 class HTTPError(ModelError):
     def __init__(self, code: int, message: str, error: dict | None = None):

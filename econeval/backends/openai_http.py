@@ -594,13 +594,7 @@ class OpenAIHTTPBackend(Backend[OpenAIOptions]):
                 markers=self.extra.close if self.extra else None)
 
     def info(self) -> BackendInfo:
-        try:
-            if not self.detection.tried:  # once here: a probe that failed is tried again by the first request, not by every record
-                self._ensure_detected()
-        except UsageError:
-            raise
-        except ModelError:  # a server that fails the probe fails the first request the same way, where the run says so
-            pass
+        self.detection.before_record(self._detect)
         endpoint = {"chat": "/v1/chat/completions", "completions": "/v1/completions", "responses": "/v1/responses"}[self.api]
         return self.client.info(self.kind, self.spec, self.served, self.use_chat, {
             "reasoning": self.reasoning_record(),
