@@ -316,6 +316,18 @@ def test_contamination_compares_one_model_on_the_bundled_and_the_written_set(wri
     rc, _, err = cli("steer", "contamination", runs["bundled"], runs["other"])
     assert rc == 2 and "neither" in err and "Traceback" not in err
 
+    # the report shows the same numbers beside the paper's tables (the other model's run pairs with nothing)
+    rc, _, err = cli("report", runs["bundled"], runs["written"], runs["other"], "--format", "json", "--out", tmp_path / "r.json")
+    assert rc == 0, err
+    tab = next(t for t in json.loads((tmp_path / "r.json").read_text())["tables"] if t["id"] == "steer-me-contamination")
+    rows = {r["label"]: r for r in tab["rows"]}
+    assert list(rows) == [*doc["elements"], "all elements"] and rows["all elements"]["n"] == "24/24"
+    assert rows["all elements"]["values"] == [o["bundled"]["accuracy"], o["written"]["accuracy"], o["difference"]]
+    assert rows["all elements"]["intervals"][2] == o["interval"]
+    assert any("writer w" in n for n in tab["notes"])
+    rc, _, err = cli("report", runs["bundled"], runs["other"], "--format", "json", "--out", tmp_path / "r2.json")
+    assert rc == 0 and "steer-me-contamination" not in (tmp_path / "r2.json").read_text()
+
 
 def test_the_completion_style_ends_the_prompt_where_the_template_begins(cli, tmp_path):
     out = tmp_path / "c"

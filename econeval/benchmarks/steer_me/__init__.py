@@ -49,9 +49,11 @@ def build(src: Path) -> dict[str, list[dict]]:
 
 
 def _tables(runs):
+    from .contamination import report_table
     from .tables import paper_tables
 
-    return paper_tables(runs)
+    conta = report_table([r for r in runs if BENCHMARK in r.results])  # a bundled and a written set's runs, side by side
+    return paper_tables(runs) + ([conta] if conta else [])
 
 
 registry.benchmark(BENCHMARK, build, tables=_tables, commands="econeval.benchmarks.steer_me.commands:steer")

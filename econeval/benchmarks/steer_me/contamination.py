@@ -16,7 +16,9 @@ import math
 from pathlib import Path
 
 from ...errors import UsageError
-from . import BENCHMARK
+from ...tables import Table
+from .tables import NOTE as REIMPLEMENTED
+from .tables import TASK as BENCHMARK
 
 Z = 1.959963984540054
 NOTE = ("bundled − written accuracy, with a 95% interval (Newcombe). Above 0 beyond the interval: what a model that "
@@ -49,10 +51,14 @@ def _run(folder: Path):
     run = api.open_run(folder)
     if BENCHMARK not in run.record.tasks:
         raise UsageError(f"{folder} is not a steer-me run")
+    return run, scored(run, folder)
+
+
+def scored(run, name) -> list[dict]:
     records = [r for r in run.samples.get(BENCHMARK, {}).values() if "correct" in r]
     if not records:
-        raise UsageError(f"{folder} holds no scored steer-me question")
-    return run, records
+        raise UsageError(f"{name} holds no scored steer-me question")
+    return records
 
 
 def _template_set(run) -> dict | None:
@@ -88,21 +94,41 @@ def report(run_a: Path, run_b: Path) -> dict:
     if _settings(ma) != _settings(mb):
         diff = sorted(k for k in set(_settings(ma)) | set(_settings(mb)) if _settings(ma).get(k) != _settings(mb).get(k))
         raise UsageError(f"the two runs differ in {', '.join(diff)}: run both sets with the same options")
+    doc = between(ra, rb)
+    if doc is None:
+        raise UsageError("the two runs share no element")
+    return {"what": "STEER-ME contamination check: one model on the bundled set and on a set from written templates",
+            "note": NOTE, "model": ma.record.model, "bundled_run": str(run_a), "written_run": str(run_b),
+            "template_set": _template_set(mb) or {}, **doc}
+
+
+def between(bundled: list[dict], written: list[dict]) -> dict | None:
+    """Per element both sets hold, and over those elements: accuracies and their difference."""
     by_a: dict[str, list[dict]] = {}
     by_b: dict[str, list[dict]] = {}
-    for r in ra:
+    for r in bundled:
         by_a.setdefault(r["element"], []).append(r)
-    for r in rb:
+    for r in written:
         by_b.setdefault(r["element"], []).append(r)
     shared = sorted(set(by_a) & set(by_b))
     if not shared:
-        raise UsageError("the two runs share no element")
-    per = {el: _row(by_a[el], by_b[el]) for el in shared}
-    overall = _row([r for el in shared for r in by_a[el]], [r for el in shared for r in by_b[el]])
-    ts = _template_set(mb) or {}
-    return {"what": "STEER-ME contamination check: one model on the bundled set and on a set from written templates",
-            "note": NOTE, "model": ma.record.model, "bundled_run": str(run_a), "written_run": str(run_b), "template_set": ts,
-            "elements": per, "overall": overall}
+        return None
+    return {"elements": {el: _row(by_a[el], by_b[el]) for el in shared},
+            "overall": _row([r for el in shared for r in by_a[el]], [r for el in shared for r in by_b[el]])}
+
+
+def pairs(runs: list) -> list[tuple]:
+    """The report's pairs among finished runs: each run of a written set with the first run of the
+    bundled set of the same model and settings."""
+    bundled = [r for r in runs if not _template_set(r)]
+    out = []
+    for w in runs:
+        if not _template_set(w):
+            continue
+        match = next((b for b in bundled if b.record.model == w.record.model and _settings(b) == _settings(w)), None)
+        if match is not None:
+            out.append((match, w))
+    return out
 
 
 def table(doc: dict) -> str:
@@ -117,3 +143,26 @@ def table(doc: dict) -> str:
     return "\n".join(lines) + (f"\n\nwritten set {ts['sha256'][:12]} (writer {ts['writer']['name']}, checker "
                                f"{(ts.get('checker') or {}).get('name') or 'none'}, review {ts.get('review')}); * marks an "
                                f"interval that excludes 0.\n{doc['note']}\n")
+
+
+def report_table(runs: list) -> Table | None:
+    """Beside the paper's tables, where the report holds one model's runs on the bundled set and on
+    a written set (`steer generate --templates`): `econeval steer contamination`'s numbers."""
+    tab = Table("steer-me-contamination", "STEER-ME contamination check: bundled against written wording",
+                ["bundled accuracy", "written accuracy", "bundled − written"], 3, row_label="element")
+    tab.notes = [REIMPLEMENTED, "Rows: the elements both sets hold, then all of them; intervals: Wilson for each accuracy, "
+                                "Newcombe for the difference; n: bundled/written questions. " + NOTE]
+    for bundled, written in pairs(runs):
+        doc = between(scored(bundled, bundled.label), scored(written, written.label))
+        if doc is None:
+            continue
+        for element, row in [*doc["elements"].items(), ("all elements", doc["overall"])]:
+            b, w = row["bundled"], row["written"]
+            tab.rows.append({"source": "run", "label": element, "setting": written.label,
+                             "values": [b["accuracy"], w["accuracy"], row["difference"]],
+                             "intervals": [b["interval"], w["interval"], row["interval"]], "n": f"{b['n']}/{w['n']}"})
+        ts = _template_set(written) or {}
+        tab.notes.append(f"{written.label} against {bundled.label}: written set {str(ts.get('sha256', ''))[:12]} (writer "
+                         f"{(ts.get('writer') or {}).get('name')}, checker {(ts.get('checker') or {}).get('name') or 'none'}, "
+                         f"review {ts.get('review')}).")
+    return tab if tab.rows else None
