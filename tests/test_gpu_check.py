@@ -99,6 +99,73 @@ def test_cublas_is_taken_from_nvidias_wheels_when_the_toolkit_lacks_it(tmp_path,
     assert info["cublas"] == "in the toolkit" and not any("cublas" in a for a in args)
 
 
+def _wheel(folder: Path, offloads: bool) -> Path:
+    """A stand-in llama-cpp-python wheel: `llama_cpp` says whether it offloads, and the wheel holds a
+    libggml-cuda.so under two names, as a CUDA build's does."""
+    import base64
+    import hashlib
+    import zipfile
+
+    folder.mkdir(parents=True, exist_ok=True)
+    whl = folder / "llama_cpp_python-0.3.36-py3-none-linux_x86_64.whl"
+    files = {"llama_cpp/__init__.py": f"def llama_supports_gpu_offload():\n    return {offloads}\n\n\n"
+                                      "def llama_print_system_info():\n    return b'CUDA : ARCHS = 900 | FA_ALL_QUANTS = 0'\n",
+             "llama_cpp/lib/libggml-cuda.so": "fatbin", "llama_cpp/lib/libggml-cuda.so.0": "fatbin",
+             "llama_cpp_python-0.3.36.dist-info/METADATA": "Metadata-Version: 2.1\nName: llama_cpp_python\nVersion: 0.3.36\n",
+             "llama_cpp_python-0.3.36.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: false\nTag: py3-none-linux_x86_64\n"}
+
+    def digest(text):
+        return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+
+    record = "".join(f"{n},{digest(t)},{len(t.encode())}\n" for n, t in files.items()) + "llama_cpp_python-0.3.36.dist-info/RECORD,,\n"
+    with zipfile.ZipFile(whl, "w") as z:
+        for n, t in {**files, "llama_cpp_python-0.3.36.dist-info/RECORD": record}.items():
+            z.writestr(n, t)
+    return whl
+
+
+@pytest.mark.parametrize("offloads", [True, False])
+def test_a_carried_cuda_wheel_replaces_the_build_only_when_it_offloads(tmp_path, monkeypatch, offloads):
+    """The bundle carries a wheel compiled elsewhere: installed in place of the build when it loads
+    and offloads there; otherwise the step fails with the reason, its folder is gone, and the driver
+    compiles the sdist after all (go() keeps the failed try as the step `prebuilt`)."""
+    monkeypatch.setattr(gpu_bundle, "OUT", tmp_path / "bundle")
+    made = gpu_bundle.prebuilt(_wheel(tmp_path / "dist", offloads))
+    assert made["file"] == "prebuilt/llama_cpp_python-0.3.36-cuda.tar.xz" and made["libs"] == ["libggml-cuda.so", "libggml-cuda.so.0"]
+    (tmp_path / "bundle" / "bundle.json").write_text(json.dumps({"prebuilt": made}))
+    monkeypatch.setenv("GPU_BUNDLE", str(tmp_path / "bundle"))
+    monkeypatch.setenv("GPU_CHECK_WORK", str(tmp_path / "work"))
+    (tmp_path / "out").mkdir()
+    check = gpu_check.Check(tmp_path / "out", dry=False, limit_s=300, t0=time.time())
+    assert check.prebuilt() == tmp_path / "bundle" / made["file"]
+    result = check.step("build", check.install_prebuilt)
+    rec = check.doc["steps"]["build"]
+    if offloads:
+        assert rec["status"] == "ok" and result["prebuilt"] == Path(made["file"]).name and result["built"] == made["built"]
+        assert result["system_info"] == ["CUDA : ARCHS = 900 | FA_ALL_QUANTS = 0"]
+        assert (check.site_llama / "llama_cpp" / "__init__.py").is_file()
+        lib = check.site_llama / "llama_cpp" / "lib"  # each library once, its other names links to it
+        assert (lib / "libggml-cuda.so").is_symlink() and (lib / "libggml-cuda.so").read_text() == "fatbin"
+    else:
+        assert result is None and rec["status"] == "failed" and "does not load or offload here" in rec["error"]
+        assert not check.site_llama.exists()
+
+
+def test_the_bundle_refuses_a_wheel_without_cuda(tmp_path, monkeypatch):
+    monkeypatch.setattr(gpu_bundle, "OUT", tmp_path / "bundle")
+    whl = _wheel(tmp_path / "dist", True)
+    import zipfile
+
+    cpu = tmp_path / "cpu" / whl.name
+    cpu.parent.mkdir()
+    with zipfile.ZipFile(whl) as src, zipfile.ZipFile(cpu, "w") as dst:
+        for n in src.namelist():
+            if "libggml-cuda" not in n:
+                dst.writestr(n, src.read(n))
+    with pytest.raises(SystemExit, match="not a CUDA build"):
+        gpu_bundle.prebuilt(cpu)
+
+
 # ---- the bundle and the dry run in a fresh copy ---------------------------------------------------
 def fresh_copy(dest: Path) -> None:
     """The files the device tool sends: tracked and untracked-not-ignored ones of the working tree."""
@@ -182,7 +249,9 @@ def test_the_dry_run_in_a_fresh_copy_measures_every_step(tmp_path, bundle):
     run = json.loads((out / "run.json").read_text())
     assert run["backend"]["n_ctx"] == ev["backend"]["n_ctx"] and run["roles"]["embedder"]["path"] == str(bundle / "embedder")
 
-    assert set(steps["engine"]["result"]) == {"1", "8"} and all(v["generated_tokens_per_s"] > 0 for v in steps["engine"]["result"].values())
+    engine = steps["engine"]["result"]
+    assert set(engine) == {"flash_attention off, prompt 128"} and set(engine["flash_attention off, prompt 128"]) == {"1", "8"}
+    assert all(v["generated_tokens_per_s"] > 0 for v in engine["flash_attention off, prompt 128"].values())
     assert steps["bench-1"]["result"]["classification"]["econeval_over_floor"] > 0
     assert steps["bench-2"]["result"]["generation"]["econeval_over_engine"] > 0
     proj = doc["projection"]

@@ -95,6 +95,10 @@ def engine_batched(path, prompts_prefix, prompts, budgets, n_seq, threads, n_ctx
     mp = llama_cpp.llama_model_default_params()
     mp.n_gpu_layers = 0x7FFFFFFF if NGL == -1 else NGL
     model = _internals.LlamaModel(path_model=str(path), params=mp, verbose=False)
+    pre = model.tokenize(prompts_prefix.encode(), add_bos=True, special=False)[:-1]
+    toks = [model.tokenize(p.encode(), add_bos=True, special=False) for p in prompts]
+    # room for a whole group: the shared prefix once, and each sequence's own tokens and budget (64 on a GPU)
+    n_ctx = max(n_ctx, len(pre) + n_seq * max(len(t) - len(pre) + b for t, b in zip(toks, budgets)) + 256)
     cp = llama_cpp.llama_context_default_params()
     cp.n_ctx, cp.n_batch, cp.n_ubatch, cp.n_seq_max, cp.kv_unified, cp.swa_full = n_ctx, 2048, 512, n_seq + 1, True, True
     cp.n_threads = cp.n_threads_batch = threads
@@ -111,8 +115,6 @@ def engine_batched(path, prompts_prefix, prompts, budgets, n_seq, threads, n_ctx
         batch.n_tokens = len(entries)
         assert llama_cpp.llama_decode(ctx.ctx, batch) == 0
 
-    pre = model.tokenize(prompts_prefix.encode(), add_bos=True, special=False)[:-1]
-    toks = [model.tokenize(p.encode(), add_bos=True, special=False) for p in prompts]
     generated = 0
     t0 = time.perf_counter()
     for start in range(0, len(prompts), n_seq):

@@ -16,6 +16,10 @@ that the repository's tracked files do not hold.
                                     for the CFBenchmark generation tasks' similarity stage there (the
                                     91 MB m3e embedder does not travel; those scores are computed back
                                     here from the returned samples with `econeval score`)
+    prebuilt/                       with --cuda-wheel WHEEL or --build-cuda DIR only: llama-cpp-python
+                                    compiled with CUDA where nvcc is (no GPU needed), its package as a
+                                    .tar.xz: installed there in place of the build when it loads and
+                                    offloads, which leaves the 9 minutes to measure
     token_counts.json               every task's first-stage prompt tokens (Mistral's vocabulary,
                                     through llama.cpp) and generation budget: the full-suite projection
     bundle.json                     what is here: each file's bytes and sha256, the versions
@@ -23,7 +27,7 @@ that the repository's tracked files do not hold.
 Checks that the folder is under 60 MiB (the device tool takes 64 MiB with the tracked tree) and
 that every package the check imports is either on that machine or carried.
 
-    python tools/gpu_bundle.py [--skip-sdist]      (GPU_BUNDLE=DIR: another folder)
+    python tools/gpu_bundle.py [--skip-sdist] [--cuda-wheel WHEEL | --build-cuda DIR]    (GPU_BUNDLE=DIR: another folder)
 """
 
 from __future__ import annotations
@@ -249,9 +253,87 @@ def token_counts() -> dict:
     return out
 
 
+CUBLAS = "nvidia-cublas>=13.0,<13.1"  # CUDA 13.0's cuBLAS, as the GPU machine's driver (580, CUDA 13.0) serves
+
+
+def build_cuda_wheel(dest: Path) -> Path:
+    """Compile the trimmed sdist with CUDA here, where nvcc is and no GPU need be: the GPU check's own
+    flags (tools/gpu_check.py) with the flash-attention kernels, cuBLAS from NVIDIA's wheel (pip),
+    VMM off where no driver library is here. 25-30 min on 2 cores; the GPU machine then loads it."""
+    sys.path.insert(0, str(REPO / "tools"))
+    from gpu_check import COMMON_CMAKE, CUDA_CMAKE, FA_ON, cuda_hints, find_nvcc
+
+    nvcc = find_nvcc()
+    if not nvcc:
+        sys.exit("gpu_bundle: --build-cuda needs nvcc (the CUDA toolkit) here")
+    src = sorted(OUT.glob("llama_cpp_python-*-cuda.tar.gz"))
+    if not src:
+        sys.exit("gpu_bundle: no trimmed sdist in the bundle to build (run without --skip-sdist first)")
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run([*PIP, "download", "-q", "--no-deps", "--only-binary=:all:", "-d", tmp, CUBLAS], check=True)
+        site = Path(tmp) / "site"
+        with zipfile.ZipFile(next(Path(tmp).glob("nvidia_cublas-*.whl"))) as z:
+            z.extractall(site)
+        args, _ = cuda_hints(nvcc, site_roots=[site])
+        env = {**os.environ, "CMAKE_ARGS": " ".join(CUDA_CMAKE + FA_ON + COMMON_CMAKE + args), "CUDACXX": nvcc,
+               "CMAKE_BUILD_PARALLEL_LEVEL": str(os.cpu_count() or 1), "LIBRARY_PATH": str(site / "nvidia" / "cu13" / "lib")}
+        print(f"gpu_bundle: compiling {src[-1].name} with CUDA: CMAKE_ARGS={env['CMAKE_ARGS']}", flush=True)
+        dest.mkdir(parents=True, exist_ok=True)
+        subprocess.run([*PIP, "wheel", "--no-deps", "-w", str(dest), str(src[-1])], check=True, env=env)
+    return max(dest.glob("llama_cpp_python-*.whl"), key=lambda p: p.stat().st_mtime)
+
+
+def prebuilt(wheel: Path) -> dict:
+    """The CUDA wheel as prebuilt/llama_cpp_python-V-cuda.tar.xz (the folder holds it alone): its
+    package and dist-info, each library once (the wheel holds every soname as a copy: six of a
+    418 MB libggml-cuda.so) with its other names as links, xz-compressed (a 28 MB archive)."""
+    folder = OUT / "prebuilt"
+    shutil.rmtree(folder, ignore_errors=True)
+    if not wheel.is_file():
+        sys.exit(f"gpu_bundle: no wheel {wheel}")
+    version = wheel.name.split("-")[1]
+    with zipfile.ZipFile(wheel) as z:
+        members = [i for i in z.infolist() if not i.is_dir() and (i.filename.startswith("llama_cpp/") or ".dist-info/" in i.filename)]
+        libs = {Path(i.filename).name: i.file_size for i in members if "/lib/" in i.filename and ".so" in i.filename}
+        if not any(n.startswith("libggml-cuda.so") for n in libs):
+            sys.exit(f"gpu_bundle: {wheel.name} holds no libggml-cuda.so: not a CUDA build")
+        folder.mkdir(parents=True)
+        out = folder / f"llama_cpp_python-{version}-cuda.tar.xz"
+        with tempfile.TemporaryDirectory() as tmp:
+            tar = Path(tmp) / "prebuilt.tar"
+            first: dict[tuple[str, int, int], str] = {}  # (folder, size, crc) → the name written
+            with tarfile.open(tar, "w") as t:
+                for i in sorted(members, key=lambda i: (-len(i.filename), i.filename)):  # the longest soname holds the bytes
+                    key = (str(Path(i.filename).parent), i.file_size, i.CRC)
+                    info = tarfile.TarInfo(i.filename)
+                    if key in first and i.file_size > 0:
+                        info.type, info.linkname = tarfile.SYMTYPE, Path(first[key]).name
+                        t.addfile(info)
+                        continue
+                    first[key] = i.filename
+                    info.size, info.mode = i.file_size, 0o755 if ".so" in i.filename else 0o644
+                    with z.open(i) as fh:
+                        t.addfile(info, fh)
+            if shutil.which("xz"):  # every core; Python's lzma takes one
+                with open(out, "wb") as fh:
+                    subprocess.run(["xz", "-T0", "-6", "-c", str(tar)], stdout=fh, check=True)
+            else:
+                import lzma
+
+                with open(tar, "rb") as src, lzma.open(out, "wb", preset=6) as dst:
+                    shutil.copyfileobj(src, dst, 1 << 20)
+    cuda = max(v for n, v in libs.items() if n.startswith("libggml-cuda.so"))
+    built = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(wheel.stat().st_mtime))
+    return {"file": f"prebuilt/{out.name}", "from": wheel.name, "built": built, "lib_mib": round(cuda / 2**20, 1),
+            "mib": round(out.stat().st_size / 2**20, 1), "libs": sorted(libs)}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--skip-sdist", action="store_true", help="keep the sdist already in the folder (or carry none)")
+    ap.add_argument("--cuda-wheel", type=Path, help="carry this CUDA build of llama-cpp-python (docs/speed-and-gpu.md)")
+    ap.add_argument("--build-cuda", type=Path, metavar="DIR",
+                    help="compile the CUDA wheel here into DIR (nvcc, no GPU needed; 25-30 min on 2 cores), then carry it")
     args = ap.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
@@ -264,6 +346,12 @@ def main() -> None:
         doc["data"] = data_package()
         doc["vocabulary"] = vocabulary(work)
     doc["embedder"] = embedder()
+    if args.build_cuda:
+        args.cuda_wheel = build_cuda_wheel(args.build_cuda)
+    if args.cuda_wheel:
+        doc["prebuilt"] = prebuilt(args.cuda_wheel)
+    else:
+        shutil.rmtree(OUT / "prebuilt", ignore_errors=True)
     (OUT / "token_counts.json").write_text(json.dumps(token_counts(), indent=1))
     missing = missing_requirements(llama_requires())
     if missing:

@@ -45,10 +45,12 @@ import shutil
 import signal
 import subprocess
 import sys
+import tarfile
 import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Callable
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tools"))
@@ -218,7 +220,8 @@ class Check:
         if self.left() < need_s:
             self.skip(name, f"{max(0, self.left()):.0f} s left of the time limit, the step needs {need_s:.0f} s")
             return None
-        rec = self.doc["steps"][name] = {"status": "running", "started_s": self.elapsed()}
+        rec: dict = {"status": "running", "started_s": self.elapsed()}
+        self.doc["steps"][name] = rec
         self.save()
         self.say(f"{name} …")
         t0 = time.time()
@@ -249,9 +252,12 @@ class Check:
         try:
             self.run(cmd, timeout - grace, env=self.env(GPU_CHECK_DEADLINE=str(time.time() + timeout - grace)), name=name, grace=grace)
         except StepFailed as exc:
-            if not (exc.timed_out and result.is_file()):
+            if not result.is_file():
                 raise
-            return {**json.loads(result.read_text()), "stopped_at_time_limit": True}
+            if exc.timed_out:
+                return {**json.loads(result.read_text()), "stopped_at_time_limit": True}
+            # a step that wrote part of its result and then died (a CUDA error ends the process): that part and why
+            return {**json.loads(result.read_text()), "stopped_by": str(exc)[:2000]}
         if not result.is_file():
             raise StepFailed(f"the step wrote no {result.name}")
         return json.loads(result.read_text())
@@ -290,6 +296,36 @@ class Check:
         self.run([*cmd, "--target", str(target), *wheels], timeout=min(90, self.left()), env=dict(os.environ), name="install")
         return {"wheels": [Path(w).name for w in wheels], "target": str(target),
                 "installed": sorted(p.name for p in target.iterdir() if p.name.endswith(".dist-info"))}
+
+    def prebuilt(self) -> Path | None:
+        """A CUDA wheel of llama-cpp-python compiled where nvcc is (tools/gpu_bundle.py --cuda-wheel):
+        installed in place of the build when it loads there, else the sdist is compiled after all."""
+        found = sorted((self.bundle / "prebuilt").glob("llama_cpp_python-*-cuda.tar.xz"))
+        return found[-1] if found else None
+
+    def install_prebuilt(self) -> dict:
+        """The carried CUDA build unpacked into site-llama; the CUDA libraries it links (cuBLAS, the
+        runtime) from the toolkit or python3's NVIDIA wheels, as for the build; then it must load and
+        offload."""
+        archive = self.prebuilt()
+        assert archive is not None
+        nvcc = find_nvcc()
+        hints = cuda_hints(nvcc)[1] if nvcc else {"ld_library_path": [], "toolkit": "no nvcc: none found"}
+        self.ld_path = list(hints["ld_library_path"])
+        t0 = time.time()
+        with tarfile.open(archive) as t:
+            t.extractall(self.site_llama, filter="data")  # links stay inside the folder
+        probe = ("import llama_cpp, sys; print(llama_cpp.llama_print_system_info().decode()); "
+                 "sys.exit(0 if llama_cpp.llama_supports_gpu_offload() else 3)")
+        try:
+            info = self.run([self.py, "-c", probe], timeout=min(60, self.left()), name="prebuilt-probe")
+        except StepFailed as exc:
+            shutil.rmtree(self.site_llama, ignore_errors=True)
+            raise StepFailed(f"the carried build {archive.name} does not load or offload here: {exc}") from None
+        made = json.loads((self.bundle / "bundle.json").read_text()).get("prebuilt") or {}
+        return {"prebuilt": archive.name, "from": made.get("from"), "install_s": round(time.time() - t0, 1),
+                "system_info": info.strip().splitlines()[-1:],
+                "built": made.get("built"), "lib_mib": made.get("lib_mib"), **hints}
 
     def sdist(self) -> Path:
         found = sorted(self.bundle.glob("llama_cpp_python-*-cuda.tar.gz"))
@@ -387,8 +423,8 @@ class Check:
         self.doc["peak_gpu_memory_mib"] = mem.peak_mib if mem else None
         counts_file = self.bundle / "token_counts.json"
         counts = json.loads(counts_file.read_text()) if counts_file.is_file() else {}
-        tasks = ((self.doc["steps"].get("econeval") or {}).get("result") or {}).get("tasks") or {}
-        self.doc["projection"] = project(tasks, counts)
+        measured = (self.doc["steps"].get("econeval") or {}).get("result") or {}
+        self.doc["projection"] = project(measured.get("tasks") or {}, counts, measured.get("samples") or {})
         extra = sorted(p for p in self.out.rglob("*") if p.is_file() and p.name not in RETURNED and not p.name.startswith("results"))
         for p in extra:  # only the named files come back (the device tool returns at most 8)
             shutil.move(str(p), str(self.work / p.name))
@@ -415,7 +451,11 @@ class Check:
         building = None
         if self.dry:
             self.step("build", self.configure)
+        elif self.prebuilt() is not None and self.step("build", self.install_prebuilt) is not None:
+            pass
         else:
+            if "build" in self.doc["steps"]:  # the carried wheel did not load: compile the sdist after all
+                self.doc["steps"]["prebuilt"] = self.doc["steps"].pop("build")
             building = self.step("build", self.start_build)
         self.step("data", self.s_data)
         self.step("model", self.s_model)
@@ -442,10 +482,13 @@ class Check:
             # econeval first (the headline), then the engine's own rates, then bench.py with what is left
             # econeval's chunks start within run_s; the in-flight chunk may overrun it, then SIGTERM ends the run
             # (econeval marks it interrupted, and the step still reports what ran)
+            # with a carried build there is time for the engine's runs and a bench section after it
             left = self.left()
-            run_s = min(300.0, max(30.0, left - (90 if left > 200 else 45)))
+            run_s = min(300.0, max(30.0, left - (150 if left > 400 else 90 if left > 200 else 45)))
             self.step("econeval", lambda: self.sub_step("econeval", self.left() - 5, "--run-s", str(int(run_s)), grace=20), need_s=60)
             self.step("engine", lambda: self.sub_step("engine", min(150, self.left() - 5)), need_s=30)
+            if not self.dry:  # the CPU build has no flash attention to compare with
+                self.step("engine-fa-off", lambda: self.sub_step("engine-fa-off", min(90, self.left() - 5)), need_s=60)
             self.step("bench-1", lambda: self.bench("1"), need_s=40 if self.dry else 90)
             self.step("bench-2", lambda: self.bench("2"), need_s=40 if self.dry else 120)
         self.final(mem)
@@ -467,12 +510,13 @@ def plan(dry: bool) -> dict:
         return {"note": "dry run: the same steps on this machine's CPU, tiny layers"}
     return {"limit_s": LIMIT_S, "estimates_s": {
         "env+install": "10 (measured here: pip --target of 4 small wheels)",
-        "build": "about 300 in the background without the flash-attention kernels, about 410 with them (GPU_CHECK_FA=on): "
+        "build": "a few seconds when the bundle carries a CUDA wheel compiled elsewhere (tools/gpu_bundle.py --cuda-wheel) and it "
+                 "loads; else about 300 in the background without the flash-attention kernels, about 410 with them (GPU_CHECK_FA=on): "
                  "estimates from one-core compile times of sampled files measured on a 2-core development machine (4,700 and 6,500 "
                  f"CPU-seconds over 16 cores); stopped when fewer than {MEASURE_MIN_S} s would be left to measure",
         "data": "5 (install + verify of 21 MB)", "model": "20-60 (4.1 GB written while the build runs)",
         "smoke": "10-20 (load 4.1 GB onto the GPU)", "econeval": "up to min(300, what is left - 90) for chunk starts, --limit 16",
-        "engine": "up to 150 (4 batch sizes)", "bench-1": "what is left, when 90 s or more",
+        "engine": "up to 150 (9 runs: N 1-128, flash attention auto and off, prompts of 128 and 1,024)", "bench-1": "what is left, when 90 s or more",
         "bench-2": "what is left, when 120 s or more"}}
 
 
@@ -505,7 +549,7 @@ def toolkit_root(nvcc: str) -> Path:
     return Path(os.path.realpath(nvcc)).parent.parent
 
 
-def cuda_hints(nvcc: str) -> tuple[list[str], dict]:
+def cuda_hints(nvcc: str, site_roots: list[Path] | None = None) -> tuple[list[str], dict]:
     """CMake arguments for a toolkit without cuBLAS or the driver stub (a toolkit assembled from
     NVIDIA's wheels): cuBLAS from python3's nvidia wheels (nvidia/cu13 or nvidia/cublas), the
     driver library where the driver put it; without one, VMM off (ggml links libcuda only for it)."""
@@ -519,7 +563,7 @@ def cuda_hints(nvcc: str) -> tuple[list[str], dict]:
     if not (have_lib and have_inc):
         import site
 
-        roots = [Path(p) for p in site.getsitepackages() + [site.getusersitepackages()]]
+        roots = site_roots or [Path(p) for p in site.getsitepackages() + [site.getusersitepackages()]]
         for base in roots:
             for sub in ("nvidia/cu13", "nvidia/cublas"):
                 lib, inc = base / sub / "lib", base / sub / "include"
@@ -580,9 +624,12 @@ def ninja_times(log: Path) -> dict | None:
             "slowest": {Path(k).name: round(v, 1) for k, v in slow}}
 
 
-def project(tasks: dict, counts: dict) -> dict:
-    """A full --suite all: each task's prompt and generation token counts at the rate measured
-    here (the task's own tokens/s over its evaluated + generated tokens, from the limited run)."""
+def project(tasks: dict, counts: dict, samples: dict | None = None) -> dict:
+    """A full --suite all: each task's measured seconds scaled by the full set's tokens over the
+    sample's (prompt tokens as the tokenizer counts them, before prefixes are shared, and generated
+    tokens: the budgets of the full set, what the sample generated), so that the sample's prefix
+    sharing and batching carry over. Without the samples' counts (an older result): the full set's
+    tokens at the task's tokens/s, which counts every shared prefix again."""
     if not counts:
         return {"note": "no token_counts.json (tools/gpu_bundle.py writes it): no projection"}
     if not tasks:
@@ -590,17 +637,24 @@ def project(tasks: dict, counts: dict) -> dict:
     total = 0.0
     per: dict[str, float | None] = {}
     for name, c in counts.get("tasks", {}).items():
-        rate = (tasks.get(name) or {}).get("tokens_per_s")
-        if not rate:
+        t, got = tasks.get(name) or {}, (samples or {}).get(name) or {}
+        done = (got.get("prompt_tokens") or 0) + (got.get("generated_tokens") or 0)
+        if t.get("seconds") and done:
+            secs = t["seconds"] * (c["prompt_tokens"] + c["max_generated_tokens"]) / done
+        elif t.get("tokens_per_s") and samples is None:
+            secs = (c["prompt_tokens"] + c["max_generated_tokens"]) / t["tokens_per_s"]
+        else:
             per[name] = None
             continue
-        secs = (c["prompt_tokens"] + c["max_generated_tokens"]) / rate
         per[name] = round(secs, 1)
         total += secs
+    method = ("each task's seconds in the sample x (the full set's prompt tokens + generation budgets) / (the sample's prompt "
+              "tokens + generated tokens)" if samples is not None else
+              "token counts of every item / the task's measured tokens/s (shared prefixes counted again: high)")
     return {"seconds_per_task": per, "total_s": round(total, 1), "total_min": round(total / 60, 1),
             "complete": all(v is not None for v in per.values()),
-            "method": "token counts of every item (prompts: Mistral 7B v0.3's tokenizer; generation: each request's "
-                      "max_tokens, an upper bound: a random-weight model never stops early) / the task's measured tokens/s",
+            "method": method + "; prompts: Mistral 7B v0.3's tokenizer; generation: each request's max_tokens, an upper "
+                               "bound where a model stops early (a random-weight model never does)",
             "tokenizer": counts.get("tokenizer")}
 
 
@@ -615,15 +669,16 @@ def deadline() -> float:
 
 def step_smoke(out: Path, dry: bool) -> dict:
     """The build loads, offloads every layer, tokenizes as SentencePiece does and decodes."""
+    import llama_cpp
     import numpy as np
+    from llama_cpp import _internals
 
     import econeval
-    import llama_cpp
-    from llama_cpp import _internals
 
     model_path = work_dir() / "model.gguf"
     res: dict = {"llama_cpp": llama_cpp.__file__, "llama_cpp_version": llama_cpp.__version__, "econeval": econeval.__file__,
-                 "gpu_offload_supported": bool(llama_cpp.llama_supports_gpu_offload())}
+                 "gpu_offload_supported": bool(llama_cpp.llama_supports_gpu_offload()),
+                 "system_info": llama_cpp.llama_print_system_info().decode(errors="replace")}
     if not Path(econeval.__file__).resolve().is_relative_to(REPO):
         raise RuntimeError(f"econeval was imported from {econeval.__file__}, not from {REPO}")
     if not dry and not res["gpu_offload_supported"]:
@@ -681,7 +736,7 @@ def step_smoke(out: Path, dry: bool) -> dict:
 
 
 def step_econeval(out: Path, dry: bool, run_s: float) -> dict:
-    """Every task (--limit 16; the dry run 1) with the product's defaults for a model given by path:
+    """Every task (--limit 16, or GPU_CHECK_ITEMS; the dry run 1) with the product's defaults for a model given by path:
     its n_ctx, parallel, offload and flash attention are whatever econeval chooses, and run.json's
     backend section records them. No chunk starts after `run_s`. The CFBenchmark generation tasks'
     similarity stage goes to the carried stand-in embedder: their samples come back without it."""
@@ -701,7 +756,7 @@ def step_econeval(out: Path, dry: bool, run_s: float) -> dict:
         interleave = True
 
     work = work_dir()
-    limit = 1 if dry else 16
+    limit = 1 if dry else int(os.environ.get("GPU_CHECK_ITEMS") or 16)
     selection = LimitBy(limit, deadline=time.monotonic() + run_s)
     tasks = [t for t in registry.tasks() if t != "econnli-gen"] + ["econnli-gen"]  # the judged task last
     run_dir = work / "run"
@@ -768,29 +823,38 @@ def strip_similarity(samples: Path, dest: Path) -> int:
     return n
 
 
-def batched_rates(path: Path, n_gpu_layers: int, counts=(1, 8, 32, 64), prompt_tokens: int = 128, gen: int = 64,
-                  until: float | None = None) -> dict:
-    """llama.cpp's own batched greedy decode (as `llama-batched-bench` does it): N sequences, each
-    a `prompt_tokens` prompt then `gen` tokens; aggregate tokens/s of the prompt and the generation.
-    No new N starts after `until` (time.time())."""
-    import numpy as np
+# (flash attention, N, prompt tokens): 1,024 is about CFBenchmark's prompt length, where attention weighs most. The
+# runs without flash attention go in a process of their own: on the H200 one of them stopped the process (a CUDA
+# "illegal instruction" at N 32), which would have taken the other rows with it
+ENGINE_RUNS = [("auto", n, 128) for n in (1, 8, 32, 64, 128)] + [("auto", 32, 1024), ("auto", 64, 1024)]
+ENGINE_RUNS_OFF = [("off", 64, 128), ("off", 32, 1024), ("off", 32, 128)]
+FLASH = {"auto": "LLAMA_FLASH_ATTN_TYPE_AUTO", "off": "LLAMA_FLASH_ATTN_TYPE_DISABLED", "on": "LLAMA_FLASH_ATTN_TYPE_ENABLED"}
 
+
+def batched_rates(path: Path, n_gpu_layers: int, runs=ENGINE_RUNS, gen: int = 64, until: float | None = None,
+                  on_row: Callable[[dict], None] | None = None) -> dict:
+    """llama.cpp's own batched greedy decode (as `llama-batched-bench` does it), for each run
+    (flash attention, N, prompt length): N sequences, each a prompt then `gen` tokens; aggregate
+    tokens/s of the prompts and of the generation, under "flash attention/prompt length" then N.
+    No new run starts after `until` (time.time()); `on_row` gets what is measured after each run."""
     import llama_cpp
+    import numpy as np
     from llama_cpp import _internals
 
     mp = llama_cpp.llama_model_default_params()
     mp.n_gpu_layers = 0x7FFFFFFF if n_gpu_layers == -1 else n_gpu_layers
     model = _internals.LlamaModel(path_model=str(path), params=mp, verbose=False)
     out: dict = {}
-    for n in counts:
+    for fa, n, prompt_tokens in runs:
+        row = out.setdefault(f"flash_attention {fa}, prompt {prompt_tokens}", {})
         if until is not None and time.time() > until:
-            out[str(n)] = "skipped: the step's time was spent"
+            row[str(n)] = "skipped: the step's time was spent"
             continue
         cp = llama_cpp.llama_context_default_params()
         cp.n_ctx = n * (prompt_tokens + gen) + 16
         cp.n_batch, cp.n_ubatch, cp.n_seq_max, cp.kv_unified = 2048, 512, n, True
         cp.n_threads = cp.n_threads_batch = os.cpu_count() or 1
-        cp.flash_attn_type = llama_cpp.LLAMA_FLASH_ATTN_TYPE_AUTO if n_gpu_layers else llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED
+        cp.flash_attn_type = getattr(llama_cpp, FLASH[fa])
         ctx = _internals.LlamaContext(model=model, params=cp, verbose=False)
         batch = llama_cpp.llama_batch_init(2048, 0, n)
         n_vocab = model.n_vocab()
@@ -818,23 +882,30 @@ def batched_rates(path: Path, n_gpu_layers: int, counts=(1, 8, 32, 64), prompt_t
             decode([(t, prompt_tokens + step, s, True) for s, t in enumerate(toks)])
         llama_cpp.llama_synchronize(ctx.ctx)
         t2 = time.perf_counter()
-        out[str(n)] = {"prompt_tokens_per_s": round(n * prompt_tokens / (t1 - t0), 1),
+        row[str(n)] = {"prompt_tokens_per_s": round(n * prompt_tokens / (t1 - t0), 1),
                        "generated_tokens_per_s": round(n * gen / (t2 - t1), 1)}
         llama_cpp.llama_batch_free(batch)
         ctx.close()
+        if on_row is not None:
+            on_row(out)
     model.close()
     return out
 
 
-def step_engine(out: Path, dry: bool) -> dict:
-    return batched_rates(work_dir() / "model.gguf", 0 if dry else -1, counts=(1, 8) if dry else (1, 8, 32, 64),
-                         until=deadline() - (15 if dry else 30))
+def step_engine(out: Path, dry: bool, name: str) -> dict:
+    """The engine's runs, its result written after each one (a crash keeps the rows before it)."""
+    if dry:
+        runs = [("off", 1, 128), ("off", 8, 128)]  # no flash attention on the CPU build
+    else:
+        runs = ENGINE_RUNS_OFF if name == "engine-fa-off" else ENGINE_RUNS
+    return batched_rates(work_dir() / "model.gguf", 0 if dry else -1, runs=runs, until=deadline() - (15 if dry else 30),
+                         on_row=lambda rows: write_json(work_dir() / "steps" / f"{name}.json", rows))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("what", choices=["all", "step"])
-    ap.add_argument("name", nargs="?", help="step: smoke, econeval or engine")
+    ap.add_argument("name", nargs="?", help="step: smoke, econeval, engine or engine-fa-off")
     ap.add_argument("out", type=Path)
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--limit-s", type=float, default=LIMIT_S, help="all: the whole command's time limit")
@@ -844,7 +915,8 @@ def main() -> None:
     if args.what == "all":
         Check(args.out.resolve(), args.dry_run, args.limit_s, float(os.environ.get("GPU_CHECK_T0") or time.time())).go()
         return
-    steps = {"smoke": lambda: step_smoke(args.out, args.dry_run), "engine": lambda: step_engine(args.out, args.dry_run),
+    steps = {"smoke": lambda: step_smoke(args.out, args.dry_run), "engine": lambda: step_engine(args.out, args.dry_run, "engine"),
+             "engine-fa-off": lambda: step_engine(args.out, args.dry_run, "engine-fa-off"),
              "econeval": lambda: step_econeval(args.out, args.dry_run, args.run_s)}
     result = steps[args.name]()
     write_json(work_dir() / "steps" / f"{args.name}.json", result)
