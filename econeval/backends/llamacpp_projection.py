@@ -27,6 +27,12 @@ from .llamacpp_batch import Engine, Entry, JobSpec, Job
 
 
 REPEATS, REPEAT_S = 5, 1.0  # the measurement is repeated, up to 5 times, while it has taken under a second
+# The wide pass: as many sequences as the run decodes together (up to 64), each with a prompt of up to 512 tokens,
+# then steps reading every one's logits: where a step's outputs and the cells in use cost (a GPU at --parallel 64,
+# attention over a unified cache of 16k cells) and the small calls above cannot show it (on an H200 they fitted both
+# at 0, and the projection came out 1.6-2.2x short). Made only when the fit of the small calls says it takes under
+# WIDE_S: on a GPU (2.5 s there), and on a CPU for a small model only (2.4 s more for the default model).
+WIDE_SEQS, WIDE_PROMPT, WIDE_S = 64, 512, 3.0
 
 
 @dataclass(frozen=True)
@@ -53,7 +59,9 @@ class CostModel:
         before = (engine.n_evaluated, engine.n_generated, engine.n_decode_calls)
         seqs = max(1, min(4, engine.n_seq))
         long = max(16, min(1024, engine.n_cells // (4 * seqs)))
-        ids = [(7919 * k) % engine.n_vocab for k in range(1, 4 * long + 64)]
+        wide = max(1, min(WIDE_SEQS, engine.n_seq))
+        wide_prompt = max(16, min(WIDE_PROMPT, min(engine.kv_budget, engine.n_cells) // (2 * wide)))
+        ids = [(7919 * k) % engine.n_vocab for k in range(1, max(4 * long, 8 * wide + wide_prompt) + 64)]
         rows: list[tuple[int, int, int, float]] = []  # tokens, cells in use after the call, outputs, seconds
         used = 0
 
@@ -89,10 +97,17 @@ class CostModel:
                 first = steps(6, [prompt(0, 0, 32)])  # one short sequence
                 steps(6, first + [prompt(seq, seq, 38) for seq in range(1, seqs)])  # several short ones
                 passes.append(rows)
+            fastest = [(*row[:3], min(p[k][3] for p in passes)) for k, row in enumerate(passes[0])]
+            small = cls.fit(fastest)
+            cells = wide * wide_prompt
+            if wide > seqs and wide * small(wide_prompt, cells, 1) + 6 * small(wide, cells, wide) < WIDE_S:
+                engine._clear()
+                rows, used = [], 0
+                steps(6, [prompt(seq, seq * 8, wide_prompt) for seq in range(wide)])
+                fastest += rows
         finally:
             engine._clear()
             engine.n_evaluated, engine.n_generated, engine.n_decode_calls = before
-        fastest = [(*row[:3], min(p[k][3] for p in passes)) for k, row in enumerate(passes[0])]
         return cls.fit(fastest), time.monotonic() - t_start
 
     @classmethod
