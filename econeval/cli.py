@@ -602,6 +602,9 @@ def compare_cmd(baseline, candidate, max_drop, metrics, n_boot, seed, allow_miss
               help="A finished candidate run folder instead of --model: its items in the gate's order until the gate "
                    "decides (what a gate would have used).")
 @click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), help="Also write JUnit XML (one test case per task and metric).")
+@click.option("--plot", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write the gate's progress as an HTML page: each gated metric's e-processes against their "
+                   "thresholds, by items spent (needs matplotlib: econeval[report]).")
 @click.option("--n-ctx", type=click.IntRange(*N_CTX_RANGE), help=N_CTX_HELP)
 @click.option("--chat", type=click.Choice(["auto", "on", "off"]), help="Chat template (as for `run`).")
 @_model_options
@@ -612,8 +615,8 @@ def compare_cmd(baseline, candidate, max_drop, metrics, n_boot, seed, allow_miss
 @_role_option
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--quiet", "-q", is_flag=True, help="No progress display.")
-def gate_cmd(baseline, model, max_drop, alpha, budget, metrics, replay, junit, n_ctx, chat, model_option, out, embedder, judge, role,
-             fmt, quiet, **kw):
+def gate_cmd(baseline, model, max_drop, alpha, budget, metrics, replay, junit, plot, n_ctx, chat, model_option, out, embedder, judge,
+             role, fmt, quiet, **kw):
     """Sequential release gate: run the candidate on BASELINE's items in a seeded random order and
     stop as soon as every gated metric is decided. Exit 0 pass, 1 regression, 3 inconclusive (at
     the budget or the end of the items), 2 usage."""
@@ -626,12 +629,24 @@ def gate_cmd(baseline, model, max_drop, alpha, budget, metrics, replay, junit, n
         raise UsageError("--replay with --model, --out or --budget: a replay runs no model", hint="pass one of them")
     if junit:
         check_target(junit)  # before the model runs
+    if plot:
+        from .publish.report_html import figure_page, plots_available
+
+        check_output(plot, "--plot")
+        if not plots_available():
+            raise UsageError("--plot needs matplotlib", hint='pip install "econeval[report]"')
     run = RunSpec(model=model, model_options=_collect_model_options(model_option, kw), n_ctx=n_ctx, chat=chat, embedder=embedder,
                   judge=judge, roles=_roles_given(role, ("judge", judge), ("embedder", embedder)) or {}, progress=not quiet,
                   argv=(*program(), *sys.argv[1:]))
     result = gate(baseline, run, max_drop=max_drop, alpha=alpha, budget=budget, metrics=metrics, replay=replay, out=out)
     if junit:
         write_junit(junit, junit_xml(result.rows, result.max_drop))
+    if plot:
+        page = figure_page({"kind": "gate-progress", "metrics": result.progress,
+                            "caption": f"{clean(result.verdict_line)}. Solid: each e-process's running maximum log wealth after "
+                                       "each step; dashed: its threshold log(1/alpha), where that verdict is reached."},
+                           f"econeval gate: {result.verdict}")
+        write_atomic(plot, (page or "").encode())
     if fmt == "json":
         _echo_json(result.as_dict())
     else:

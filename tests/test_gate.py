@@ -183,10 +183,21 @@ def test_a_planted_regression_is_caught_by_the_gate_and_by_compare(cli, tmp_path
         rc, _, err = cli("score", "-t", "econnli-zero", "-p", tmp_path / f"{name}.jsonl", "--out", tmp_path / name,
                          "--bootstrap", "0")
         assert rc == 0, err
-    rc, out, err = cli("gate", tmp_path / "good", "--replay", tmp_path / "bad", "--max-drop", "0.05", "--format", "json")
+    rc, out, err = cli("gate", tmp_path / "good", "--replay", tmp_path / "bad", "--max-drop", "0.05", "--format", "json",
+                       "--plot", tmp_path / "gate.html")
     doc = json.loads(out)
     assert rc == 1 and doc["verdict"] == "regression", (out, err)
     assert doc["items_used"] < len(items) / 4  # decided long before the end
+    # the e-processes step by step: a chunk a step, the regression's crossing its threshold at the last one only
+    (prog,) = doc["progress"]
+    steps = prog["steps"]
+    assert (prog["task"], prog["metric"], prog["verdict"]) == ("econnli-zero", "accuracy", "regression")
+    assert [x["items"] for x in steps] == list(range(16, 16 * len(steps) + 1, 16)) and steps[-1]["items"] == doc["items_used"]
+    assert prog["threshold_regression"] == pytest.approx(np.log(1 / 0.05))
+    crossed = [x["log_wealth_regression"] is None or x["log_wealth_regression"] >= prog["threshold_regression"] for x in steps]
+    assert crossed[-1] and not any(crossed[:-1])
+    page = (tmp_path / "gate.html").read_text()
+    assert page.startswith("<!DOCTYPE html>") and "<svg" in page and "econnli-zero accuracy: regression after" in page
     rc, out, err = cli("gate", tmp_path / "good", "--replay", tmp_path / "good", "--max-drop", "0.05")
     assert rc == 0 and "gate: pass" in out, (out, err)
     rc, out, err = cli("compare", tmp_path / "good", tmp_path / "bad", "--max-drop", "0.05")

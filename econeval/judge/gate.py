@@ -70,6 +70,9 @@ class Gated:
     candidate_sum: float = 0.0
     pair: MarginPair = field(init=False)
     shown: Interval = field(init=False)
+    # after each step (a chunk): items paired so far, and the running maximum of each e-process's log wealth (None:
+    # its null can no longer hold)
+    trace: list[tuple[int, float | None, float | None]] = field(default_factory=list)
 
     def __post_init__(self):
         span = self.hi - self.lo
@@ -98,6 +101,14 @@ class Gated:
         if self.show:
             self.shown.feed(arr)
         self.n += len(pairs)
+        p, r = (float(b) if math.isfinite(b) else None for b in (self.pair.passing.best[0], self.pair.regressing.best[0]))
+        self.trace.append((self.n, p, r))
+
+    def progress(self) -> dict[str, Any]:
+        """The e-processes step by step against their thresholds (log 1/alpha), for a plot."""
+        return {"task": self.task, "metric": self.metric, "of": self.population, "verdict": self.verdict(final=True),
+                "threshold_pass": self.pair.need_pass, "threshold_regression": self.pair.need_regression,
+                "steps": [{"items": n, "log_wealth_pass": p, "log_wealth_regression": r} for n, p, r in self.trace]}
 
     def verdict(self, final: bool) -> str:
         return self.pair.verdict() or ("inconclusive" if final else "undecided")
@@ -270,6 +281,9 @@ class Gate:
     def rows(self) -> list[Row]:
         return [g.row(final=True) for tg in self.tasks.values() for g in tg.rows]
 
+    def progress(self) -> list[dict[str, Any]]:
+        return [g.progress() for tg in self.tasks.values() for g in tg.rows]
+
 
 def _in_range(value: float, lo: float, hi: float) -> bool:
     return lo - 1e-9 <= value <= hi + 1e-9  # a metric's bounds, give or take rounding
@@ -423,6 +437,7 @@ class GateResult:
     candidate_failed: int
     baseline_population: dict[str, dict]
     seconds: float
+    progress: list[dict[str, Any]] = field(default_factory=list)  # each gated metric's e-processes, step by step
 
     def as_dict(self) -> dict[str, Any]:
         out = dict(self.__dict__)
@@ -509,7 +524,7 @@ def _result(base: FinishedRun, cand: FinishedRun, g: Gate, population: dict[str,
              + [p["note"] for t, p in population.items() if t in g.tasks and p["note"]] + _differences(base, cand))
     return GateResult(str(base.path), str(cand.path), max_drop, alpha, rows, extra, g.not_gated, notes, verdict, line, used,
                       total, failed, {t: {k: v for k, v in p.items() if k != "note"} for t, p in population.items()},
-                      round(took, 1))
+                      round(took, 1), g.progress())
 
 
 def render(result: GateResult) -> str:

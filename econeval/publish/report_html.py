@@ -160,6 +160,43 @@ def _estimates(plt, np, fig_doc):
     return fig
 
 
+def _gate_progress(plt, np, fig_doc):
+    """A gate's e-processes, one panel per gated metric: the log wealth of "pass" and of "regression"
+    against the paired items spent, each reaching its dashed threshold log(1/alpha) decides."""
+    metrics = fig_doc["metrics"]
+    fig, axes = plt.subplots(len(metrics), 1, figsize=(6, 2.1 * len(metrics) + 0.4), squeeze=False)
+    for ax, m in zip(axes[:, 0], metrics):
+        x = [s["items"] for s in m["steps"]]
+        for key, colour, need, label in (("log_wealth_pass", "#2ca02c", m["threshold_pass"], "pass"),
+                                         ("log_wealth_regression", "#d62728", m["threshold_regression"], "regression")):
+            # None: that null can no longer hold (decided by arithmetic): drawn at its threshold
+            y = [need if s[key] is None else max(s[key], -1.0) for s in m["steps"]]
+            ax.plot(x, y, "-o", color=colour, ms=3, lw=1.5, label=label)
+            ax.axhline(need, color=colour, lw=1, ls="--")
+        ax.set_xlim(0, max(m["of"], max(x, default=0)) * 1.02 or 1)
+        ax.set_title(f"{m['task']} {m['metric']}: {m['verdict']} after {x[-1] if x else 0:,} of {m['of']:,} items", fontsize=8)
+        ax.set_ylabel("log wealth", fontsize=7)
+        ax.tick_params(labelsize=7)
+        ax.legend(fontsize=7, loc="upper left")
+    axes[-1, 0].set_xlabel("paired items spent (the gate's order)")
+    fig.tight_layout()
+    return fig
+
+
+def plots_available() -> bool:
+    return _matplotlib() is not None
+
+
+def figure_page(fig_doc: dict[str, Any], title: str) -> str | None:
+    """One figure as a page of its own (HTML with the inline SVG), None without matplotlib."""
+    mpl = _matplotlib()
+    if mpl is None:
+        return None
+    e = html.escape
+    return (f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>{e(title)}</title><style>{CSS}</style></head>"
+            f"<body><h1>{e(title)}</h1>{''.join(_figures([fig_doc], mpl))}</body></html>")
+
+
 def _direction(row: dict) -> int:
     """+1 where larger is better, -1 where smaller is (the task's declared metric)."""
     from .. import registry
@@ -170,7 +207,8 @@ def _direction(row: dict) -> int:
         return 1
 
 
-KINDS = {"bars": _bars, "heatmap": _heatmap, "reliability": _reliability, "forest": _forest, "estimates": _estimates}
+KINDS = {"bars": _bars, "heatmap": _heatmap, "reliability": _reliability, "forest": _forest, "estimates": _estimates,
+         "gate-progress": _gate_progress}
 
 
 def _figures(figs: list[dict], mpl) -> list[str]:
