@@ -23,6 +23,7 @@ from .version import __version__
 from .run import runner, shards
 from .run import roles as role_specs
 from .run.roles import role_args
+from .run.spec import RunSpec
 from .context import RunContext, check_task_options, given_seed
 from .scoring import aggregate, score_records, select_items
 from .run.selection import Full, Selection
@@ -63,7 +64,7 @@ def evaluate(model: str | config.ModelSpec | None = None, tasks: Sequence[str] =
              bootstrap: int = 1000, progress: bool | Callable[[dict], None] | None = None, argv: list[str] | None = None,
              say: Callable[[str], None] | None = None, new: bool = False, config_file: dict | None = None,
              per_task_options: dict[str, dict[str, Any]] | None = None,
-             prepared: dict[str, Prepared] | None = None) -> ResultsDoc:
+             prepared: dict[str, Prepared] | None = None, run: RunSpec | None = None) -> ResultsDoc:
     """Evaluate `model` (a model file, a models.toml name, `PREFIX:NAME` for a served model,
     a ModelSpec, or None for the default) on `tasks` (names) or a `suite` (default: all), write
     the run folder `out` and return the results document. Without `out` the folder is the
@@ -86,18 +87,26 @@ def evaluate(model: str | config.ModelSpec | None = None, tasks: Sequence[str] =
     the command line's flags. `config_file`: what run.json records of a `--config` file
     (runconfig.py). `per_task_options`: task → its own option values (over `task_options`).
     `prepared`: tasks prepared already (a gate's, as its baseline prepared them).
+    `run`: the model and how it runs as one `RunSpec` (run/spec.py: what `econeval run` and
+    `econeval gate` pass), in place of `model`, `model_options`, `n_ctx`, `chat`, `judge`,
+    `embedder`, `roles`, `progress`, `argv` and `new`.
 
     Returns the results document with one key added: `run_folder`, the folder written."""
+    if run is None:
+        run = RunSpec(model=model, model_options=dict(model_options or {}), n_ctx=n_ctx, chat=chat, judge=judge, embedder=embedder,
+                      roles=dict(roles or {}), progress=progress, argv=tuple(argv or ()), new=new)
+    elif (model, model_options, n_ctx, chat, judge, embedder, roles, progress, argv, new) != (None,) * 9 + (False,):
+        raise TypeError("evaluate: give the model and how it runs either as run= or as keyword arguments, not both")
+    progress, argv, new = run.progress, list(run.argv) or None, run.new
     seed, seed_given = given_seed(seed)
     selected = registry.select(suite, list(tasks))
-    spec = model if isinstance(model, config.ModelSpec) else role_specs.resolve(model, MODEL)
-    args = role_args(roles, judge, embedder)
+    args = run.named
     named = {name: role_specs.resolve(arg, name) for name, arg in args.items()}
     text = {name: s for name, s in named.items() if registry.role(name).serves == MODEL}  # -M goes to text models
-    split = role_specs.split_options(dict(model_options or {}), {MODEL: spec, **text})
-    spec = role_specs.with_options(spec, split[MODEL], chat)
+    split = role_specs.split_options(dict(run.model_options), {MODEL: run.model_spec, **text})
+    spec = role_specs.with_options(run.model_spec, split[MODEL], run.chat)
     named.update({name: role_specs.with_options(s, split[name]) for name, s in text.items()})
-    settings = Settings(seed=seed, n_ctx=n_ctx)
+    settings = Settings(seed=seed, n_ctx=run.n_ctx)
     planned = role_specs.plan(spec, settings)  # the model's options parsed and validated once
     selection = selection or Full()
     if selection.shard() is not None and out is None:

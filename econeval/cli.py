@@ -282,6 +282,16 @@ def _prefix_help() -> str:
 
 
 # ---- run ---------------------------------------------------------------------------------
+def _run_spec(model, model_options: dict, n_ctx, chat, embedder, judge, role, quiet: bool, new: bool = False):
+    """What `run` and `gate` evaluate with, from their shared flags: one RunSpec (run/spec.py)."""
+    from .api import program
+    from .run.spec import RunSpec
+
+    return RunSpec(model=model, model_options=model_options, n_ctx=n_ctx, chat=chat, embedder=embedder, judge=judge,
+                   roles=_roles_given(role, ("judge", judge), ("embedder", embedder)) or {}, progress=not quiet,
+                   argv=(*program(), *sys.argv[1:]), new=new)
+
+
 @cli.command()
 @click.option("--model", "-m", shell_complete=complete_models, help="A model file, a name from models.toml, or PREFIX:NAME for a served model ("
                                     + _prefix_help() + "). Default: the registry's default model.")
@@ -331,7 +341,7 @@ def _prefix_help() -> str:
 def run(model, suite, tasks, limit, sample, budget, seed, n_ctx, chat, model_option, out, new, embedder, task_option, judge, role, n_boot,
         shard, shard_count, as_json, tables, quiet, **kw):
     """Evaluate a model and write run.json, samples.jsonl and results.json."""
-    from .api import evaluate, program
+    from .api import evaluate
 
     if new and out:
         raise UsageError("--new and --out together: --new makes a new folder of its own", hint="pass one of them")
@@ -341,12 +351,9 @@ def run(model, suite, tasks, limit, sample, budget, seed, n_ctx, chat, model_opt
     from .run.selection import from_flags
 
     selection = from_flags(limit=limit, sample=sample, budget=budget, shard=shards.parse(shard, shard_count))
-    doc = evaluate(model=model, tasks=tasks, suite=suite, selection=selection, out=out, seed=seed, task_options=options,
-                   model_options=model_options, judge=judge, embedder=embedder, n_ctx=n_ctx,
-                   roles=_roles_given(role, ("judge", judge), ("embedder", embedder)),
-                   chat=chat, bootstrap=n_boot,
-                   progress=not quiet, argv=[*program(), *sys.argv[1:]], new=new,
-                   config_file=click.get_current_context().meta.get("econeval_config"))
+    doc = evaluate(tasks=tasks, suite=suite, selection=selection, out=out, seed=seed, task_options=options, bootstrap=n_boot,
+                   config_file=click.get_current_context().meta.get("econeval_config"),
+                   run=_run_spec(model, model_options, n_ctx, chat, embedder, judge, role, quiet, new))
     folder = doc.pop("run_folder")
     if as_json:  # results.json, and the folder it is in (a script's next command needs it)
         _echo_json({"run_folder": str(folder), **doc})
@@ -620,9 +627,7 @@ def gate_cmd(baseline, model, max_drop, alpha, budget, metrics, replay, junit, p
     """Sequential release gate: run the candidate on BASELINE's items in a seeded random order and
     stop as soon as every gated metric is decided. Exit 0 pass, 1 regression, 3 inconclusive (at
     the budget or the end of the items), 2 usage."""
-    from .api import program
     from .judge.gate import gate, junit as junit_xml, render
-    from .run.spec import RunSpec
     from .judge.junit import check_target, write as write_junit
 
     if replay and (model or out or budget):
@@ -635,9 +640,7 @@ def gate_cmd(baseline, model, max_drop, alpha, budget, metrics, replay, junit, p
         check_output(plot, "--plot")
         if not plots_available():
             raise UsageError("--plot needs matplotlib", hint='pip install "econeval[report]"')
-    run = RunSpec(model=model, model_options=_collect_model_options(model_option, kw), n_ctx=n_ctx, chat=chat, embedder=embedder,
-                  judge=judge, roles=_roles_given(role, ("judge", judge), ("embedder", embedder)) or {}, progress=not quiet,
-                  argv=(*program(), *sys.argv[1:]))
+    run = _run_spec(model, _collect_model_options(model_option, kw), n_ctx, chat, embedder, judge, role, quiet)
     result = gate(baseline, run, max_drop=max_drop, alpha=alpha, budget=budget, metrics=metrics, replay=replay, out=out)
     if junit:
         write_junit(junit, junit_xml(result.rows, result.max_drop))

@@ -104,6 +104,23 @@ def test_python_api(tmp_path, tiny_model):
     assert on_disk["tasks"] == doc["tasks"]
 
 
+def test_evaluate_takes_the_run_spec_that_run_and_gate_build(tmp_path):
+    """`run=RunSpec(...)` (what `econeval run` and `gate` pass) is the same run as the keyword
+    arguments it stands for; both at once are refused."""
+    import econeval
+    from econeval.run.spec import RunSpec
+
+    common = {"tasks": ["econnli-zero"], "selection": econeval.Limit(4), "seed": 3}
+    econeval.evaluate(model="fake:m", model_options={"answers": "Yes,No"}, out=tmp_path / "kw", **common)
+    econeval.evaluate(run=RunSpec(model="fake:m", model_options={"answers": "Yes,No"}), out=tmp_path / "spec", **common)
+    for name in ("samples.jsonl", "results.json"):
+        assert (tmp_path / "kw" / name).read_bytes() == (tmp_path / "spec" / name).read_bytes()
+    ident = [json.loads((tmp_path / d / "run.json").read_text())["identity"] for d in ("kw", "spec")]
+    assert ident[0] == ident[1]
+    with pytest.raises(TypeError, match="not both"):
+        econeval.evaluate(model="fake:m", run=RunSpec(model="fake:m"), out=tmp_path / "both", **common)
+
+
 def test_samples_keep_the_prompts_and_score_reads_a_run(cli, tmp_path, tiny_model, tiny_chat_model):
     reg = tmp_path / "models.toml"
     reg.write_text(f'[models.chatty]\npath = "{tiny_chat_model}"\nn_ctx = 2048\nchat = "on"\n')

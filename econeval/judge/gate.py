@@ -315,7 +315,7 @@ def gate_folder(baseline: Path, run: RunSpec) -> Path:
     from .. import config
 
     what = {"baseline": str(baseline.resolve()), **run.identity()}
-    return config.named_folder("gates", f"{Path(run.model or 'default').name}-vs-{baseline.name}", what)
+    return config.named_folder("gates", f"{Path(what['model'] or 'default').name}-vs-{baseline.name}", what)
 
 
 def _check_roles(base: RunRecord, tasks: list[Task], preps: dict, named: dict[str, str]) -> None:
@@ -496,7 +496,7 @@ def _run_candidate(base: FinishedRun, g: Gate, run: RunSpec, budget: str | float
     selection = Ordered("random", deadline=deadline, watcher=g.watch, only={t: set(tg.order) for t, tg in g.tasks.items()})
     seed = record.run_seed if record.seed_was_given else None  # None: the tasks' protocol seeds again
     doc = api.evaluate(tasks=list(g.tasks), seed=seed, per_task_options={t: record.task_options(t) for t in g.tasks},
-                       selection=selection, out=out, prepared=preps, **run.evaluate_args())
+                       selection=selection, out=out, prepared=preps, run=run)
     folder = Path(str(doc.get("run_folder")))
     cand = FinishedRun(folder, RunRecord.read(folder), samples=g.received(), preps=preps)
     check_reasoning(record, cand.record)  # whether the candidate reasoned is known after its run

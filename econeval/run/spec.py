@@ -1,8 +1,8 @@
 """What a run is made with, beside which items it runs: the evaluated model (resolved once), its
 options, the models named for roles, the context length and the chat mode, and how the run shows
-itself. One frozen value: `econeval gate` builds it from its flags and hands it on to the API
-unchanged (its folder's name, its checks and the candidate's run all read the same fields);
-nothing passes these settings as loose keyword arguments."""
+itself. One frozen value: `econeval run` and `econeval gate` build it from their flags and hand
+it to `api.evaluate(run=...)` unchanged (a gate's folder name, its checks and the candidate's run
+all read the same fields); evaluate's keyword arguments for these settings make one the same way."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ class RunSpec:
     roles (`judge`, `embedder`, `roles`: --role NAME=MODEL); `progress` (api.evaluate's),
     `argv` (the command line, for run.json and the resume hint) and `new` (a new folder)."""
 
-    model: str | None = None
+    model: str | config.ModelSpec | None = None
     model_options: dict[str, Any] = field(default_factory=dict)
     n_ctx: int | None = None
     chat: str | None = None
@@ -36,6 +36,8 @@ class RunSpec:
     @cached_property
     def model_spec(self) -> config.ModelSpec:
         """The evaluated model's spec, resolved once (its options not yet applied: api.evaluate's)."""
+        if isinstance(self.model, config.ModelSpec):
+            return self.model
         return role_specs.resolve(self.model, MODEL)
 
     @cached_property
@@ -53,11 +55,6 @@ class RunSpec:
     def identity(self) -> dict[str, Any]:
         """What names a gate's own folder beside its baseline (the model as given, its options,
         the context, the chat mode and the models named for roles)."""
-        return {"model": self.model, "model_options": self.model_options, "n_ctx": self.n_ctx, "chat": self.chat,
+        model = self.model.name if isinstance(self.model, config.ModelSpec) else self.model
+        return {"model": model, "model_options": self.model_options, "n_ctx": self.n_ctx, "chat": self.chat,
                 "embedder": self.embedder, "judge": self.judge, **({"roles": self.roles} if self.roles else {})}
-
-    def evaluate_args(self) -> dict[str, Any]:
-        """The keyword arguments of api.evaluate that this spec fills."""
-        return {"model": self.model_spec, "model_options": self.model_options, "n_ctx": self.n_ctx, "chat": self.chat,
-                "judge": self.judge, "embedder": self.embedder, "roles": self.roles or None, "progress": self.progress,
-                "argv": list(self.argv) or None, "new": self.new}
