@@ -153,12 +153,11 @@ def _item(rec: dict) -> dict:
     line is shown as it is, not refused; a task this econeval does not know read as any task)."""
     task = registry.tasks().get(_text(rec.get("task"))) or Task()
     view = item_view(task, rec)
-    prompts = rec.get("prompts")
-    prompts = {str(k): v for k, v in prompts.items()} if isinstance(prompts, dict) else \
-        {"(as saved)": prompts} if prompts else {}
-    responses = {name: rec.get(name) for name in prompts if name in rec}
-    thinking = rec.get(THINKING)
-    thinking = {str(k): v for k, v in thinking.items()} if isinstance(thinking, dict) else {}
+    prompts: dict[str, Any] = view.prompts()
+    if not prompts and rec.get("prompts") and not isinstance(rec.get("prompts"), dict):
+        prompts = {"(as saved)": rec["prompts"]}  # a damaged line: shown as it is
+    responses = {c.name: c.result for c in view.calls if c.prompt is not None and c.name in rec}
+    thinking = view.reasoning()
     own = {task.group_field, task.gold_field, task.answer_field}
     scores = {k: v for k, v in rec.items() if k not in _META and k not in responses and k not in own
               and isinstance(v, (int, float, bool, str)) and len(str(v)) < 200}
@@ -169,7 +168,7 @@ def _item(rec: dict) -> dict:
             shown[name] = text
         else:
             shown[f"{same}, {name}"] = shown.pop(same)
-    return {"id": _text(rec.get("id")), "task": _text(rec.get("task")), "group": view.group,
+    return {"id": view.id, "task": _text(rec.get("task")), "group": view.group,
             "outcome": _outcome(view), "prompts": shown, "responses": responses, "thinking": thinking,
             "gold": view.gold, "parsed": view.answer, "why": view.why, "scores": scores}
 
