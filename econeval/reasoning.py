@@ -274,21 +274,35 @@ def summary(records: Iterable[dict]) -> dict | None:
 
 
 # ---- run records --------------------------------------------------------------------------------
-def record_key(backend: dict | None) -> dict:
+@dataclass(frozen=True)
+class ReasoningKey:
     """What makes two runs' reasoning the same (compare and gate refuse to pair runs that differ):
-    the mode, and the budget and effort where the model reasoned. A run.json of before reasoning
-    modes counts as auto without reasoning."""
+    the mode, and the budget and effort where the model reasoned."""
+
+    mode: str = "auto"
+    reasons: bool = False
+    tokens: Any = None
+    effort: Any = None
+
+    @property
+    def plain(self) -> bool:
+        """No reasoning asked for or done: a report labels no run by it."""
+        return self.mode == "auto" and not self.reasons
+
+    def describe(self) -> str:
+        out = f"reasoning {self.mode}" + (" (not honoured: the model reasoned)" if self.mode == "off" and self.reasons else "")
+        if self.reasons:
+            out += f", {self.tokens} reasoning tokens" + (f", effort {self.effort}" if self.effort else "")
+        elif self.mode == "auto":
+            out += " (the model did not reason)"
+        return out
+
+
+def record_key(backend: dict | None) -> ReasoningKey:
+    """A run's ReasoningKey from run.json's backend section; a run.json of before reasoning modes
+    counts as auto without reasoning."""
     r = (backend or {}).get("reasoning") if isinstance(backend, dict) else None
     r = r if isinstance(r, dict) else {}
     reasons = bool(r.get("reasons"))
-    return {"mode": r.get("mode", "auto"), "reasons": reasons, "tokens": r.get("tokens") if reasons else None,
-            "effort": r.get("effort")}
-
-
-def describe_key(key: dict) -> str:
-    out = f"reasoning {key['mode']}" + (" (not honoured: the model reasoned)" if key["mode"] == "off" and key["reasons"] else "")
-    if key["reasons"]:
-        out += f", {key['tokens']} reasoning tokens" + (f", effort {key['effort']}" if key.get("effort") else "")
-    elif key["mode"] == "auto":
-        out += " (the model did not reason)"
-    return out
+    return ReasoningKey(mode=r.get("mode", "auto"), reasons=reasons, tokens=r.get("tokens") if reasons else None,
+                        effort=r.get("effort"))

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from econeval import registry
-from econeval.store.record import RunRecord
+from econeval.store.record import RoleEntry, RunRecord
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
 from code_shape import run_json_reads  # noqa: E402  (the rule the measurement uses, one copy)
@@ -75,7 +75,8 @@ def test_a_record_reads_back_as_written_and_folds_the_older_layout(cli, tmp_path
     older = {k: v for k, v in doc.items() if k != "roles"} | {"judge": {"name": "j", "kind": "fake"}, "what": 1}
     (run / "run.json").write_text(json.dumps(older))
     folded = RunRecord.read(run)
-    assert folded.role("judge")["name"] == "j" and folded.named_roles == frozenset({"judge"})
+    assert folded.role("judge").name == "j" and folded.role("judge").kind == "fake" and folded.named_roles == frozenset({"judge"})
+    assert folded.role("embedder") == RoleEntry()  # no such role: an empty entry
     assert folded.to_json()["what"] == 1 and "judge" not in folded.to_json()  # unknown keys kept; the old role key folded
     (run / "run.json").write_text(json.dumps({**doc, "seed": "x"}))
     assert RunRecord.read(run, strict=False).seed is None

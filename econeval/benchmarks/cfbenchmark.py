@@ -258,7 +258,7 @@ def paper_tables(runs) -> list[Table]:
     tab = Table("cfbenchmark-table2", "CFBenchmark-Basic Table 2: F1 (recognition, classification), cosine similarity (generation)",
                 pub["columns"], 3, headline=[c for c in pub["columns"] if c.endswith("Avg")])
     tab.rows = published_rows(pub) + [row for *_, row in mine]
-    embedders = {str(name) for run, *_ in mine if (name := run.role(EMBEDDER).get("name"))}
+    embedders = {str(name) for run, *_ in mine if (name := run.role(EMBEDDER).name)}
     tab.notes = [f"Generation columns use the {', '.join(sorted(embedders)) or 'configured'} embedder, not the paper's "
                  "bge-zh-v1.5: similarities are not on the same scale as the published Summary/Risk/Suggestion/G.Avg.",
                  "The paper does not say whether Table 2 is zero-shot or few-shot; both of econeval's settings are shown."]

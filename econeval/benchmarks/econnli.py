@@ -561,7 +561,7 @@ def _table6(runs) -> Table | None:
         return None
     tab = Table("econnli-table6", "EconNLI Table 6: generated consequences judged against the reference", pub["columns"], 2)
     tab.rows = published_rows(pub) + [row for *_, row in mine]
-    judges = {run.role(JUDGE).get("name") or run.model for run, *_ in mine}
+    judges = {run.role(JUDGE).name or run.model for run, *_ in mine}
     tab.notes = [f"Published rows were judged by GPT-4 over 513 positive pairs; econeval's by {', '.join(sorted(judges))}."]
     tab.notes += limit_notes([(run, res) for run, _, res, _ in mine])
     return tab

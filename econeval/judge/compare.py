@@ -194,12 +194,11 @@ def check_roles(base: RunRecord, cand: RunRecord, tasks: list[str]) -> None:
 def check_reasoning(base: RunRecord, cand: RunRecord) -> None:
     """Refuse two runs whose reasoning differs (the mode; where the model reasoned, the budget and
     effort; whether it reasoned at all): a thinking run is not paired with one that did not think."""
-    from .. import reasoning
 
     b, c = base.reasoning_key(), cand.reasoning_key()
     if b != c:
-        raise UsageError(f"the runs differ in reasoning ({reasoning.describe_key(b)} in the baseline, "
-                         f"{reasoning.describe_key(c)} in the candidate); their numbers are not comparable",
+        raise UsageError(f"the runs differ in reasoning ({b.describe()} in the baseline, "
+                         f"{c.describe()} in the candidate); their numbers are not comparable",
                          hint="run the candidate with the baseline's --reasoning and --reasoning-tokens")
 
 

@@ -326,7 +326,7 @@ def _check_roles(base: RunRecord, tasks: list[Task], preps: dict, named: dict[st
     used = {r for t in tasks for r in task_roles(t, preps[t.name])}
     theirs = base.named_roles & used
     for name in sorted(theirs):
-        model = base.role(name).get("name") or "?"
+        model = base.role(name).name or "?"
         flag = registry.role(name).flag
         if name not in named:
             raise UsageError(f"the baseline named {model} for the role {name}: the candidate needs it too",
@@ -396,13 +396,12 @@ def _differences(base: FinishedRun, cand: FinishedRun) -> list[str]:
 def _check_asked_reasoning(base: RunRecord, run: RunSpec) -> None:
     """Before the candidate loads: the reasoning mode it asks for (and its budget, where the baseline
     reasoned) is the baseline's."""
-    from .. import reasoning
 
     mode, tokens = run.asked_reasoning()
     key = base.reasoning_key()
-    if mode != key["mode"] or (key["reasons"] and tokens is not None and tokens != str(key["tokens"])):
+    if mode != key.mode or (key.reasons and tokens is not None and tokens != str(key.tokens)):
         asked = f"reasoning {mode}" + (f", {tokens} reasoning tokens" if tokens is not None else "")
-        raise UsageError(f"the runs differ in reasoning ({reasoning.describe_key(key)} in the baseline, {asked} for the "
+        raise UsageError(f"the runs differ in reasoning ({key.describe()} in the baseline, {asked} for the "
                          "candidate); their numbers are not comparable",
                          hint="run the candidate with the baseline's --reasoning and --reasoning-tokens")
 

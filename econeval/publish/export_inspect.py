@@ -63,11 +63,9 @@ class _Models:
         if role == MODEL:
             return self.model
         entry = self.rec.role(role)
-        name = entry.get("name")
-        if not isinstance(name, str):
+        if entry.name is None:
             return role
-        kind = entry.get("kind")
-        return f"{kind}/{name}" if isinstance(kind, str) and "/" not in name else name
+        return f"{entry.kind}/{entry.name}" if entry.kind is not None and "/" not in entry.name else entry.name
 
     def per_model(self, by_role: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
         """Counts per role summed per model (a judge that is the evaluated model counts under it)."""

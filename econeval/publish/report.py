@@ -11,7 +11,7 @@ import io
 from pathlib import Path
 from typing import Any, Callable
 
-from .. import reasoning, registry
+from .. import registry
 from ..errors import UsageError, clean_tree
 from ..store.finished import FinishedRun, open_run
 from ..store.record import RunRecord
@@ -49,12 +49,12 @@ def _labels(runs: list[FinishedRun]) -> None:
     # (the tasks of the two differ) is no difference, and would put every option of both into both labels
     differ = [k for k in keys if len({repr(s[k]) for s in settings if k in s}) > 1]
     keys_ = [r.record.reasoning_key() for r in runs]
-    plain = all(k["mode"] == "auto" and not k["reasons"] for k in keys_)  # no run reasoned or set a mode: no label
+    plain = all(k.plain for k in keys_)  # no run reasoned or set a mode: no label
     differ = [k for k in differ if k != "reasoning"]
     for r, s, key in zip(runs, settings, keys_):
         parts = [f"{k} {s.get(k) if s.get(k) is not None else '-'}" for k in differ if k in s]
         if not plain:
-            parts.append(reasoning.describe_key(key))
+            parts.append(key.describe())
         r.label = r.model + (f" ({', '.join(parts)})" if parts else "")
     seen: dict[str, int] = {}
     for r in runs:

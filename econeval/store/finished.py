@@ -16,7 +16,7 @@ from .. import registry
 from ..errors import UsageError
 from .folder import read_samples
 from .items import ItemView, item_view
-from .record import RunRecord
+from .record import RoleEntry, RunRecord
 from .runfiles import SAMPLES, folder_results
 from ..types import Prepared
 from .verify import check_records, prepared_from
@@ -72,8 +72,8 @@ class FinishedRun:
         """The model's name; a folder written by `econeval score --out` has none: its folder name."""
         return self.record.model_name or self.path.name
 
-    def role(self, name: str) -> dict:
-        """What the record keeps of the model that filled a role (the judge, the embedder); {} if none."""
+    def role(self, name: str) -> RoleEntry:
+        """What the record keeps of the model that filled a role (the judge, the embedder)."""
         return self.record.role(name)
 
     def checked(self) -> "FinishedRun":

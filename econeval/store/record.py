@@ -168,6 +168,21 @@ def _whole(value: Any) -> bool:
 
 
 @dataclass(frozen=True)
+class RoleEntry:
+    """What run.json's `roles` keeps of the model that filled a role: its name, its backend's kind,
+    whether it was named for the role (else it fell back to the evaluated model or a default)."""
+
+    name: str | None = None
+    kind: str | None = None
+    named: bool = False
+
+    @classmethod
+    def of(cls, entry: Any) -> "RoleEntry":
+        e = _obj(entry)
+        return cls(name=_text(e, "name"), kind=_text(e, "kind"), named=bool(e.get("named")))
+
+
+@dataclass(frozen=True)
 class RunRecord:
     """run.json, a value: what the run is is fixed when it starts (runmeta.run_record), what
     happened is recorded by the operations below, each of which returns the next record. Fields in
@@ -389,7 +404,8 @@ class RunRecord:
         """What the backend recorded of the model's reasoning (mode, budget, whether it reasoned)."""
         return _obj(self.backend.get("reasoning"))
 
-    def reasoning_key(self) -> dict:
+    def reasoning_key(self):
+        """The run's ReasoningKey (reasoning.py)."""
         from ..reasoning import record_key
 
         return record_key(self.backend)
@@ -415,10 +431,9 @@ class RunRecord:
     def shard_count(self) -> Any:
         return _obj(self.shard).get("count")
 
-    def role(self, name: str) -> dict:
-        """The model that filled a role (the judge, the embedder); {} if none."""
-        got = self.roles.get(name)
-        return got if isinstance(got, dict) else {}
+    def role(self, name: str) -> RoleEntry:
+        """The model that filled a role (the judge, the embedder); an empty entry if none."""
+        return RoleEntry.of(self.roles.get(name))
 
     @property
     def role_entries(self) -> dict[str, dict]:
@@ -427,7 +442,7 @@ class RunRecord:
     @property
     def named_roles(self) -> frozenset[str]:
         """The roles a model was named for."""
-        return frozenset(k for k, v in self.role_entries.items() if v.get("named"))
+        return frozenset(k for k in self.role_entries if self.role(k).named)
 
     def role_identities(self) -> dict:
         return role_identities(self.identity)
