@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU check, one command (docs/speed-and-gpu.md "GPU"): tools/gpu_check.sh OUT_DIR [--dry-run]
 # On a bare GPU machine without a registry, from the tracked files and the carried .gpu_bundle/
-# (tools/gpu_bundle.py makes it): compiles llama-cpp-python with CUDA (sm_90), writes a random-weight
+# (tools/gpu_bundle.py makes it): unpacks the CUDA build the bundle carries (--build-cuda) or, without
+# one or where it does not load, compiles llama-cpp-python with CUDA (sm_90); writes a random-weight
 # Mistral-7B-v0.3-shaped Q4_K_M model with Mistral's vocabulary meanwhile, and measures econeval on
 # every task, llama.cpp's own batched decode and tools/bench.py; tools/gpu_check.py says how.
 # OUT_DIR/gpu_check.json is written at once and after every step; the whole command ends within
