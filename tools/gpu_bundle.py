@@ -279,7 +279,7 @@ def build_cuda_wheel(dest: Path) -> Path:
                "CMAKE_BUILD_PARALLEL_LEVEL": str(os.cpu_count() or 1), "LIBRARY_PATH": str(site / "nvidia" / "cu13" / "lib")}
         print(f"gpu_bundle: compiling {src[-1].name} with CUDA: CMAKE_ARGS={env['CMAKE_ARGS']}", flush=True)
         dest.mkdir(parents=True, exist_ok=True)
-        subprocess.run([*PIP, "wheel", "--no-deps", "-w", str(dest), str(src[-1])], check=True, env=env)
+        subprocess.run([*PIP, "wheel", "-v", "--no-deps", "-w", str(dest), str(src[-1])], check=True, env=env)  # -v: ninja's progress
     return max(dest.glob("llama_cpp_python-*.whl"), key=lambda p: p.stat().st_mtime)
 
 
