@@ -58,6 +58,9 @@ def headline_intervals(task: Task, records: list[dict], prep: Prepared, n_boot: 
     strata = [sample[0].get(r["id"], "?") for r in records] if sample else None
     point = finite_numbers(task, records, prep) if fraction is not None else {}
     numbers = task.resampler(records, prep)
+    # Python's seeded stream, not numpy's: numpy draws 1,000 resamples of 6,400 items in 0.04 s where this takes
+    # 1.4 s (measured 2026-12-04; STEER-ME's whole 1,000-resample interval 1.9 s), but a new stream would move every
+    # interval a seed has given so far, a resumed folder's included, to save seconds of a run of minutes or hours
     for _ in range(n_boot):
         idx = boot_indices(strata, rng) if strata else [rng.randrange(n) for _ in range(n)]
         for key, value in finite(numbers(idx)).items():

@@ -353,7 +353,13 @@ class ServedClient:
                     self.outstanding[i] -= 1
 
     def _post_to(self, base: str, path: str, body: dict) -> dict | object:
-        """One request to one server with retries. Returns the answer (a dict with `choices`), or CONTEXT."""
+        """One request to one server with retries. Returns the answer (a dict with `choices`), or CONTEXT.
+
+        Not tenacity's Retrying: of this loop it would take only the attempt count and the jittered
+        wait, while the wait a server's Retry-After sets, the sleep the run's stop event ends at once,
+        the concurrency limiter told of each overload and waited on, and what counts as worth another
+        try (a 200 that is no completion, another model's answer) would all be callbacks of ours; and it
+        would be one more package to carry to an air-gapped machine."""
         url = base + path
         stop = self._stop
         last = ""
