@@ -101,11 +101,7 @@ def evaluate(model: str | config.ModelSpec | None = None, tasks: Sequence[str] =
     seed, seed_given = given_seed(seed)
     selected = registry.select(suite, list(tasks))
     args = run.named
-    named = {name: role_specs.resolve(arg, name) for name, arg in args.items()}
-    text = {name: s for name, s in named.items() if registry.role(name).serves == MODEL}  # -M goes to text models
-    split = role_specs.split_options(dict(run.model_options), {MODEL: run.model_spec, **text})
-    spec = role_specs.with_options(run.model_spec, split[MODEL], run.chat)
-    named.update({name: role_specs.with_options(s, split[name]) for name, s in text.items()})
+    spec, named = _models(run)
     settings = Settings(seed=seed, n_ctx=run.n_ctx)
     planned = role_specs.plan(spec, settings)  # the model's options parsed and validated once
     selection = selection or Full()
@@ -142,6 +138,17 @@ def evaluate(model: str | config.ModelSpec | None = None, tasks: Sequence[str] =
     finally:
         ctx.close()
     return {**doc, "run_folder": str(out)}
+
+
+def _models(run: RunSpec) -> tuple[config.ModelSpec, dict[str, config.ModelSpec]]:
+    """The evaluated model's spec and the role models' (by role), each with its share of the
+    run's -M options (the text models take them) and the evaluated model with its chat mode."""
+    named = {name: role_specs.resolve(arg, name) for name, arg in run.named.items()}
+    text = {name: s for name, s in named.items() if registry.role(name).serves == MODEL}  # -M goes to text models
+    split = role_specs.split_options(dict(run.model_options), {MODEL: run.model_spec, **text})
+    spec = role_specs.with_options(run.model_spec, split[MODEL], run.chat)
+    named.update({name: role_specs.with_options(s, split[name]) for name, s in text.items()})
+    return spec, named
 
 
 def open_run(path: str | Path):
