@@ -343,3 +343,13 @@ def test_the_completion_style_ends_the_prompt_where_the_template_begins(cli, tmp
     assert dec["style"] == "completion" and dec["stop"] == ["\n"] and dec["chat"] is False
     rc, _, err = cli("steer", "write", "--writer", "fake:w", *FAKE, "--out", out, "--element", "average_cost")
     assert rc == 2 and "another decoding" in err  # a chat-style run does not continue a completion-style folder
+
+
+def test_a_writer_whose_every_template_is_refused_says_so_without_a_time(cli, tmp_path):
+    """The fake writer drops a field of everything it writes into finance: nothing is kept, and the
+    summary line gives no time per kept template (none was computed) where it would print None."""
+    rc, _, err = cli("steer", "write", "--writer", "fake:w", *FAKE, "--out", tmp_path / "w", "--element", "average_cost",
+                     "--domain", "finance")
+    assert rc == 0, err
+    assert "0 kept" in err and "none kept, so no time per kept template" in err and "None" not in err, err
+    assert json.loads((tmp_path / "w" / "manifest.json").read_text())["seconds_per_kept_template"] is None

@@ -172,8 +172,9 @@ def steer_write(writer, out, elements, domains, perspectives, per_template, seed
         backend.close()
     t = man["total"]
     rules = ", ".join(f"{k} {v}" for k, v in t["rejected_by_rule"].items()) or "none"
+    per = man["seconds_per_kept_template"]
     click.echo(f"{out}: {t['written']} templates written, {t['kept']} kept, {t['rejected']} rejected (by rule: {rules}); "
-               f"{man['seconds_per_kept_template']} s per kept template", err=True)
+               + (f"{per} s per kept template" if per is not None else "none kept, so no time per kept template"), err=True)
 
 
 @steer.command("check")
