@@ -95,7 +95,7 @@ def evaluate(model: str | config.ModelSpec | None = None, tasks: Sequence[str] =
     if run is None:
         run = RunSpec(model=model, model_options=dict(model_options or {}), n_ctx=n_ctx, chat=chat, judge=judge, embedder=embedder,
                       roles=dict(roles or {}), progress=progress, argv=tuple(argv or ()), new=new)
-    elif (model, model_options, n_ctx, chat, judge, embedder, roles, progress, argv, new) != (None,) * 9 + (False,):
+    elif new or any(v is not None for v in (model, model_options, n_ctx, chat, judge, embedder, roles, progress, argv)):
         raise TypeError("evaluate: give the model and how it runs either as run= or as keyword arguments, not both")
     progress, argv, new = run.progress, list(run.argv) or None, run.new
     seed, seed_given = given_seed(seed)

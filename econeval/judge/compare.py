@@ -194,7 +194,6 @@ def check_roles(base: RunRecord, cand: RunRecord, tasks: list[str]) -> None:
 def check_reasoning(base: RunRecord, cand: RunRecord) -> None:
     """Refuse two runs whose reasoning differs (the mode; where the model reasoned, the budget and
     effort; whether it reasoned at all): a thinking run is not paired with one that did not think."""
-
     b, c = base.reasoning_key(), cand.reasoning_key()
     if b != c:
         raise UsageError(f"the runs differ in reasoning ({b.describe()} in the baseline, "

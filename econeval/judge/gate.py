@@ -396,7 +396,6 @@ def _differences(base: FinishedRun, cand: FinishedRun) -> list[str]:
 def _check_asked_reasoning(base: RunRecord, run: RunSpec) -> None:
     """Before the candidate loads: the reasoning mode it asks for (and its budget, where the baseline
     reasoned) is the baseline's."""
-
     mode, tokens = run.asked_reasoning()
     key = base.reasoning_key()
     if mode != key.mode or (key.reasons and tokens is not None and tokens != str(key.tokens)):

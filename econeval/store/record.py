@@ -19,7 +19,7 @@ import dataclasses
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -27,6 +27,9 @@ from ..context import DEFAULT_SEED
 from ..errors import UsageError
 from ..results import read_json, write_json
 from .runfiles import RESULTS, RUN_JSON
+
+if TYPE_CHECKING:
+    from ..reasoning import ReasoningKey
 
 RUN_FORMAT = 3  # run.json / samples.jsonl layout; folders of another format are refused, never mixed
 
@@ -404,7 +407,7 @@ class RunRecord:
         """What the backend recorded of the model's reasoning (mode, budget, whether it reasoned)."""
         return _obj(self.backend.get("reasoning"))
 
-    def reasoning_key(self):
+    def reasoning_key(self) -> ReasoningKey:
         """The run's ReasoningKey (reasoning.py)."""
         from ..reasoning import record_key
 
