@@ -149,6 +149,38 @@ def test_a_carried_cuda_wheel_replaces_the_build_only_when_it_offloads(tmp_path,
     else:
         assert result is None and rec["status"] == "failed" and "does not load or offload here" in rec["error"]
         assert not check.site_llama.exists()
+    # the driver's choice: the carried build when it loaded, else the sdist's compile, the failed try kept
+    del check.doc["steps"]["build"]
+    check.start_build = lambda: {"compiling": "the sdist"}
+    building = check.build_step()
+    if offloads:
+        assert building is None and "prebuilt" not in check.doc["steps"]
+    else:
+        assert building == {"compiling": "the sdist"} and check.doc["steps"]["build"]["status"] == "ok"
+        assert check.doc["steps"]["prebuilt"]["status"] == "failed"
+
+
+def test_the_full_suite_projection_scales_the_sample_and_keeps_its_prefix_sharing():
+    """A task whose sample of 1,000 prompt and generated tokens took 10 s, where shared prefixes left
+    500 tokens to evaluate (50 tokens/s): the full set of 10,000 tokens takes 100 s, not the 200 s
+    that its raw tokens at 50 tokens/s would say (the check's first method)."""
+    counts = {"tokenizer": "t", "tasks": {"t": {"prompt_tokens": 9000, "max_generated_tokens": 1000}}}
+    tasks = {"t": {"seconds": 10.0, "tokens_per_s": 50.0}}
+    proj = gpu_check.project(tasks, counts, {"t": {"prompt_tokens": 900, "generated_tokens": 100}})
+    assert proj["seconds_per_task"] == {"t": 100.0} and proj["complete"]
+    assert gpu_check.project(tasks, counts)["seconds_per_task"] == {"t": 200.0}  # an older result: no samples' counts
+    assert gpu_check.project({}, counts, {})["note"] == "no econeval measurement: no projection"
+
+
+def test_the_engine_bench_sizes_its_context_to_the_group(tiny_model):
+    """tools/bench.py's batched decode of 16 sequences in a context of 256 cells given: it makes room
+    for the group (a GPU's 64 CoT sequences overflowed its fixed 8,192 cells)."""
+    sys.path.insert(0, str(REPO / "tools"))
+    import bench
+
+    prompts = [f"Premise: rates rose {i}. Hypothesis: lending fell {i}. " * 4 for i in range(16)]
+    rate = bench.engine_batched(str(tiny_model), "Premise:", prompts, [8] * 16, 16, 1, n_ctx=256)
+    assert rate > 0
 
 
 def test_the_bundle_refuses_a_wheel_without_cuda(tmp_path, monkeypatch):

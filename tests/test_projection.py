@@ -71,3 +71,39 @@ def test_a_budget_run_is_projected_against_its_budget(cli, tmp_path, tiny_model)
                      "--out", tmp_path / "run")
     assert rc == 0, err
     assert "the --budget leaves" in err and "--budget 10m runs what fits" not in err
+
+
+class _Timed:
+    """An engine as the cost model times it: each llama_decode call costs 50 µs and 1 µs a token,
+    and the outputs each call reads are counted."""
+
+    def __init__(self, n_seq: int):
+        self.n_seq, self.n_cells, self.kv_budget, self.n_vocab = n_seq, 65536, 32768, 32000
+        self.n_evaluated = self.n_generated = self.n_decode_calls = 0
+        self.outputs: list[int] = []
+
+    def _decode(self, entries):
+        import time
+
+        time.sleep(5e-5 + 1e-6 * len(entries))
+        self.outputs.append(sum(1 for e in entries if e[3]))
+
+    def _logits(self, i):
+        import numpy as np
+
+        return np.zeros(8, dtype=np.float32)
+
+    def _clear(self):
+        pass
+
+
+def test_the_cost_model_times_as_many_sequences_as_the_run_decodes_together():
+    """On an H200 the small calls (4 sequences) fitted no cost per output: the measurement now also
+    times steps of the run's --parallel (up to 64) sequences reading every output, where cheap."""
+    from econeval.backends.llamacpp_projection import CostModel
+
+    wide, narrow = _Timed(64), _Timed(4)
+    for engine in (wide, narrow):
+        model, took = CostModel.measure(engine)
+        assert model.per_token > 0 and took < 10
+    assert max(wide.outputs) == 64 and max(narrow.outputs) == 4

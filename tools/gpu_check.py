@@ -448,15 +448,7 @@ class Check:
             self.final(None)
             return
         self.step("install", self.s_install)
-        building = None
-        if self.dry:
-            self.step("build", self.configure)
-        elif self.prebuilt() is not None and self.step("build", self.install_prebuilt) is not None:
-            pass
-        else:
-            if "build" in self.doc["steps"]:  # the carried wheel did not load: compile the sdist after all
-                self.doc["steps"]["prebuilt"] = self.doc["steps"].pop("build")
-            building = self.step("build", self.start_build)
+        building = self.build_step()
         self.step("data", self.s_data)
         self.step("model", self.s_model)
         if building is not None:
@@ -492,6 +484,18 @@ class Check:
             self.step("bench-1", lambda: self.bench("1"), need_s=40 if self.dry else 90)
             self.step("bench-2", lambda: self.bench("2"), need_s=40 if self.dry else 120)
         self.final(mem)
+
+    def build_step(self) -> dict | None:
+        """The dry run's configure, else the carried build where it loads and offloads, else the sdist's
+        compile started (its record, waited for later; the carried build's failed try kept as `prebuilt`)."""
+        if self.dry:
+            self.step("build", self.configure)
+            return None
+        if self.prebuilt() is not None and self.step("build", self.install_prebuilt) is not None:
+            return None
+        if "build" in self.doc["steps"]:  # the carried build did not load: compile the sdist after all
+            self.doc["steps"]["prebuilt"] = self.doc["steps"].pop("build")
+        return self.step("build", self.start_build)
 
     def bench(self, section: str) -> dict:
         """tools/bench.py's section 1 (EconNLI zero-shot against the engine floor) or 2 (CoT generation
