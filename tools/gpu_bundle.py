@@ -286,7 +286,7 @@ def build_cuda_wheel(dest: Path) -> Path:
 def prebuilt(wheel: Path) -> dict:
     """The CUDA wheel as prebuilt/llama_cpp_python-V-cuda.tar.xz (the folder holds it alone): its
     package and dist-info, each library once (the wheel holds every soname as a copy: six of a
-    418 MB libggml-cuda.so) with its other names as links, xz-compressed (a 28 MB archive)."""
+    418 MB libggml-cuda.so) with its other names as links, xz-compressed (a 30 MB archive)."""
     folder = OUT / "prebuilt"
     shutil.rmtree(folder, ignore_errors=True)
     if not wheel.is_file():

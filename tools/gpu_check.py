@@ -298,8 +298,8 @@ class Check:
                 "installed": sorted(p.name for p in target.iterdir() if p.name.endswith(".dist-info"))}
 
     def prebuilt(self) -> Path | None:
-        """A CUDA wheel of llama-cpp-python compiled where nvcc is (tools/gpu_bundle.py --cuda-wheel):
-        installed in place of the build when it loads there, else the sdist is compiled after all."""
+        """The carried CUDA build of llama-cpp-python, compiled where nvcc is (tools/gpu_bundle.py
+        --build-cuda or --cuda-wheel: its package as a .tar.xz); None: the sdist is compiled here."""
         found = sorted((self.bundle / "prebuilt").glob("llama_cpp_python-*-cuda.tar.xz"))
         return found[-1] if found else None
 
@@ -514,13 +514,14 @@ def plan(dry: bool) -> dict:
         return {"note": "dry run: the same steps on this machine's CPU, tiny layers"}
     return {"limit_s": LIMIT_S, "estimates_s": {
         "env+install": "10 (measured here: pip --target of 4 small wheels)",
-        "build": "a few seconds when the bundle carries a CUDA wheel compiled elsewhere (tools/gpu_bundle.py --cuda-wheel) and it "
+        "build": "about 6 (measured) when the bundle carries a CUDA build compiled elsewhere (tools/gpu_bundle.py --build-cuda) and it "
                  "loads; else about 300 in the background without the flash-attention kernels, about 410 with them (GPU_CHECK_FA=on): "
                  "estimates from one-core compile times of sampled files measured on a 2-core development machine (4,700 and 6,500 "
                  f"CPU-seconds over 16 cores); stopped when fewer than {MEASURE_MIN_S} s would be left to measure",
         "data": "5 (install + verify of 21 MB)", "model": "20-60 (4.1 GB written while the build runs)",
         "smoke": "10-20 (load 4.1 GB onto the GPU)", "econeval": "up to min(300, what is left - 90) for chunk starts, --limit 16",
-        "engine": "up to 150 (9 runs: N 1-128, flash attention auto and off, prompts of 128 and 1,024)", "bench-1": "what is left, when 90 s or more",
+        "engine": "up to 150 (7 runs, flash attention auto: N 1-128, prompts of 128 and 1,024)",
+        "engine-fa-off": "up to 90 (3 runs without flash attention, a process of their own)", "bench-1": "what is left, when 90 s or more",
         "bench-2": "what is left, when 120 s or more"}}
 
 
