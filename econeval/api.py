@@ -16,7 +16,7 @@ import sys
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 from . import config, data, registry
 from .version import __version__
@@ -56,88 +56,78 @@ def _role_factories(ctx: RunContext, specs: dict[str, config.ModelSpec], seed: i
     ctx.given = frozenset(specs)
 
 
-def evaluate(model: str | config.ModelSpec | None = None, tasks: Sequence[str] = (), suite: str | None = None,
+def evaluate(model: str | config.ModelSpec | RunSpec | None = None, tasks: Sequence[str] = (), *, suite: str | None = None,
              selection: Selection | None = None, out: str | Path | None = None, seed: int | None = None,
-             task_options: dict[str, Any] | None = None, model_options: dict[str, Any] | None = None,
-             judge: str | None = None, embedder: str | None = None, roles: dict[str, str] | None = None,
-             n_ctx: int | None = None, chat: str | None = None,
-             bootstrap: int = 1000, progress: bool | Callable[[dict], None] | None = None, argv: list[str] | None = None,
-             say: Callable[[str], None] | None = None, new: bool = False, config_file: dict | None = None,
-             per_task_options: dict[str, dict[str, Any]] | None = None,
-             prepared: dict[str, Prepared] | None = None, run: RunSpec | None = None) -> ResultsDoc:
-    """Evaluate `model` (a model file, a models.toml name, `PREFIX:NAME` for a served model,
-    a ModelSpec, or None for the default) on `tasks` (names) or a `suite` (default: all), write
-    the run folder `out` and return the results document. Without `out` the folder is the
-    run's own under the data dir, named by what the run is (model, tasks, options, seed): the
-    same call resumes it; `new=True` starts a new timestamped folder instead. A folder of the same
-    run, or of some or more of the same tasks, is resumed.
+             task_options: dict[str, Any] | None = None, bootstrap: int = 1000,
+             prepared: dict[str, Prepared] | None = None) -> ResultsDoc:
+    """Evaluate a model on `tasks` (names) or a `suite` (default: all), write the run folder `out`
+    and return the results document. Without `out` the folder is the run's own under the data
+    dir, named by what the run is (model, tasks, options, seed): the same call resumes it. A
+    folder of the same run, or of some or more of the same tasks, is resumed.
 
-    `progress`: True shows the run's progress on stderr (redrawn in place on a terminal), False
-    shows nothing, None (the default) shows it when stderr is a terminal; a callable gets the
-    progress figures (a dict: each task's saved/total items, rates and ETA, the run's ETA) after
-    every step instead.
+    `model`: a model file, a models.toml name, `PREFIX:NAME` for a served model, a ModelSpec, or
+    None for the registry's default; or a `RunSpec` (run/spec.py), which is the model with how it
+    runs: its options (`model_options`, e.g. {"parallel": 4} or {"base_url": ...}), `n_ctx`,
+    `chat`, the models named for roles (`judge`, `embedder`, `roles`), `progress` (True shows it
+    on stderr, False nothing, None when stderr is a terminal; a callable gets the progress figures
+    after every step instead) and `new` (a new timestamped folder). `econeval run` and `econeval
+    gate` pass one.
 
     `task_options` maps option names to values for every selected task that declares them (e.g.
-    {"adaptation": "cot-hidden"}); `model_options` likewise for the backends of the evaluated
-    model and the judge (e.g. {"parallel": 4}, {"base_url": "http://127.0.0.1:8000/v1"}); an
-    option nothing declares is refused. `chat` (auto, on, off) overrides the model's chat mode.
-    `selection` (selection.py; default every item) names the items: `Limit(20)`, a stratified
+    {"adaptation": "cot-hidden"}); an option no selected task declares is refused. `selection`
+    (run/selection.py; default every item) names the items: `Limit(20)`, a stratified
     `StratifiedSample(0.1)`, a budget's growing samples, a `Shard` (run into `out`/shard-K-of-N;
-    `merge` joins them); `selection.from_flags(limit=, sample=, budget=, shard=)` makes one from
-    the command line's flags. `config_file`: what run.json records of a `--config` file
-    (runconfig.py). `per_task_options`: task → its own option values (over `task_options`).
-    `prepared`: tasks prepared already (a gate's, as its baseline prepared them).
-    `run`: the model and how it runs as one `RunSpec` (run/spec.py: what `econeval run` and
-    `econeval gate` pass), in place of `model`, `model_options`, `n_ctx`, `chat`, `judge`,
-    `embedder`, `roles`, `progress`, `argv` and `new`.
+    `merge` joins them); `from_flags(limit=, sample=, budget=, shard=)` makes one from the command
+    line's flags. `prepared`: tasks prepared already, taken as they are (a gate's, as its
+    baseline prepared them, options included).
 
     Returns the results document with one key added: `run_folder`, the folder written."""
-    if run is None:
-        run = RunSpec(model=model, model_options=dict(model_options or {}), n_ctx=n_ctx, chat=chat, judge=judge, embedder=embedder,
-                      roles=dict(roles or {}), progress=progress, argv=tuple(argv or ()), new=new)
-    elif new or any(v is not None for v in (model, model_options, n_ctx, chat, judge, embedder, roles, progress, argv)):
-        raise TypeError("evaluate: give the model and how it runs either as run= or as keyword arguments, not both")
-    progress, argv, new = run.progress, list(run.argv) or None, run.new
+    run = model if isinstance(model, RunSpec) else RunSpec(model=model)
     seed, seed_given = given_seed(seed)
     selected = registry.select(suite, list(tasks))
-    args = run.named
-    spec, named = _models(run)
-    settings = Settings(seed=seed, n_ctx=run.n_ctx)
-    planned = role_specs.plan(spec, settings)  # the model's options parsed and validated once
     selection = selection or Full()
     if selection.shard() is not None and out is None:
         raise UsageError("--shard needs --out DIR (a folder every shard can reach; each writes DIR/shard-K-of-N)")
-    ctx = RunContext(seed=seed, seed_given=seed_given, task_options=dict(task_options or {}), bootstrap=bootstrap,
-                     per_task=dict(per_task_options or {}))
+    spec, named = _models(run)
+    settings = Settings(seed=seed, n_ctx=run.n_ctx)
+    planned = role_specs.plan(spec, settings)  # the model's options parsed and validated once
+    ctx = RunContext(seed=seed, seed_given=seed_given, task_options=dict(task_options or {}), bootstrap=bootstrap)
     _role_factories(ctx, named, seed)
-    callback = progress if callable(progress) else None
-    show = sys.stderr.isatty() if progress is None else progress is True
-    say = say or ((lambda msg: print(msg, file=sys.stderr, flush=True)) if show else (lambda msg: None))
     try:
         preps = runner.prepare(selected, ctx, prepared=prepared)  # data, options and embedder problems show before a model loads
-        out = Path(out) if out else default_folder(spec, selected, preps, ctx, settings, named, args, new, selection.shard())
+        if out is None:
+            out = default_folder(spec, selected, preps, ctx, settings, named, run.named, run.new, selection.shard())
         if (where := selection.shard()) is not None:
-            out = shards.folder_for(out, where)
-        folder = RunFolder.open(out)  # locked; refused now if it holds another run
-        try:
-            folder.check_identity(partial_identity(seed, selected, preps, planned.preview()), partial=True)
-            say(f"econeval: run folder {out}; loading model {spec.name} …")
-            t0 = time.monotonic()
-            backend = ctx.role_made(MODEL, planned.build())
-            info = backend.info()
-            say(f"econeval: model {spec.name} loaded in {time.monotonic() - t0:.1f} s on {info.device}"
-                f" (parallel {info.parallel_note or info.parallel}, n_ctx {info.n_ctx}); tasks: {', '.join(t.name for t in selected)}")
-            doc = runner.run(selected, backend, folder, ctx, preps, selection, argv=argv, config=config_file,
-                             show_progress=show, say=say, on_progress=callback)
-        except Interrupted as exc:
-            if argv:
-                exc.hint = resume_hint(argv, out)
-            raise
-        finally:
-            folder.close()
+            out = shards.folder_for(Path(out), where)
+        doc = _run_in(Path(out), run, planned, selected, preps, ctx, selection)
     finally:
         ctx.close()
     return {**doc, "run_folder": str(out)}
+
+
+def _run_in(out: Path, run: RunSpec, planned: role_specs.Planned, selected: list, preps: dict[str, Prepared],
+            ctx: RunContext, selection: Selection) -> dict:
+    """The run in its folder (locked; refused before the model loads if it holds another run)."""
+    spec = planned.spec
+    show = sys.stderr.isatty() if run.progress is None else run.progress is True
+    say = (lambda msg: print(msg, file=sys.stderr, flush=True)) if show else (lambda msg: None)
+    folder = RunFolder.open(out)
+    try:
+        folder.check_identity(partial_identity(ctx.seed, selected, preps, planned.preview()), partial=True)
+        say(f"econeval: run folder {out}; loading model {spec.name} …")
+        t0 = time.monotonic()
+        backend = ctx.role_made(MODEL, planned.build())
+        info = backend.info()
+        say(f"econeval: model {spec.name} loaded in {time.monotonic() - t0:.1f} s on {info.device}"
+            f" (parallel {info.parallel_note or info.parallel}, n_ctx {info.n_ctx}); tasks: {', '.join(t.name for t in selected)}")
+        return runner.run(selected, backend, folder, ctx, preps, selection, argv=list(run.argv) or None, config=run.config_file,
+                          show_progress=show, say=say, on_progress=run.progress if callable(run.progress) else None)
+    except Interrupted as exc:
+        if run.argv:
+            exc.hint = resume_hint(list(run.argv), out)
+        raise
+    finally:
+        folder.close()
 
 
 def _models(run: RunSpec) -> tuple[config.ModelSpec, dict[str, config.ModelSpec]]:

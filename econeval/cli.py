@@ -283,13 +283,15 @@ def _prefix_help() -> str:
 
 # ---- run ---------------------------------------------------------------------------------
 def _run_spec(model, model_options: dict, n_ctx, chat, embedder, judge, role, quiet: bool, new: bool = False):
-    """What `run` and `gate` evaluate with, from their shared flags: one RunSpec (run/spec.py)."""
+    """What `run` and `gate` evaluate with, from their shared flags (and a --config file's, as
+    run.json records it): one RunSpec (run/spec.py)."""
     from .api import program
     from .run.spec import RunSpec
 
     return RunSpec(model=model, model_options=model_options, n_ctx=n_ctx, chat=chat, embedder=embedder, judge=judge,
                    roles=_roles_given(role, ("judge", judge), ("embedder", embedder)) or {}, progress=not quiet,
-                   argv=(*program(), *sys.argv[1:]), new=new)
+                   argv=(*program(), *sys.argv[1:]), new=new,
+                   config_file=click.get_current_context().meta.get("econeval_config"))
 
 
 @cli.command()
@@ -351,9 +353,8 @@ def run(model, suite, tasks, limit, sample, budget, seed, n_ctx, chat, model_opt
     from .run.selection import from_flags
 
     selection = from_flags(limit=limit, sample=sample, budget=budget, shard=shards.parse(shard, shard_count))
-    doc = evaluate(tasks=tasks, suite=suite, selection=selection, out=out, seed=seed, task_options=options, bootstrap=n_boot,
-                   config_file=click.get_current_context().meta.get("econeval_config"),
-                   run=_run_spec(model, model_options, n_ctx, chat, embedder, judge, role, quiet, new))
+    doc = evaluate(_run_spec(model, model_options, n_ctx, chat, embedder, judge, role, quiet, new), tasks, suite=suite,
+                   selection=selection, out=out, seed=seed, task_options=options, bootstrap=n_boot)
     folder = doc.pop("run_folder")
     if as_json:  # results.json, and the folder it is in (a script's next command needs it)
         _echo_json({"run_folder": str(folder), **doc})

@@ -104,21 +104,29 @@ def test_python_api(tmp_path, tiny_model):
     assert on_disk["tasks"] == doc["tasks"]
 
 
-def test_evaluate_takes_the_run_spec_that_run_and_gate_build(tmp_path):
-    """`run=RunSpec(...)` (what `econeval run` and `gate` pass) is the same run as the keyword
-    arguments it stands for; both at once are refused."""
+def test_evaluate_takes_a_model_name_or_the_run_spec_that_run_and_gate_build(tmp_path):
+    """A model's name and a RunSpec of only that name (what `econeval run` and `gate` pass) are the
+    same run; a RunSpec's settings reach the run and its run.json; the keyword settings it
+    replaced are refused."""
     import econeval
-    from econeval.run.spec import RunSpec
 
     common = {"tasks": ["econnli-zero"], "selection": econeval.Limit(4), "seed": 3}
-    econeval.evaluate(model="fake:m", model_options={"answers": "Yes,No"}, out=tmp_path / "kw", **common)
-    econeval.evaluate(run=RunSpec(model="fake:m", model_options={"answers": "Yes,No"}), out=tmp_path / "spec", **common)
+    econeval.evaluate("fake:m", out=tmp_path / "name", **common)
+    econeval.evaluate(econeval.RunSpec(model="fake:m"), out=tmp_path / "spec", **common)
     for name in ("samples.jsonl", "results.json"):
-        assert (tmp_path / "kw" / name).read_bytes() == (tmp_path / "spec" / name).read_bytes()
-    ident = [json.loads((tmp_path / d / "run.json").read_text())["identity"] for d in ("kw", "spec")]
-    assert ident[0] == ident[1]
-    with pytest.raises(TypeError, match="not both"):
-        econeval.evaluate(model="fake:m", run=RunSpec(model="fake:m"), out=tmp_path / "both", **common)
+        assert (tmp_path / "name" / name).read_bytes() == (tmp_path / "spec" / name).read_bytes()
+    meta = {d: json.loads((tmp_path / d / "run.json").read_text()) for d in ("name", "spec")}
+    assert meta["name"]["identity"] == meta["spec"]["identity"]
+
+    asked = econeval.RunSpec(model="fake:m", model_options={"answers": "No"}, argv=("econeval", "run"),
+                             config_file={"path": "run.toml", "sha256": "0" * 64})
+    econeval.evaluate(asked, out=tmp_path / "asked", **common)
+    meta["asked"] = json.loads((tmp_path / "asked" / "run.json").read_text())
+    model = {d: m["identity"]["model"]["settings"] for d, m in meta.items()}
+    assert model["asked"]["answers"] == "No" != model["name"]["answers"]
+    assert meta["asked"]["command"] == ["econeval", "run"] and meta["asked"]["config"]["path"] == "run.toml"
+    with pytest.raises(TypeError):
+        econeval.evaluate(model="fake:m", model_options={"answers": "No"}, out=tmp_path / "old", **common)
 
 
 def test_samples_keep_the_prompts_and_score_reads_a_run(cli, tmp_path, tiny_model, tiny_chat_model):

@@ -216,8 +216,8 @@ def test_the_python_api_reports_progress(tmp_path, tiny_model):
 
     seen = []
     spec = ModelSpec(name="tiny", options={"path": str(tiny_model)}, n_ctx=1024, chat="off")
-    econeval.evaluate(model=spec, tasks=["econnli-zero", "econlogicqa-1shot"], selection=econeval.Limit(20),
-                      out=tmp_path / "run", progress=seen.append)
+    econeval.evaluate(econeval.RunSpec(model=spec, progress=seen.append), ["econnli-zero", "econlogicqa-1shot"],
+                      selection=econeval.Limit(20), out=tmp_path / "run")
     assert seen and seen[-1]["saved"] == seen[-1]["total"] == 40
     assert any(s["eta_s"] is not None and s["saved"] < s["total"] for s in seen)  # a run ETA once one chunk was measured
     assert {t["task"] for t in seen[-1]["tasks"]} == {"econnli-zero", "econlogicqa-1shot"}

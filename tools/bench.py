@@ -46,7 +46,7 @@ NGL = 0  # layers offloaded, the same for econeval and the engine's own loops (-
 
 def run(spec, tasks, limit, parallel, threads, out):
     opts = {k: v for k, v in (("parallel", parallel), ("threads", threads), ("n_gpu_layers", NGL)) if v is not None}
-    doc = econeval.evaluate(model=spec, tasks=tasks, selection=econeval.Limit(limit), out=out, model_options=opts)
+    doc = econeval.evaluate(econeval.RunSpec(model=spec, model_options=opts), tasks, selection=econeval.Limit(limit), out=out)
     meta = json.loads((Path(out) / "run.json").read_text())
     samples = [json.loads(line) for line in (Path(out) / "samples.jsonl").read_text().splitlines()]
     return doc, meta, samples

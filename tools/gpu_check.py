@@ -767,8 +767,9 @@ def step_econeval(out: Path, dry: bool, run_s: float) -> dict:
     run_dir = work / "run"
     t0 = time.monotonic()
     try:
-        doc = econeval.evaluate(model=str(work / "model.gguf"), tasks=tasks, selection=selection, out=run_dir, bootstrap=0,
-                                embedder=str(Path(os.environ["GPU_BUNDLE"]) / "embedder"), progress=False)
+        run = econeval.RunSpec(model=str(work / "model.gguf"), embedder=str(Path(os.environ["GPU_BUNDLE"]) / "embedder"),
+                               progress=False)
+        doc = econeval.evaluate(run, tasks, selection=selection, out=run_dir, bootstrap=0)
     except Interrupted:  # SIGTERM at the step's time limit: run.json is marked interrupted, its finished tasks timed
         doc = {"tasks": {}}
     secs = round(time.monotonic() - t0, 1)

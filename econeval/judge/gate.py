@@ -493,8 +493,7 @@ def _run_candidate(base: FinishedRun, g: Gate, run: RunSpec, budget: str | float
     _check_asked_reasoning(record, run)
     selection = Ordered("random", deadline=deadline, watcher=g.watch, only={t: set(tg.order) for t, tg in g.tasks.items()})
     seed = record.run_seed if record.seed_was_given else None  # None: the tasks' protocol seeds again
-    doc = api.evaluate(tasks=list(g.tasks), seed=seed, per_task_options={t: record.task_options(t) for t in g.tasks},
-                       selection=selection, out=out, prepared=preps, run=run)
+    doc = api.evaluate(run, list(g.tasks), seed=seed, selection=selection, out=out, prepared=preps)
     folder = Path(str(doc.get("run_folder")))
     cand = FinishedRun(folder, RunRecord.read(folder), samples=g.received(), preps=preps)
     check_reasoning(record, cand.record)  # whether the candidate reasoned is known after its run

@@ -1,8 +1,8 @@
 """What a run is made with, beside which items it runs: the evaluated model (resolved once), its
-options, the models named for roles, the context length and the chat mode, and how the run shows
-itself. One frozen value: `econeval run` and `econeval gate` build it from their flags and hand
-it to `api.evaluate(run=...)` unchanged (a gate's folder name, its checks and the candidate's run
-all read the same fields); evaluate's keyword arguments for these settings make one the same way."""
+options, the models named for roles, the context length and the chat mode, how the run shows
+itself, and how it was asked for. One frozen value: `econeval run` and `econeval gate` build it
+from their flags and hand it to `api.evaluate` unchanged (a gate's folder name, its checks and
+the candidate's run all read the same fields); a Python caller builds one the same way."""
 
 from __future__ import annotations
 
@@ -19,8 +19,11 @@ from . import roles as role_specs
 class RunSpec:
     """The evaluated model (`model`: a file, a models.toml name, PREFIX:NAME; None: the
     registry's default) and its `model_options` (-M), `n_ctx`, `chat`; the models named for
-    roles (`judge`, `embedder`, `roles`: --role NAME=MODEL); `progress` (api.evaluate's),
-    `argv` (the command line, for run.json and the resume hint) and `new` (a new folder)."""
+    roles (`judge`, `embedder`, `roles`: --role NAME=MODEL); `progress` (True: shown on stderr,
+    False: not, None: when stderr is a terminal; a callable gets the progress figures instead),
+    `new` (a new timestamped folder in place of the run's own); how it was asked for, as run.json
+    records it: `argv` (the command line, also the resume hint's) and `config_file` (a --config file's
+    settings, runconfig.py)."""
 
     model: str | config.ModelSpec | None = None
     model_options: dict[str, Any] = field(default_factory=dict)
@@ -32,6 +35,7 @@ class RunSpec:
     progress: bool | Callable[[dict], None] | None = None
     argv: tuple[str, ...] = ()
     new: bool = False
+    config_file: dict[str, Any] | None = None
 
     @cached_property
     def model_spec(self) -> config.ModelSpec:
