@@ -10,6 +10,8 @@ import sys
 
 import pytest
 
+import econeval
+
 from conftest import REPO
 
 pytestmark = pytest.mark.slow  # the shipped product: wheel, binary or a real server
@@ -47,7 +49,7 @@ def checkout(*args, home):
 
 def test_version_and_data(binary):
     out = offline(binary, "--version").stdout
-    assert "econeval: 0.1.0" in out and "llama-cpp-python" in out and "complete" in out
+    assert f"econeval: {econeval.__version__}" in out and "llama-cpp-python" in out and "complete" in out
     assert "all data files match" in offline(binary, "data", "verify").stdout
 
 
