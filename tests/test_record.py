@@ -84,6 +84,28 @@ def test_a_record_reads_back_as_written_and_folds_the_older_layout(cli, tmp_path
         RunRecord.read(run)
 
 
+def test_a_task_entry_reads_what_the_run_recorded_of_the_task(cli, tmp_path):
+    run = tmp_path / "run"
+    rc, _, err = cli("run", "--model", "fake:m", "--task", "econlogicqa-1shot", "-T", "shots=fixed", "--limit", "4", "--quiet",
+                     "--out", run)
+    assert rc == 0, err
+    doc = json.loads((run / "run.json").read_text())
+    stored = doc["tasks"]["econlogicqa-1shot"]
+    entry = RunRecord.read(run).task("econlogicqa-1shot")
+    assert entry.recorded and entry.options["shots"] == "fixed" and entry.prompt_version == stored["prompt_version"]
+    assert entry.settings == stored["settings"] and entry.dataset == stored["dataset"] and entry.description == stored["description"]
+    assert entry.seconds == doc["timing"]["econlogicqa-1shot"]["seconds"]
+    assert entry.identity() == {k: stored[k] for k in ("dataset", "prompt_version", "settings", "options")}
+    assert [e.name for e in RunRecord.read(run).task_entries()] == ["econlogicqa-1shot"]
+    absent = RunRecord.read(run).task("steer-me")
+    assert not absent.recorded and absent.identity() is None and absent.options == {} and absent.seconds is None
+    # an earlier layout kept the options beside the tasks, not in their entries
+    older = {**doc, "tasks": {"econlogicqa-1shot": {k: v for k, v in stored.items() if k != "options"}},
+             "options": {"econlogicqa-1shot": {"shots": "fixed"}}}
+    (run / "run.json").write_text(json.dumps(older))
+    assert RunRecord.read(run).task("econlogicqa-1shot").options == {"shots": "fixed"}
+
+
 def test_a_live_gate_prepares_each_task_once_and_reads_no_candidate_sample(cli, tmp_path, monkeypatch):
     """Each task is prepared once in a live gate (the baseline's preparation serves the candidate's
     run, the comparability check and the not-gated numbers), and the candidate's samples are not

@@ -144,11 +144,11 @@ def compare(base_dir: Path | FinishedRun, cand_dir: Path | FinishedRun, max_drop
 def check_prepared(base: RunRecord, identities: dict[str, dict | None]) -> None:
     """Refuse a candidate whose tasks are prepared otherwise than the baseline's (data, prompt
     version, settings, options): `identities` is task → what makes its numbers comparable
-    (RunRecord.task_identity). A live gate checks its candidate's tasks so before a model loads."""
+    (TaskEntry.identity). A live gate checks its candidate's tasks so before a model loads."""
     for t, c in identities.items():
         if not c:
             raise UsageError(f"the candidate has no task {t}, which the baseline ran", hint="run the candidate on the baseline's tasks")
-        b = base.task_identity(t) or {}
+        b = base.task(t).identity() or {}
         for key, value in c.items():
             if b.get(key) != value:
                 raise UsageError(f"{t}: the runs differ in {key}; their numbers are not comparable",
@@ -167,7 +167,7 @@ def check_comparable(base: RunRecord, cand: RunRecord, tasks: list[str]) -> None
     another reasoning, another model in a role, or another seed (few-shot draws, option orders
     differ). `compare` and `gate --replay` pass through here; a live gate checks its candidate's
     tasks with check_prepared before the model loads, and its reasoning after the run."""
-    check_prepared(base, {t: cand.task_identity(t) for t in tasks})
+    check_prepared(base, {t: cand.task(t).identity() for t in tasks})
     check_reasoning(base, cand)
     check_roles(base, cand, tasks)
     check_seed(base, cand.seed)

@@ -159,7 +159,8 @@ def lm_eval_doc(run: FinishedRun) -> dict[str, Any]:
     rec, results = run.record, run.results
     doc: dict[str, Any] = {"results": {}, "groups": {}, "group_subtasks": {}, "configs": {}, "versions": {}, "n-shot": {},
                            "higher_is_better": {}, "n-samples": {}, "task_hashes": {}}
-    for name, entry in rec.tasks.items():
+    for entry in rec.task_entries():
+        name = entry.name
         task, res = registry.get_task(name), results.get(name)
         if not isinstance(res, dict):
             continue  # a task with no results (not run for this model): nothing to report
@@ -187,14 +188,14 @@ def lm_eval_doc(run: FinishedRun) -> dict[str, Any]:
         doc["higher_is_better"][name] = better
         doc["n-samples"][name] = {"original": of if isinstance(of, int) else len(run.preps[name].items), "effective": n}
         # each task's data, as its files' hashes: one hash of them (lm-eval's task_hashes)
-        doc["task_hashes"][name] = hashlib.sha256(json.dumps(entry.get("dataset"), sort_keys=True).encode()).hexdigest()
+        doc["task_hashes"][name] = hashlib.sha256(json.dumps(entry.dataset, sort_keys=True).encode()).hexdigest()
         doc["configs"][name] = {
             "task": name, "description": task.description, "version": task.prompt_version,
             "table": text(res.get("table")), "estimate": text(estimate.get("note")),
             "not_computed": ", ".join(missing) or None,
             # a task that draws with its authors' seed says so (STEER-ME without --seed)
             "seed": text(run.preps[name].settings.get("seed", rec.seed)),
-            "options": text(entry.get("options") or None)}
+            "options": text(dict(entry.options) or None)}
     config: dict[str, Any] = {"model": str(rec.backend_kind or "econeval"), "model_args": rec.model_name, "limit": rec.limit,
                               "gen_kwargs": None}
     for key, value in (("random_seed", rec.seed), ("bootstrap_iters", rec.bootstrap)):

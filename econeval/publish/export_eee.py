@@ -157,14 +157,15 @@ def record(run: FinishedRun, developer: str | None = None) -> dict[str, Any]:
     created = str(int(time.time()))
     started = str(rec.started)
     out: list[dict] = []
-    for name, entry in rec.tasks.items():
+    for entry in rec.task_entries():
+        name = entry.name
         task, res = registry.get_task(name), results.get(name)
         if not isinstance(res, dict):
             continue
         estimate = obj(res.get("estimate"))
         source = {"dataset_name": task.benchmark, "source_type": "other",
                   "additional_details": _strings({"econeval_task": name, "prompt_version": task.prompt_version,
-                                                  "dataset": entry.get("dataset"), "options": entry.get("options"),
+                                                  "dataset": entry.dataset, "options": dict(entry.options),
                                                   "items": len(run.preps[name].items)})}
         for metric, value in task.headline(res).items():
             if not isinstance(value, (int, float)) or isinstance(value, bool):

@@ -116,7 +116,8 @@ def eval_logs(run: FinishedRun) -> dict[str, Any]:
     started = _when(rec.started)
     elapsed = 0.0  # the tasks' measured seconds laid end to end from the run's start, in the run's order
     out: dict[str, Any] = {}
-    for name, entry in rec.tasks.items():
+    for entry in rec.task_entries():
+        name = entry.name
         task, prep, res = registry.get_task(name), run.preps[name], results.get(name)
         if not isinstance(res, dict):
             continue  # not run for this model: no results to log
@@ -143,15 +144,15 @@ def eval_logs(run: FinishedRun) -> dict[str, Any]:
             name=SCORER, scorer=SCORER, scored_samples=scored, unscored_samples=None if scored is None else len(recs) - scored,
             metrics=metrics, metadata={"table": res.get("table"), "estimate": estimate.get("note"), "n": res.get("n"),
                                        "not_computed": [m for m, v in headline.items() if v is None] or None})])
-        seconds = rec.task_seconds(name)
+        seconds = entry.seconds
         spec = log.EvalSpec(
             created=str(rec.started), task=f"econeval/{name}", task_version=task.prompt_version,
             task_description=task.description, task_attribs={"benchmark": task.benchmark, "suite": task.suite},
-            task_args=entry.get("options") or {},
+            task_args=dict(entry.options),
             dataset=log.EvalDataset(name=task.benchmark, samples=len(prep.items), sample_ids=list(recs)),
             model=models.model, config=log.EvalConfig(limit=rec.limit),
             packages={"econeval": str(rec.econeval_version or __version__)},
-            metadata={"seed": rec.seed, "dataset": entry.get("dataset"), "data_package": rec.data_package,
+            metadata={"seed": rec.seed, "dataset": entry.dataset, "data_package": rec.data_package,
                       "model": rec.model, "identity": rec.identity, "run_folder": str(run.path),
                       "n_shot": task.n_shot(prep), "headline": lead,
                       "timing": "started_at and completed_at: this task's measured seconds (run.json's timing), laid end "

@@ -19,6 +19,7 @@ import dataclasses
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -186,6 +187,28 @@ class RoleEntry:
 
 
 @dataclass(frozen=True)
+class TaskEntry:
+    """What run.json keeps of one task it ran (`tasks`, and its seconds from `timing`): the prompt
+    version, the settings its benchmark recorded, its option values, the data fingerprint, the
+    description; `recorded` False: the run has no such task (every field empty)."""
+
+    name: str
+    recorded: bool = False
+    prompt_version: str | None = None
+    description: str | None = None
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    options: Mapping[str, Any] = field(default_factory=dict)
+    dataset: Any = None
+    seconds: float | None = None  # measured over its items (summed over resumes); None: not measured
+    entry: Mapping[str, Any] = field(default_factory=dict, repr=False)  # as stored
+
+    def identity(self) -> dict[str, Any] | None:
+        """What makes the task's numbers comparable (data, prompt version, settings, options), as
+        plain JSON; None when the run has no such task."""
+        return comparable(dict(self.entry)) if self.recorded else None
+
+
+@dataclass(frozen=True)
 class RunRecord:
     """run.json, a value: what the run is is fixed when it starts (runmeta.run_record), what
     happened is recorded by the operations below, each of which returns the next record. Fields in
@@ -315,25 +338,24 @@ class RunRecord:
     def seed_was_given(self) -> bool:
         return self.seed_given is not False
 
-    def task_options(self, task: str) -> dict[str, Any]:
-        """A task's option values as recorded."""
-        entry = self.tasks.get(task) or {}
+    def task(self, name: str) -> TaskEntry:
+        """The task's entry (an empty one, `recorded` False, when the run has no such task); the
+        options from the record's `options` where the entry has none (an earlier layout)."""
+        entry = self.tasks.get(name)
+        if not isinstance(entry, dict):
+            return TaskEntry(name)
         options = entry.get("options")
         if options is None:
-            options = _obj(self.options).get(task)
-        return dict(options) if isinstance(options, dict) else {}
+            options = _obj(self.options).get(name)
+        seconds = _obj(_obj(self.timing).get(name)).get("seconds")
+        return TaskEntry(name, True, prompt_version=_text(entry, "prompt_version"), description=_text(entry, "description"),
+                         settings=dict(_obj(entry.get("settings"))), options=dict(_obj(options)), dataset=entry.get("dataset"),
+                         seconds=float(seconds) if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) else None,
+                         entry=entry)
 
-    def task_settings(self, task: str) -> dict[str, Any]:
-        """A task's settings as recorded (what its benchmark wrote under `settings`)."""
-        entry = self.tasks.get(task) or {}
-        settings = entry.get("settings") if isinstance(entry, dict) else None
-        return dict(settings) if isinstance(settings, dict) else {}
-
-    def task_identity(self, task: str) -> dict[str, Any] | None:
-        """What makes the task's numbers comparable (data, prompt version, settings, options), as
-        plain JSON; None when the run has no such task."""
-        entry = self.tasks.get(task)
-        return None if entry is None else comparable(entry)
+    def task_entries(self) -> list[TaskEntry]:
+        """Each task's entry, in the run's order."""
+        return [self.task(name) for name in self.tasks]
 
     def identity_tasks(self) -> dict:
         return _obj(self.identity.get("tasks"))
@@ -367,11 +389,6 @@ class RunRecord:
     def file_metadata(self, key: str) -> str | None:
         """A text value of the model file's own metadata as the run recorded it (`general.organization`)."""
         return _text(_obj(self.model.get("gguf_metadata")), key)
-
-    def task_seconds(self, task: str) -> float | None:
-        """The seconds the run measured for a task's items (its `timing`, summed over resumes); None: not measured."""
-        got = _obj(_obj(self.timing).get(task)).get("seconds")
-        return float(got) if isinstance(got, (int, float)) and not isinstance(got, bool) else None
 
     @property
     def engine_version(self) -> str | None:

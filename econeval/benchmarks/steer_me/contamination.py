@@ -62,14 +62,12 @@ def scored(run, name) -> list[dict]:
 
 
 def _template_set(run) -> dict | None:
-    settings = run.record.task_settings(BENCHMARK)  # the benchmark's own part of the record
+    settings = run.record.task(BENCHMARK).settings  # the benchmark's own part of the record
     return (settings.get("source") or {}).get("template_set")
 
 
 def _settings(run) -> dict:
-    s = run.record.task_settings(BENCHMARK)
-    s.pop("source", None)
-    return s
+    return {k: v for k, v in run.record.task(BENCHMARK).settings.items() if k != "source"}
 
 
 def _row(a: list[dict], b: list[dict]) -> dict:
