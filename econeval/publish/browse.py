@@ -15,12 +15,11 @@ from typing import Any
 from .. import config, registry
 from ..errors import UsageError, clean_tree
 from ..store.finished import open_run
-from ..store.items import UNPARSED, ItemView, item_view
+from ..store.items import UNPARSED, ItemView, item_view, line_task
 from ..store.folder import iter_samples
 from ..reasoning import THINKING
 from ..store.record import NO_TASKS
 from ..store.runfiles import LOCK, RUN_JSON, SAMPLES
-from ..types import Task
 
 
 def _running(folder: Path) -> bool:
@@ -151,12 +150,10 @@ def _task_and_group(rec: dict) -> tuple[str, str | None]:
 def _item(rec: dict) -> dict:
     """What the page shows of a sample line, whatever its fields hold (a hand-edited or damaged
     line is shown as it is, not refused; a task this econeval does not know read as any task)."""
-    task = registry.tasks().get(_text(rec.get("task"))) or Task()
+    task = line_task(rec)
     view = item_view(task, rec)
-    prompts: dict[str, Any] = view.prompts()
-    if not prompts and rec.get("prompts") and not isinstance(rec.get("prompts"), dict):
-        prompts = {"(as saved)": rec["prompts"]}  # a damaged line: shown as it is
-    responses = {c.name: c.result for c in view.calls if c.prompt is not None and c.name in rec}
+    prompts = view.prompts()
+    responses = {c.name: c.result for c in view.calls if c.prompt is not None and c.result is not None}
     thinking = view.reasoning()
     own = {task.group_field, task.gold_field, task.answer_field}
     scores = {k: v for k, v in rec.items() if k not in _META and k not in responses and k not in own
@@ -168,7 +165,7 @@ def _item(rec: dict) -> dict:
             shown[name] = text
         else:
             shown[f"{same}, {name}"] = shown.pop(same)
-    return {"id": view.id, "task": _text(rec.get("task")), "group": view.group,
+    return {"id": view.id, "task": view.task, "group": view.group,
             "outcome": _outcome(view), "prompts": shown, "responses": responses, "thinking": thinking,
             "gold": view.gold, "parsed": view.answer, "why": view.why, "scores": scores}
 

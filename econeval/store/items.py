@@ -17,6 +17,7 @@ from ..reasoning import THINKING
 from ..types import Task, as_text, is_scored
 
 SCORED, UNPARSED, SKIPPED, ERROR = "scored", "unparsed", "skipped", "error"  # an item's outcome
+AS_SAVED = "(as saved)"  # the name a damaged line's prompts are shown under
 
 
 def _obj(value: Any) -> dict:
@@ -78,7 +79,11 @@ class ItemView:
         return self.outcome in (SCORED, UNPARSED)
 
     def prompts(self) -> dict[str, str]:
-        """The prompts by request name, in the order they were sent."""
+        """The prompts by request name, in the order they were sent; a damaged line's prompts that
+        are not an object, as saved (as text), under "(as saved)"."""
+        saved = self.line.get("prompts")
+        if saved and not isinstance(saved, dict):
+            return {AS_SAVED: as_text(saved) or ""}
         return {c.name: c.prompt for c in self.calls if c.prompt is not None}
 
     def tokens(self, key: str) -> int | None:
@@ -139,7 +144,17 @@ def item_view(task: Task, record: Mapping[str, Any]) -> ItemView:
     gold, answer = task.gold_of(record), task.answer_of(record)
     correct = record.get("correct")
     group = record.get(task.group_field) if task.group_field else None
-    return ItemView(id=str(record.get("id")), task=str(record.get("task", task.name)), outcome=outcome, why=why,
+    return ItemView(id=str(record.get("id")), task=as_text(record.get("task", task.name)) or "", outcome=outcome, why=why,
                     gold=_shown(task, gold, record), answer=_shown(task, answer, record), gold_code=gold, answer_code=answer,
                     correct=correct if isinstance(correct, bool) else None, values=values, labels=task.item_labels(record),
                     group=as_text(group), calls=_calls(record), line=record)
+
+
+def line_task(record: Mapping[str, Any]) -> Task:
+    """The task a sample line names (a name this econeval does not know, or no name, read as any
+    task): for the pages that show a folder's lines as they are, a hand-edited or damaged one
+    included."""
+    from .. import registry
+
+    name = record.get("task")
+    return (registry.tasks().get(name) if isinstance(name, str) else None) or Task()
