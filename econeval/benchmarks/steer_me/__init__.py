@@ -304,6 +304,62 @@ def letters_phrase(k: int) -> str:
     return f"among A through {LETTERS[k - 1]}"
 
 
+def _questions(qfile: str | None) -> tuple[list[dict], dict]:
+    """The questions to run and where they come from (run.json's `source`): the authors' staged
+    data package (a folder, package.py), a questions file (JSON Lines), or the bundled set."""
+    if qfile and Path(qfile).is_dir():
+        from .package import load as load_package
+
+        items, source = load_package(Path(qfile))
+        if not items:
+            raise UsageError(f"{qfile}: the package holds no question")
+        return items, source
+    if not qfile:
+        return data.load(BENCHMARK, "questions.jsonl"), {"questions": "bundled set", "seed": BUNDLE_SEED,
+                                                         "per_element": BUNDLE_PER_ELEMENT}
+    items = read_jsonl(Path(qfile), "questions file")
+    need = {"id", "element", "options", "correct_index", "question"}
+    for n, it in enumerate(items, 1):
+        if not need <= set(it):
+            raise UsageError(f"{qfile}: question {n} lacks {', '.join(sorted(need - set(it)))}")
+    source = {"questions_file": str(qfile), "sha256": data.sha256_file(Path(qfile))}
+    if isinstance(items[0].get("template_set") if items else None, dict):  # written templates (`steer generate --templates`)
+        source["template_set"] = items[0]["template_set"]
+    return items, source
+
+
+def _runnable(items: list[dict], source: dict, qfile: str | None, *, one_at_a_time: bool, free_text: bool,
+              car: bool) -> tuple[list[dict], dict]:
+    """The questions these options can run, and the source noting those left out and why:
+    multi-part and consistency-graded groups where the protocol asks one question at a time; for
+    free text, answers that are not numbers (graded by the number, as the authors' package); for
+    --car (the package's `none` format), consistency-graded groups (no correct option to replace)."""
+    groups = [it for it in items if it.get("parts") or it.get("grading", "answer") != "answer"]
+    if groups and one_at_a_time:
+        items = [it for it in items if it not in groups]
+        source = {**source, "not_run": {"groups": len(groups), "why": "multi-part and consistency-graded groups run with "
+                                        "the open2025 prompts and a multiple-choice adaptation"}}
+        if not items:
+            raise UsageError(f"{qfile}: no single question to run with these options", hint=source["not_run"]["why"])
+    if free_text:
+        numeric = [it for it in items if free_text_gold(it) is not None]
+        if len(numeric) < len(items):
+            source = {**source, "not_run_free_text": {"questions": len(items) - len(numeric),
+                                                      "why": "free text is graded by the number; these answers are not numbers"}}
+            items = numeric
+        if not items:
+            raise UsageError(f"{qfile or 'the bundled set'}: no question with a numeric answer to run as free text")
+    if car:
+        ruled = [it for it in items if it.get("grading", "answer") != "answer"]
+        if ruled:
+            items = [it for it in items if it.get("grading", "answer") == "answer"]
+            source = {**source, "not_run_car": {"groups": len(ruled), "why": "consistency-graded groups have no "
+                                                "correct option for --car to replace (the authors' package drops them)"}}
+            if not items:
+                raise UsageError(f"{qfile}: no answer-graded question to run with --car")
+    return items, source
+
+
 @registry.task
 class SteerMe(Task):
     name = "steer-me"
@@ -366,24 +422,7 @@ class SteerMe(Task):
         opts = ctx.options_for(self)
         adaptation = opts["adaptation"]
         qfile = opts["questions"]
-        if qfile and Path(qfile).is_dir():  # the authors' staged data package (package.py)
-            from .package import load as load_package
-
-            items, source = load_package(Path(qfile))
-            if not items:
-                raise UsageError(f"{qfile}: the package holds no question")
-        elif qfile:
-            items = read_jsonl(Path(qfile), "questions file")
-            need = {"id", "element", "options", "correct_index", "question"}
-            for n, it in enumerate(items, 1):
-                if not need <= set(it):
-                    raise UsageError(f"{qfile}: question {n} lacks {', '.join(sorted(need - set(it)))}")
-            source = {"questions_file": str(qfile), "sha256": data.sha256_file(Path(qfile))}
-            if isinstance(items[0].get("template_set") if items else None, dict):  # written templates (`steer generate --templates`)
-                source["template_set"] = items[0]["template_set"]
-        else:
-            items = data.load(BENCHMARK, "questions.jsonl")
-            source = {"questions": "bundled set", "seed": BUNDLE_SEED, "per_element": BUNDLE_PER_ELEMENT}
+        items, source = _questions(qfile)
         pset = opts["prompts"]
         shots = _int_option(opts["shots"], "shots", 0, 64)
         budget = _int_option(opts["reasoning_tokens"], "reasoning_tokens", 1, 65536) if opts["reasoning_tokens"] else \
@@ -392,29 +431,8 @@ class SteerMe(Task):
             raise UsageError("-T shots needs the open2025 prompt set (its few-shot format)")
         if shots and adaptation == "free-text":
             raise UsageError("few-shot examples are multiple choice: -T shots must be 0 with --adaptation free-text")
-        groups = [it for it in items if it.get("parts") or it.get("grading", "answer") != "answer"]
-        if groups and (pset != "open2025" or adaptation == "free-text"):  # those protocols ask one question at a time
-            items = [it for it in items if it not in groups]
-            source = {**source, "not_run": {"groups": len(groups), "why": "multi-part and consistency-graded groups run with "
-                                            "the open2025 prompts and a multiple-choice adaptation"}}
-            if not items:
-                raise UsageError(f"{qfile}: no single question to run with these options", hint=source["not_run"]["why"])
-        if adaptation == "free-text":  # graded by the number: as the authors' package, only numeric answers run
-            numeric = [it for it in items if free_text_gold(it) is not None]
-            if len(numeric) < len(items):
-                source = {**source, "not_run_free_text": {"questions": len(items) - len(numeric),
-                                                          "why": "free text is graded by the number; these answers are not numbers"}}
-                items = numeric
-            if not items:
-                raise UsageError(f"{qfile or 'the bundled set'}: no question with a numeric answer to run as free text")
-        if opts["car"]:  # the package's `none` format: consistency-graded groups have no correct option to replace
-            ruled = [it for it in items if it.get("grading", "answer") != "answer"]
-            if ruled:
-                items = [it for it in items if it.get("grading", "answer") == "answer"]
-                source = {**source, "not_run_car": {"groups": len(ruled), "why": "consistency-graded groups have no "
-                                                    "correct option for --car to replace (the authors' package drops them)"}}
-                if not items:
-                    raise UsageError(f"{qfile}: no answer-graded question to run with --car")
+        items, source = _runnable(items, source, qfile, one_at_a_time=pset != "open2025" or adaptation == "free-text",
+                                  free_text=adaptation == "free-text", car=bool(opts["car"]))
         text_tokens = None if str(opts["text_answer_tokens"]).strip().lower() == "none" else \
             _int_option(opts["text_answer_tokens"], "text_answer_tokens", 1, 65536)
         per_part = 1 if P.FORMATS[adaptation] == "mc" else 2
