@@ -41,7 +41,7 @@ from .. import reasoning as rz
 from ..types import BackendInfo, Completion, Generate, OptionLogprobs, OptionScores, chat_messages
 from .base import Backend, ReasoningOptions, Settings, option
 from .llamacpp_batch import Engine
-from .llamacpp_sizing import DEFAULT_PARALLEL_CPU, DEFAULT_PARALLEL_GPU, ModelShape, free_memory, size
+from .llamacpp_sizing import DEFAULT_PARALLEL_CPU, DEFAULT_PARALLEL_GPU, ModelShape, free_memory, parallel_for, size
 from .llamacpp_plan import ReasoningStage, Tokenized, make_plan
 from .llamacpp_projection import CostModel, dry_run, sampled_length
 
@@ -228,7 +228,7 @@ class LlamaCppBackend(Backend[LlamaCppOptions]):
         import llama_cpp
 
         gpu = bool(llama_cpp.llama_supports_gpu_offload()) and options.n_gpu_layers != 0
-        parallel = options.parallel or (DEFAULT_PARALLEL_GPU if gpu else DEFAULT_PARALLEL_CPU)
+        parallel = parallel_for(options.parallel, gpu)
         # a context taken from the model (and bounded by memory) is known once the model is loaded
         return {"kind": cls.kind, **({"n_ctx": n} if (n := settings.n_ctx or spec.n_ctx) else {}), "schedule": SCHEDULE_VERSION,
                 "settings": {"parallel": parallel, **options.reasoning_identity()}, "chat_mode": spec.chat}

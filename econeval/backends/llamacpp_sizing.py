@@ -108,6 +108,11 @@ def free_memory(llama_cpp: Any, gpu: bool) -> int | None:
         return None
 
 
+def parallel_for(given: int | None, gpu: bool) -> int:
+    """The sequences decoded together: the one given (--parallel), else the device's default."""
+    return given or (DEFAULT_PARALLEL_GPU if gpu else DEFAULT_PARALLEL_CPU)
+
+
 def _down(n: int, step: int = 256) -> int:
     return n // step * step
 
@@ -115,7 +120,7 @@ def _down(n: int, step: int = 256) -> int:
 def size(shape: ModelShape, *, given_ctx: int | None, parallel: int | None, gpu: bool, flash_attn: bool,
          free: int | None) -> Sizes:
     """The sizes for this model on this device (see the module's docstring)."""
-    parallel = parallel or (DEFAULT_PARALLEL_GPU if gpu else DEFAULT_PARALLEL_CPU)
+    parallel = parallel_for(parallel, gpu)
     budget = KV_BUDGET_GPU if gpu else KV_BUDGET_CPU
     if given_ctx:
         n_ctx, why = given_ctx, "given (--n-ctx or the model entry's n_ctx)"
