@@ -9,6 +9,7 @@ from the registry.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from pathlib import Path
@@ -282,21 +283,55 @@ def _prefix_help() -> str:
 
 
 # ---- run ---------------------------------------------------------------------------------
-def _run_spec(model, model_options: dict, n_ctx, chat, embedder, judge, role, quiet: bool, new: bool = False):
-    """What `run` and `gate` evaluate with, from their shared flags (and a --config file's, as
-    run.json records it): one RunSpec (run/spec.py)."""
-    from .api import program
-    from .run.spec import RunSpec
+def _run_spec_options(candidate: bool = False):
+    """The flags `run` and `gate` share for the model and how it runs (--model, --n-ctx, --chat, -M
+    and the backends' flags, --embedder, --judge, --role, --quiet), declared once here and handed
+    to the command as one RunSpec, `spec` (run/spec.py), with the command line and a --config
+    file's settings as run.json records them; run's --new goes into it too. `candidate`: the
+    gate's wording (the model is the candidate; the judge defaults to the baseline's)."""
 
-    return RunSpec(model=model, model_options=model_options, n_ctx=n_ctx, chat=chat, embedder=embedder, judge=judge,
-                   roles=_roles_given(role, ("judge", judge), ("embedder", embedder)) or {}, progress=not quiet,
-                   argv=(*program(), *sys.argv[1:]), new=new,
-                   config_file=click.get_current_context().meta.get("econeval_config"))
+    def decorate(fn):
+        @functools.wraps(fn)
+        def command(*args, model, n_ctx, chat, model_option, embedder, judge, role, quiet, **kw):
+            from .api import program
+            from .run.spec import RunSpec
+
+            spec = RunSpec(model=model, model_options=_collect_model_options(model_option, kw), n_ctx=n_ctx, chat=chat,
+                           embedder=embedder, judge=judge, roles=_roles_given(role, ("judge", judge), ("embedder", embedder)),
+                           progress=not quiet, argv=(*program(), *sys.argv[1:]), new=bool(kw.pop("new", False)),
+                           config_file=click.get_current_context().meta.get("econeval_config"))
+            return fn(*args, spec=spec, **kw)
+
+        flags = [
+            click.option("--model", "-m", shell_complete=complete_models,
+                         help=("The candidate model (as for `run`; default: the registry's default model)." if candidate else
+                               "A model file, a name from models.toml, or PREFIX:NAME for a served model (" + _prefix_help()
+                               + "). Default: the registry's default model.")),
+            click.option("--n-ctx", type=click.IntRange(*N_CTX_RANGE), help=N_CTX_HELP),
+            click.option("--chat", type=click.Choice(["auto", "on", "off"]),
+                         help="Chat template: auto (each task's default, as its paper's code did, when the model has a "
+                              "template), on (every request), off (raw prompts). Default: the model's entry (auto). "
+                              "Recorded in run.json."),
+            _model_options,
+            click.option("--embedder", "-e", shell_complete=complete_embedders,
+                         help="Sentence embedder for tasks scored by similarity: a models.toml name or a folder "
+                              "(default: the registry's default embedder)."),
+            click.option("--judge", shell_complete=complete_models,
+                         help="Judge model for the tasks that use one (a model file, a models.toml name or PREFIX:NAME; "
+                              + ("default: the baseline's, where it named one)." if candidate else
+                                 "default: the evaluated model).")),
+            _role_option,
+            click.option("--quiet", "-q", is_flag=True, help="No progress display."),
+        ]
+        for flag in reversed(flags):
+            command = flag(command)
+        return command
+
+    return decorate
 
 
 @cli.command()
-@click.option("--model", "-m", shell_complete=complete_models, help="A model file, a name from models.toml, or PREFIX:NAME for a served model ("
-                                    + _prefix_help() + "). Default: the registry's default model.")
+@_run_spec_options()
 @click.option("--suite", "-s", default=None, shell_complete=complete_suites,
               help="Suite to run: " + ", ".join(registry.suites()) + " (default: all).")
 @click.option("--task", "-t", "tasks", multiple=True, shell_complete=complete_tasks,
@@ -313,23 +348,11 @@ def _run_spec(model, model_options: dict, n_ctx, chat, embedder, judge, role, qu
 @click.option("--seed", type=click.IntRange(min=0, max=2**63 - 1),
               help="Seed for few-shot draws and --sample (recorded in run.json; default 1234, and for a benchmark whose "
                    "authors' protocol names a seed, its draws use that one: the task's settings in run.json say which).")
-@click.option("--n-ctx", type=click.IntRange(*N_CTX_RANGE), help=N_CTX_HELP)
-@click.option("--chat", type=click.Choice(["auto", "on", "off"]),
-              help="Chat template: auto (each task's default, as its paper's code did, when the model has a template), "
-                   "on (every request), off (raw prompts). Default: the model's entry (auto). Recorded in run.json.")
-@_model_options
 @click.option("--out", "-o", type=click.Path(file_okay=False, path_type=Path),
               help="Run folder (default: the run's own folder under the data dir, named by model, tasks, options and seed, "
                    "so the same command resumes it). A folder of the same run, or of some of its tasks, is resumed.")
 @click.option("--new", is_flag=True, help="Start a new run folder (timestamped) instead of resuming the run's own.")
-@click.option("--embedder", "-e", shell_complete=complete_embedders,
-              help="Sentence embedder for tasks scored by similarity: a models.toml name or a folder "
-                                       "(default: the registry's default embedder).")
 @_task_options
-@click.option("--judge", shell_complete=complete_models,
-              help="Judge model for the tasks that use one (a model file, a models.toml name or PREFIX:NAME; "
-                              "default: the evaluated model).")
-@_role_option
 @click.option("--bootstrap", "n_boot", type=click.IntRange(min=0, max=100000), default=1000, show_default=True,
               help="Bootstrap resamples for the 95% intervals of the headline numbers (0: none).")
 @click.option("--shard", metavar="K/N|auto", help="Run only shard K of N (the chunks whose index is K-1 mod N) into "
@@ -338,23 +361,19 @@ def _run_spec(model, model_options: dict, n_ctx, chat, embedder, judge, role, qu
 @click.option("--json", "as_json", is_flag=True, help="Print results.json, with the run folder as `run_folder`, on stdout "
               "instead of the summary table.")
 @click.option("--tables", is_flag=True, help="Then print the paper tables of the run folder (as `econeval report FOLDER`).")
-@click.option("--quiet", "-q", is_flag=True, help="No progress display.")
 @_config_option("run")
-def run(model, suite, tasks, limit, sample, budget, seed, n_ctx, chat, model_option, out, new, embedder, task_option, judge, role, n_boot,
-        shard, shard_count, as_json, tables, quiet, **kw):
+def run(spec, suite, tasks, limit, sample, budget, seed, out, task_option, n_boot, shard, shard_count, as_json, tables, **kw):
     """Evaluate a model and write run.json, samples.jsonl and results.json."""
     from .api import evaluate
 
-    if new and out:
+    if spec.new and out:
         raise UsageError("--new and --out together: --new makes a new folder of its own", hint="pass one of them")
     options = _collect_options(task_option, kw)
-    model_options = _collect_model_options(model_option, kw)
     from .run import shards
     from .run.selection import from_flags
 
     selection = from_flags(limit=limit, sample=sample, budget=budget, shard=shards.parse(shard, shard_count))
-    doc = evaluate(_run_spec(model, model_options, n_ctx, chat, embedder, judge, role, quiet, new), tasks, suite=suite,
-                   selection=selection, out=out, seed=seed, task_options=options, bootstrap=n_boot)
+    doc = evaluate(spec, tasks, suite=suite, selection=selection, out=out, seed=seed, task_options=options, bootstrap=n_boot)
     folder = doc.pop("run_folder")
     if as_json:  # results.json, and the folder it is in (a script's next command needs it)
         _echo_json({"run_folder": str(folder), **doc})
@@ -596,8 +615,8 @@ def compare_cmd(baseline, candidate, max_drop, metrics, n_boot, seed, allow_miss
 
 
 @cli.command("gate")
+@_run_spec_options(candidate=True)
 @click.argument("baseline", type=click.Path(file_okay=False, exists=True, path_type=Path))
-@click.option("--model", "-m", shell_complete=complete_models, help="The candidate model (as for `run`; default: the registry's default model).")
 @click.option("--max-drop", type=click.FloatRange(min=0), default=0.02, show_default=True,
               help="Pass when every gated metric's interval lies above -max-drop; regression when one lies below.")
 @click.option("--alpha", type=click.FloatRange(min=0, max=1, min_open=True, max_open=True), default=0.05, show_default=True,
@@ -613,25 +632,17 @@ def compare_cmd(baseline, candidate, max_drop, metrics, n_boot, seed, allow_miss
 @click.option("--plot", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write the gate's progress as an HTML page: each gated metric's e-processes against their "
                    "thresholds, by items spent (needs matplotlib: econeval[report]).")
-@click.option("--n-ctx", type=click.IntRange(*N_CTX_RANGE), help=N_CTX_HELP)
-@click.option("--chat", type=click.Choice(["auto", "on", "off"]), help="Chat template (as for `run`).")
-@_model_options
 @click.option("--out", "-o", type=click.Path(file_okay=False, path_type=Path),
               help="The candidate's run folder (default: the run's own folder under the data dir; resumable).")
-@click.option("--embedder", "-e", shell_complete=complete_embedders, help="Sentence embedder for tasks scored by similarity (as for `run`).")
-@click.option("--judge", shell_complete=complete_models, help="Judge model (as for `run`): the baseline's, where it named one.")
-@_role_option
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-@click.option("--quiet", "-q", is_flag=True, help="No progress display.")
-def gate_cmd(baseline, model, max_drop, alpha, budget, metrics, replay, junit, plot, n_ctx, chat, model_option, out, embedder, judge,
-             role, fmt, quiet, **kw):
+def gate_cmd(baseline, spec, max_drop, alpha, budget, metrics, replay, junit, plot, out, fmt):
     """Sequential release gate: run the candidate on BASELINE's items in a seeded random order and
     stop as soon as every gated metric is decided. Exit 0 pass, 1 regression, 3 inconclusive (at
     the budget or the end of the items), 2 usage."""
     from .judge.gate import gate, junit as junit_xml, render
     from .judge.junit import check_target, write as write_junit
 
-    if replay and (model or out or budget):
+    if replay and (spec.model or out or budget):
         raise UsageError("--replay with --model, --out or --budget: a replay runs no model", hint="pass one of them")
     if junit:
         check_target(junit)  # before the model runs
@@ -641,8 +652,7 @@ def gate_cmd(baseline, model, max_drop, alpha, budget, metrics, replay, junit, p
         check_output(plot, "--plot")
         if not plots_available():
             raise UsageError("--plot needs matplotlib", hint='pip install "econeval[report]"')
-    run = _run_spec(model, _collect_model_options(model_option, kw), n_ctx, chat, embedder, judge, role, quiet)
-    result = gate(baseline, run, max_drop=max_drop, alpha=alpha, budget=budget, metrics=metrics, replay=replay, out=out)
+    result = gate(baseline, spec, max_drop=max_drop, alpha=alpha, budget=budget, metrics=metrics, replay=replay, out=out)
     if junit:
         write_junit(junit, junit_xml(result.rows, result.max_drop))
     if plot:
