@@ -85,12 +85,13 @@ def evaluate(model: str | config.ModelSpec | RunSpec | None = None, tasks: Seque
     run = model if isinstance(model, RunSpec) else RunSpec(model=model)
     seed, seed_given = given_seed(seed)
     selected = registry.select(suite, list(tasks))
-    selection = selection or Full()
-    if selection.shard() is not None and out is None:
-        raise UsageError("--shard needs --out DIR (a folder every shard can reach; each writes DIR/shard-K-of-N)")
     spec, named = _models(run)
     settings = Settings(seed=seed, n_ctx=run.n_ctx)
     planned = role_specs.plan(spec, settings)  # the model's options parsed and validated once
+    selection = selection or Full()
+    out = Path(out) if out else None
+    if selection.shard() is not None and out is None:
+        raise UsageError("--shard needs --out DIR (a folder every shard can reach; each writes DIR/shard-K-of-N)")
     ctx = RunContext(seed=seed, seed_given=seed_given, task_options=dict(task_options or {}), bootstrap=bootstrap)
     _role_factories(ctx, named, seed)
     try:
@@ -98,8 +99,8 @@ def evaluate(model: str | config.ModelSpec | RunSpec | None = None, tasks: Seque
         if out is None:
             out = default_folder(spec, selected, preps, ctx, settings, named, run.named, run.new, selection.shard())
         if (where := selection.shard()) is not None:
-            out = shards.folder_for(Path(out), where)
-        doc = _run_in(Path(out), run, planned, selected, preps, ctx, selection)
+            out = shards.folder_for(out, where)
+        doc = _run_in(out, run, planned, selected, preps, ctx, selection)
     finally:
         ctx.close()
     return {**doc, "run_folder": str(out)}

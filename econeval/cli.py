@@ -283,24 +283,42 @@ def _prefix_help() -> str:
 
 
 # ---- run ---------------------------------------------------------------------------------
+class _RunFlags:
+    """The shared flags of `run` and `gate` as given (`model`, `new`: what the commands' own
+    conflict checks read); `spec()` parses the rest (-M pairs, --role) into the RunSpec, with the
+    command line and a --config file's settings as run.json records them."""
+
+    def __init__(self, values: dict):
+        self.values = values
+        self.model, self.new = values["model"], values["new"]
+
+    def spec(self):
+        from .api import program
+        from .run.spec import RunSpec
+
+        v = self.values
+        return RunSpec(model=v["model"], model_options=_collect_model_options(v["model_option"], dict(v["given"])),
+                       n_ctx=v["n_ctx"], chat=v["chat"], embedder=v["embedder"], judge=v["judge"],
+                       roles=_roles_given(v["role"], ("judge", v["judge"]), ("embedder", v["embedder"])),
+                       progress=not v["quiet"], argv=(*program(), *sys.argv[1:]), new=v["new"],
+                       config_file=click.get_current_context().meta.get("econeval_config"))
+
+
 def _run_spec_options(candidate: bool = False):
     """The flags `run` and `gate` share for the model and how it runs (--model, --n-ctx, --chat, -M
     and the backends' flags, --embedder, --judge, --role, --quiet), declared once here and handed
-    to the command as one RunSpec, `spec` (run/spec.py), with the command line and a --config
-    file's settings as run.json records them; run's --new goes into it too. `candidate`: the
-    gate's wording (the model is the candidate; the judge defaults to the baseline's)."""
+    to the command as `flags` (_RunFlags): the command checks its own conflicts first, then
+    `flags.spec()` parses them into one RunSpec (run/spec.py); run's --new goes into it too.
+    `candidate`: the gate's wording (the model is the candidate; the judge defaults to the
+    baseline's)."""
 
     def decorate(fn):
         @functools.wraps(fn)
         def command(*args, model, n_ctx, chat, model_option, embedder, judge, role, quiet, **kw):
-            from .api import program
-            from .run.spec import RunSpec
-
-            spec = RunSpec(model=model, model_options=_collect_model_options(model_option, kw), n_ctx=n_ctx, chat=chat,
-                           embedder=embedder, judge=judge, roles=_roles_given(role, ("judge", judge), ("embedder", embedder)),
-                           progress=not quiet, argv=(*program(), *sys.argv[1:]), new=bool(kw.pop("new", False)),
-                           config_file=click.get_current_context().meta.get("econeval_config"))
-            return fn(*args, spec=spec, **kw)
+            given = {key: kw.pop(key) for key in list(kw) if key.startswith("mopt_")}
+            values = {"model": model, "n_ctx": n_ctx, "chat": chat, "model_option": model_option, "embedder": embedder,
+                      "judge": judge, "role": role, "quiet": quiet, "new": bool(kw.pop("new", False)), "given": given}
+            return fn(*args, flags=_RunFlags(values), **kw)
 
         flags = [
             click.option("--model", "-m", shell_complete=complete_models,
@@ -362,13 +380,14 @@ def _run_spec_options(candidate: bool = False):
               "instead of the summary table.")
 @click.option("--tables", is_flag=True, help="Then print the paper tables of the run folder (as `econeval report FOLDER`).")
 @_config_option("run")
-def run(spec, suite, tasks, limit, sample, budget, seed, out, task_option, n_boot, shard, shard_count, as_json, tables, **kw):
+def run(flags, suite, tasks, limit, sample, budget, seed, out, task_option, n_boot, shard, shard_count, as_json, tables, **kw):
     """Evaluate a model and write run.json, samples.jsonl and results.json."""
     from .api import evaluate
 
-    if spec.new and out:
+    if flags.new and out:
         raise UsageError("--new and --out together: --new makes a new folder of its own", hint="pass one of them")
     options = _collect_options(task_option, kw)
+    spec = flags.spec()
     from .run import shards
     from .run.selection import from_flags
 
@@ -635,14 +654,14 @@ def compare_cmd(baseline, candidate, max_drop, metrics, n_boot, seed, allow_miss
 @click.option("--out", "-o", type=click.Path(file_okay=False, path_type=Path),
               help="The candidate's run folder (default: the run's own folder under the data dir; resumable).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-def gate_cmd(baseline, spec, max_drop, alpha, budget, metrics, replay, junit, plot, out, fmt):
+def gate_cmd(baseline, flags, max_drop, alpha, budget, metrics, replay, junit, plot, out, fmt):
     """Sequential release gate: run the candidate on BASELINE's items in a seeded random order and
     stop as soon as every gated metric is decided. Exit 0 pass, 1 regression, 3 inconclusive (at
     the budget or the end of the items), 2 usage."""
     from .judge.gate import gate, junit as junit_xml, render
     from .judge.junit import check_target, write as write_junit
 
-    if replay and (spec.model or out or budget):
+    if replay and (flags.model or out or budget):
         raise UsageError("--replay with --model, --out or --budget: a replay runs no model", hint="pass one of them")
     if junit:
         check_target(junit)  # before the model runs
@@ -652,7 +671,7 @@ def gate_cmd(baseline, spec, max_drop, alpha, budget, metrics, replay, junit, pl
         check_output(plot, "--plot")
         if not plots_available():
             raise UsageError("--plot needs matplotlib", hint='pip install "econeval[report]"')
-    result = gate(baseline, spec, max_drop=max_drop, alpha=alpha, budget=budget, metrics=metrics, replay=replay, out=out)
+    result = gate(baseline, flags.spec(), max_drop=max_drop, alpha=alpha, budget=budget, metrics=metrics, replay=replay, out=out)
     if junit:
         write_junit(junit, junit_xml(result.rows, result.max_drop))
     if plot:

@@ -104,27 +104,31 @@ def test_python_api(tmp_path, tiny_model):
     assert on_disk["tasks"] == doc["tasks"]
 
 
-def test_evaluate_takes_a_model_name_or_the_run_spec_that_run_and_gate_build(tmp_path):
-    """A model's name and a RunSpec of only that name (what `econeval run` and `gate` pass) are the
-    same run; a RunSpec's settings reach the run and its run.json; the keyword settings it
+def test_evaluate_takes_the_run_spec_that_run_builds_from_its_flags(cli, tmp_path):
+    """`econeval run`'s model flags (-M, its shortcut flags, --chat, --quiet) make the RunSpec a
+    Python caller writes: the same run; its settings reach run.json; the keyword settings it
     replaced are refused."""
     import econeval
 
     common = {"tasks": ["econnli-zero"], "selection": econeval.Limit(4), "seed": 3}
+    rc, _, err = cli("run", "--model", "fake:m", "-M", "answers=No", "--chat", "off", "--task", "econnli-zero", "--limit", "4",
+                     "--seed", "3", "--quiet", "--out", tmp_path / "cli")
+    assert rc == 0, err
+    econeval.evaluate(econeval.RunSpec(model="fake:m", model_options={"answers": "No"}, chat="off", progress=False),
+                      out=tmp_path / "spec", **common)
     econeval.evaluate("fake:m", out=tmp_path / "name", **common)
-    econeval.evaluate(econeval.RunSpec(model="fake:m"), out=tmp_path / "spec", **common)
     for name in ("samples.jsonl", "results.json"):
-        assert (tmp_path / "name" / name).read_bytes() == (tmp_path / "spec" / name).read_bytes()
-    meta = {d: json.loads((tmp_path / d / "run.json").read_text()) for d in ("name", "spec")}
-    assert meta["name"]["identity"] == meta["spec"]["identity"]
+        assert (tmp_path / "cli" / name).read_bytes() == (tmp_path / "spec" / name).read_bytes()
+    meta = {d: json.loads((tmp_path / d / "run.json").read_text()) for d in ("cli", "spec", "name")}
+    assert meta["cli"]["identity"] == meta["spec"]["identity"] != meta["name"]["identity"]
+    assert meta["spec"]["identity"]["model"]["settings"]["answers"] == "No"
 
-    asked = econeval.RunSpec(model="fake:m", model_options={"answers": "No"}, argv=("econeval", "run"),
-                             config_file={"path": "run.toml", "sha256": "0" * 64})
+    asked = econeval.RunSpec(model="fake:m", argv=["econeval", "run"], config_file={"path": "run.toml", "sha256": "0" * 64})
     econeval.evaluate(asked, out=tmp_path / "asked", **common)
-    meta["asked"] = json.loads((tmp_path / "asked" / "run.json").read_text())
-    model = {d: m["identity"]["model"]["settings"] for d, m in meta.items()}
-    assert model["asked"]["answers"] == "No" != model["name"]["answers"]
-    assert meta["asked"]["command"] == ["econeval", "run"] and meta["asked"]["config"]["path"] == "run.toml"
+    recorded = json.loads((tmp_path / "asked" / "run.json").read_text())
+    assert recorded["command"] == ["econeval", "run"] and recorded["config"]["path"] == "run.toml"
+    with pytest.raises(TypeError):
+        econeval.RunSpec(model="fake:m", argv="econeval run")  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         econeval.evaluate(model="fake:m", model_options={"answers": "No"}, out=tmp_path / "old", **common)
 

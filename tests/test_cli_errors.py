@@ -31,6 +31,17 @@ def test_option_names_get_did_you_mean(cli, tmp_path, tiny_model):
     assert rc == 2 and "did you mean 'parallel'?" in err, err
 
 
+def test_a_commands_own_conflict_is_named_before_its_model_flags_are_read(cli, tmp_path):
+    """run's --new with --out and gate's --replay with --model are the first thing said, even when
+    the model's flags (-M, --role) are malformed too."""
+    assert_clean_failure(*cli("run", "--new", "--out", tmp_path / "x", "-M", "bad", "--role", "bad"), 2, "--new and --out together")
+    base = tmp_path / "base"
+    assert cli("run", "--model", "fake:m", "--task", "econnli-zero", "--limit", "2", "--quiet", "--out", base)[0] == 0
+    assert_clean_failure(*cli("gate", base, "--replay", base, "--model", "fake:m", "-M", "bad", "--role", "bad"), 2,
+                         "--replay with --model, --out or --budget")
+    assert_clean_failure(*cli("run", "--model", "fake:m", "-T", "bad", "-M", "bad"), 2, "-T bad: expected NAME=VALUE")
+
+
 def test_file_that_is_not_gguf(cli, tmp_path):
     bad = tmp_path / "model.gguf"
     bad.write_text("this is not a model")

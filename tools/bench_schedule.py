@@ -104,7 +104,7 @@ def main() -> None:
     # the context is made for the most sequences asked; the default setting is the sizes' own
     be = roles.build(roles.with_options(roles.resolve(args.model), {"parallel": max([*pars, 8])}), Settings(seed=0))
     gpu = be.info().device == "gpu"
-    default = (sizing.DEFAULT_PARALLEL_GPU if gpu else sizing.DEFAULT_PARALLEL_CPU, sizing.KV_BUDGET_GPU if gpu else sizing.KV_BUDGET_CPU)
+    default = (sizing.parallel_for(None, gpu), sizing.KV_BUDGET_GPU if gpu else sizing.KV_BUDGET_CPU)
     pars = [p for p in pars if p <= be.parallel]
     report: dict = {"model": be.spec.name, "device": be.info().device, "defaults": {"parallel": default[0], "kv_budget": default[1]},
                     "prefixes": prefixes(be)}

@@ -152,7 +152,7 @@ def _item(rec: dict) -> dict:
     line is shown as it is, not refused; a task this econeval does not know read as any task)."""
     task = line_task(rec)
     view = item_view(task, rec)
-    prompts = view.prompts()
+    prompts = view.shown_prompts()
     responses = {c.name: c.result for c in view.calls if c.prompt is not None and c.result is not None}
     thinking = view.reasoning()
     own = {task.group_field, task.gold_field, task.answer_field}

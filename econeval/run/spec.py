@@ -37,6 +37,14 @@ class RunSpec:
     new: bool = False
     config_file: dict[str, Any] | None = None
 
+    def __post_init__(self) -> None:
+        if isinstance(self.argv, str) or not all(isinstance(a, str) for a in self.argv):
+            raise TypeError("RunSpec: argv is the command line as a sequence of strings")
+        object.__setattr__(self, "argv", tuple(self.argv))
+        if self.config_file is not None and not isinstance(self.config_file, dict):
+            raise TypeError("RunSpec: config_file is what run.json records of a --config file (a dict), "
+                            "as runconfig.defaults gives it")
+
     @cached_property
     def model_spec(self) -> config.ModelSpec:
         """The evaluated model's spec, resolved once (its options not yet applied: api.evaluate's)."""

@@ -79,12 +79,16 @@ class ItemView:
         return self.outcome in (SCORED, UNPARSED)
 
     def prompts(self) -> dict[str, str]:
-        """The prompts by request name, in the order they were sent; a damaged line's prompts that
-        are not an object, as saved (as text), under "(as saved)"."""
+        """The prompts by request name, in the order they were sent."""
+        return {c.name: c.prompt for c in self.calls if c.prompt is not None}
+
+    def shown_prompts(self) -> dict[str, str]:
+        """The prompts as a page shows them: a damaged line's prompts that are not an object, as
+        saved (as text), under "(as saved)"."""
         saved = self.line.get("prompts")
         if saved and not isinstance(saved, dict):
             return {AS_SAVED: as_text(saved) or ""}
-        return {c.name: c.prompt for c in self.calls if c.prompt is not None}
+        return self.prompts()
 
     def tokens(self, key: str) -> int | None:
         """A count (`n_prompt_tokens`, `n_tokens`, `n_reasoning_tokens`) summed over the requests;

@@ -203,9 +203,10 @@ class TaskEntry:
     entry: Mapping[str, Any] = field(default_factory=dict, repr=False)  # as stored
 
     def identity(self) -> dict[str, Any] | None:
-        """What makes the task's numbers comparable (data, prompt version, settings, options), as
-        plain JSON; None when the run has no such task."""
-        return comparable(dict(self.entry)) if self.recorded else None
+        """What makes the task's numbers comparable (data, prompt version, settings, and the options
+        as `options` reads them, an earlier layout's too), as plain JSON; None when the run has no
+        such task."""
+        return comparable({**self.entry, "options": dict(self.options)}) if self.recorded else None
 
 
 @dataclass(frozen=True)

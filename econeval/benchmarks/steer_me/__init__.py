@@ -334,13 +334,14 @@ def _runnable(items: list[dict], source: dict, qfile: str | None, *, one_at_a_ti
     multi-part and consistency-graded groups where the protocol asks one question at a time; for
     free text, answers that are not numbers (graded by the number, as the authors' package); for
     --car (the package's `none` format), consistency-graded groups (no correct option to replace)."""
+    where = qfile or "the bundled set"
     groups = [it for it in items if it.get("parts") or it.get("grading", "answer") != "answer"]
     if groups and one_at_a_time:
         items = [it for it in items if it not in groups]
         source = {**source, "not_run": {"groups": len(groups), "why": "multi-part and consistency-graded groups run with "
                                         "the open2025 prompts and a multiple-choice adaptation"}}
         if not items:
-            raise UsageError(f"{qfile}: no single question to run with these options", hint=source["not_run"]["why"])
+            raise UsageError(f"{where}: no single question to run with these options", hint=source["not_run"]["why"])
     if free_text:
         numeric = [it for it in items if free_text_gold(it) is not None]
         if len(numeric) < len(items):
@@ -348,7 +349,7 @@ def _runnable(items: list[dict], source: dict, qfile: str | None, *, one_at_a_ti
                                                       "why": "free text is graded by the number; these answers are not numbers"}}
             items = numeric
         if not items:
-            raise UsageError(f"{qfile or 'the bundled set'}: no question with a numeric answer to run as free text")
+            raise UsageError(f"{where}: no question with a numeric answer to run as free text")
     if car:
         ruled = [it for it in items if it.get("grading", "answer") != "answer"]
         if ruled:
@@ -356,7 +357,7 @@ def _runnable(items: list[dict], source: dict, qfile: str | None, *, one_at_a_ti
             source = {**source, "not_run_car": {"groups": len(ruled), "why": "consistency-graded groups have no "
                                                 "correct option for --car to replace (the authors' package drops them)"}}
             if not items:
-                raise UsageError(f"{qfile}: no answer-graded question to run with --car")
+                raise UsageError(f"{where}: no answer-graded question to run with --car")
     return items, source
 
 
