@@ -50,18 +50,21 @@ def test_a_signal_is_acknowledged_at_once_and_what_it_says_is_saved(tmp_path, ti
     out = tmp_path / "run"
     proc = _start(["run", "--model", tiny_model, "--task", "econnli-cot", "--limit", "400", "--threads", "1", "--out", out],
                   {"ECONEVAL_HOME": str(tmp_path / "home")})
-    sent, acked, lines = None, None, []
+    sent, acked, lines, saves = None, None, [], []
     for line in proc.stderr:
         lines.append(line)
         if sent is None and re.search(r"econnli-cot: [1-9]\d*/400 saved", line):
-            proc.send_signal(signum)
-            sent = time.monotonic()
+            saves.append(time.monotonic())
+            if len(saves) == 2:  # a chunk's time measured: what "at once" is held against, on a loaded machine too
+                proc.send_signal(signum)
+                sent = time.monotonic()
         elif sent is not None and "stopping" in line:
             acked = time.monotonic() - sent
     proc.wait(timeout=120)
     text = "".join(lines)
     assert proc.returncode == 128 + signum, text
-    assert acked is not None and acked < 1.0, text
+    # at once: well within the chunk in progress (not at its end), however slow the machine is now
+    assert acked is not None and acked < max(1.0, (saves[1] - saves[0]) / 2), text
     said = re.search(r"stopping: .*?; (\d+) of 400 items are saved", text)
     final = re.search(r"interrupted by SIG\w+; run.json is marked interrupted; (\d+) of 400 items are saved", text)
     assert said and final, text
