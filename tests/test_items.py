@@ -46,6 +46,8 @@ def test_an_edited_line_is_read_not_refused():
     view = item_view(registry.get_task("econnli-zero"), {"id": 3, "prompts": "not an object", "calls": [1], "parsed": "??"})
     assert view.calls == () and view.prompts() == {} and view.tokens("n_tokens") is None and view.id == "3"
     assert view.shown_prompts() == {"(as saved)": "not an object"}  # what a page shows of a damaged line
+    null = item_view(registry.get_task("econnli-zero"), {"id": 4, "prompts": {"response": "p", "other": "q"}, "response": None})
+    assert [(c.name, c.answered, c.result) for c in null.calls] == [("response", True, None), ("other", False, None)]
 
 
 def _scored_rule(tree: ast.AST) -> list[int]:

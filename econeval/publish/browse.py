@@ -153,7 +153,7 @@ def _item(rec: dict) -> dict:
     task = line_task(rec)
     view = item_view(task, rec)
     prompts = view.shown_prompts()
-    responses = {c.name: c.result for c in view.calls if c.prompt is not None and c.result is not None}
+    responses = {c.name: c.result for c in view.calls if c.prompt is not None and c.answered}
     thinking = view.reasoning()
     own = {task.group_field, task.gold_field, task.answer_field}
     scores = {k: v for k, v in rec.items() if k not in _META and k not in responses and k not in own

@@ -31,8 +31,8 @@ def _count(value: Any) -> int | None:
 @dataclass(frozen=True)
 class Call:
     """One request of an item, in the order it was sent: its prompt (and the prompt after the chat
-    template, where one was applied), its result, the reasoning before the answer, and the
-    backend's counts (None where it counted none)."""
+    template, where one was applied), its result (`answered`: the line holds one, null included),
+    the reasoning before the answer, and the backend's counts (None where it counted none)."""
 
     name: str
     prompt: str | None
@@ -44,6 +44,7 @@ class Call:
     n_prompt_tokens: int | None
     n_tokens: int | None
     n_reasoning_tokens: int | None
+    answered: bool = False
 
 
 @dataclass(frozen=True)
@@ -121,7 +122,7 @@ def _calls(record: Mapping[str, Any]) -> tuple[Call, ...]:
                         kind=info["kind"] if isinstance(info.get("kind"), str) else None,
                         finish=info["finish"] if isinstance(info.get("finish"), str) else None,
                         n_prompt_tokens=_count(info.get("n_prompt_tokens")), n_tokens=_count(info.get("n_tokens")),
-                        n_reasoning_tokens=_count(info.get("n_reasoning_tokens"))))
+                        n_reasoning_tokens=_count(info.get("n_reasoning_tokens")), answered=name in record))
     return tuple(out)
 
 
