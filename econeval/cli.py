@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -283,24 +284,31 @@ def _prefix_help() -> str:
 
 
 # ---- run ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
 class _RunFlags:
-    """The shared flags of `run` and `gate` as given (`model`, `new`: what the commands' own
-    conflict checks read); `spec()` parses the rest (-M pairs, --role) into the RunSpec, with the
-    command line and a --config file's settings as run.json records them."""
+    """The shared flags of `run` and `gate` as given (the commands' own conflict checks read
+    `model` and `new`); `spec()` parses the rest (-M pairs and the backends' flags, --role) into
+    the RunSpec, with the command line and a --config file's settings as run.json records them."""
 
-    def __init__(self, values: dict):
-        self.values = values
-        self.model, self.new = values["model"], values["new"]
+    model: str | None
+    n_ctx: int | None
+    chat: str | None
+    model_option: tuple[str, ...]
+    backend_flags: dict[str, Any]  # --parallel, --base-url, ...: -M's shortcuts, by their click names (mopt_KEY)
+    embedder: str | None
+    judge: str | None
+    role: tuple[str, ...]
+    quiet: bool
+    new: bool
 
     def spec(self):
         from .api import program
         from .run.spec import RunSpec
 
-        v = self.values
-        return RunSpec(model=v["model"], model_options=_collect_model_options(v["model_option"], dict(v["given"])),
-                       n_ctx=v["n_ctx"], chat=v["chat"], embedder=v["embedder"], judge=v["judge"],
-                       roles=_roles_given(v["role"], ("judge", v["judge"]), ("embedder", v["embedder"])),
-                       progress=not v["quiet"], argv=(*program(), *sys.argv[1:]), new=v["new"],
+        return RunSpec(model=self.model, model_options=_collect_model_options(self.model_option, dict(self.backend_flags)),
+                       n_ctx=self.n_ctx, chat=self.chat, embedder=self.embedder, judge=self.judge,
+                       roles=_roles_given(self.role, ("judge", self.judge), ("embedder", self.embedder)),
+                       progress=not self.quiet, argv=(*program(), *sys.argv[1:]), new=self.new,
                        config_file=click.get_current_context().meta.get("econeval_config"))
 
 
@@ -315,10 +323,9 @@ def _run_spec_options(candidate: bool = False):
     def decorate(fn):
         @functools.wraps(fn)
         def command(*args, model, n_ctx, chat, model_option, embedder, judge, role, quiet, **kw):
-            given = {key: kw.pop(key) for key in list(kw) if key.startswith("mopt_")}
-            values = {"model": model, "n_ctx": n_ctx, "chat": chat, "model_option": model_option, "embedder": embedder,
-                      "judge": judge, "role": role, "quiet": quiet, "new": bool(kw.pop("new", False)), "given": given}
-            return fn(*args, flags=_RunFlags(values), **kw)
+            backend_flags = {key: kw.pop(key) for key in list(kw) if key.startswith("mopt_")}
+            flags = _RunFlags(model, n_ctx, chat, model_option, backend_flags, embedder, judge, role, quiet, bool(kw.pop("new", False)))
+            return fn(*args, flags=flags, **kw)
 
         flags = [
             click.option("--model", "-m", shell_complete=complete_models,

@@ -104,6 +104,7 @@ def test_a_task_entry_reads_what_the_run_recorded_of_the_task(cli, tmp_path):
              "options": {"econlogicqa-1shot": {"shots": "fixed"}}}
     (run / "run.json").write_text(json.dumps(older))
     assert RunRecord.read(run).task("econlogicqa-1shot").options == {"shots": "fixed"}
+    assert RunRecord.read(run).task("econlogicqa-1shot").identity()["options"] == {"shots": "fixed"}  # compared as read
 
 
 def test_a_live_gate_prepares_each_task_once_and_reads_no_candidate_sample(cli, tmp_path, monkeypatch):

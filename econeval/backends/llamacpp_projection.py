@@ -31,7 +31,8 @@ REPEATS, REPEAT_S = 5, 1.0  # the measurement is repeated, up to 5 times, while 
 # then steps reading every one's logits: where a step's outputs and the cells in use cost (a GPU at --parallel 64,
 # attention over a unified cache of 16k cells) and the small calls above cannot show it (on an H200 they fitted both
 # at 0, and the projection came out 1.6-2.2x short). Made only when the fit of the small calls says it takes under
-# WIDE_S: on a GPU (2.5 s there), and on a CPU for a small model only (2.4 s more for the default model).
+# WIDE_S: on a GPU (2.5 s there), and on a CPU for a small model only (the default model's whole measurement took
+# 2.2-2.6 s with it and 2.5-2.8 s without, 2026-12-04: no cost above noise).
 WIDE_SEQS, WIDE_PROMPT, WIDE_S = 64, 512, 3.0
 
 

@@ -200,13 +200,13 @@ class TaskEntry:
     options: Mapping[str, Any] = field(default_factory=dict)
     dataset: Any = None
     seconds: float | None = None  # measured over its items (summed over resumes); None: not measured
-    entry: Mapping[str, Any] = field(default_factory=dict, repr=False)  # as stored
 
     def identity(self) -> dict[str, Any] | None:
-        """What makes the task's numbers comparable (data, prompt version, settings, and the options
-        as `options` reads them, an earlier layout's too), as plain JSON; None when the run has no
-        such task."""
-        return comparable({**self.entry, "options": dict(self.options)}) if self.recorded else None
+        """What makes the task's numbers comparable (data, prompt version, settings, options), as
+        plain JSON; None when the run has no such task."""
+        if not self.recorded:
+            return None
+        return comparable({k: getattr(self, k) for k in TASK_IDENTITY})
 
 
 @dataclass(frozen=True)
@@ -351,8 +351,7 @@ class RunRecord:
         seconds = _obj(_obj(self.timing).get(name)).get("seconds")
         return TaskEntry(name, True, prompt_version=_text(entry, "prompt_version"), description=_text(entry, "description"),
                          settings=dict(_obj(entry.get("settings"))), options=dict(_obj(options)), dataset=entry.get("dataset"),
-                         seconds=float(seconds) if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) else None,
-                         entry=entry)
+                         seconds=float(seconds) if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) else None)
 
     def task_entries(self) -> list[TaskEntry]:
         """Each task's entry, in the run's order."""
