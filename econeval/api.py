@@ -34,7 +34,7 @@ from .predictions import prediction_outputs
 from .results import read_jsonl
 from .store.runfiles import SAMPLES
 from .store.runmeta import CHUNK, partial_identity, role_entry, scored_record
-from .types import EMBEDDER, JUDGE, MODEL, Prepared, ResultsDoc, task_roles
+from .types import EMBEDDER, JUDGE, MODEL, Prepared, ResultsDoc, Task, task_roles
 
 
 def _registry_default(role: str, seed: int) -> Any:
@@ -56,11 +56,12 @@ def _role_factories(ctx: RunContext, specs: dict[str, config.ModelSpec], seed: i
     ctx.given = frozenset(specs)
 
 
-def evaluate(model: str | config.ModelSpec | RunSpec | None = None, tasks: Sequence[str] = (), *, suite: str | None = None,
+def evaluate(model: str | config.ModelSpec | RunSpec | None = None, tasks: Sequence[str | Task] = (), *, suite: str | None = None,
              selection: Selection | None = None, out: str | Path | None = None, seed: int | None = None,
              task_options: dict[str, Any] | None = None, bootstrap: int = 1000,
              prepared: dict[str, Prepared] | None = None) -> ResultsDoc:
-    """Evaluate a model on `tasks` (names) or a `suite` (default: all), write the run folder `out`
+    """Evaluate a model on `tasks` (names, or Task objects as inspect_ai's `eval()` takes them) or
+    a `suite` (default: all), write the run folder `out`
     and return the results document. Without `out` the folder is the run's own under the data
     dir, named by what the run is (model, tasks, options, seed): the same call resumes it. A
     folder of the same run, or of some or more of the same tasks, is resumed.

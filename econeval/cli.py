@@ -794,17 +794,31 @@ def models_check(name, model_option, **kw):
 
 
 def _add_registered_commands() -> None:
-    """The command groups benchmarks and backends register (`commands="module:attribute"`)."""
+    """The command groups benchmarks and plugins register (`commands="module:attribute"`); a
+    plugin's group of the same name as a benchmark's adds its subcommands to it (a tool's commands
+    beside the benchmark's own)."""
     import importlib
 
-    for bench in registry.benchmarks().values():
-        if bench.commands:
-            mod, _, attr = bench.commands.partition(":")
-            try:
-                cmd = getattr(importlib.import_module(mod), attr)
-            except (ImportError, AttributeError) as exc:
-                raise UsageError(f"benchmark {bench.name} names commands '{bench.commands}', which cannot be loaded ({exc})") from None
+    for ext in registry.extensions():
+        if not ext.commands:
+            continue
+        mod, _, attr = ext.commands.partition(":")
+        try:
+            cmd = getattr(importlib.import_module(mod), attr)
+        except (ImportError, AttributeError) as exc:
+            raise UsageError(f"{ext.name} names commands '{ext.commands}', which cannot be loaded ({exc})") from None
+        have = cli.commands.get(cmd.name or "")
+        if have is None:
             cli.add_command(cmd)
+            continue
+        if have is cmd:
+            continue
+        if not (isinstance(have, click.Group) and isinstance(cmd, click.Group)):
+            raise UsageError(f"{ext.name} registers the command '{cmd.name}', which another benchmark or plugin has")
+        for name, sub in cmd.commands.items():
+            if name in have.commands and have.commands[name] is not sub:
+                raise UsageError(f"{ext.name} registers '{cmd.name} {name}', which another benchmark or plugin has")
+            have.add_command(sub, name)
 
 
 # ---- data --------------------------------------------------------------------------------

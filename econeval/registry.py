@@ -2,10 +2,12 @@
 
 Nothing here is a hand-kept list: each benchmark module registers its tasks (`@task`) and its
 benchmark (`benchmark(NAME, build=..., tables=..., commands=...)`) where they are defined, each
-backend module registers its kind (`@backend("llamacpp")`), and `discover()` imports every module
-of `econeval.benchmarks` and `econeval.backends`, the modules of installed plugins (entry point
-group `econeval`) and the modules named in `ECONEVAL_PLUGINS` (comma-separated). Backend modules
-import their heavy libraries only when a backend is made.
+backend module registers its kind (`@backend("llamacpp")`), a plugin that is no benchmark its
+tables and commands (`plugin(NAME, tables=..., commands=...)`), and `discover()` imports every
+module of `econeval.benchmarks`, `econeval.backends` and the built-in plugins of
+`econeval.plugins`, the modules of installed plugins (entry point group `econeval`) and the
+modules named in `ECONEVAL_PLUGINS` (comma-separated). Backend modules import their heavy
+libraries only when a backend is made.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import importlib
 import os
 import pkgutil
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from .errors import UsageError
 from .types import MODEL, SHARED_ROLES, Role, Task
@@ -27,6 +29,7 @@ if TYPE_CHECKING:  # the backends import the registry: the class is named for th
 
 TASKS: dict[str, Task] = {}
 BENCHMARKS: dict[str, "Benchmark"] = {}
+PLUGINS: dict[str, "Benchmark"] = {}  # what a plugin that is no benchmark registers: its tables and commands
 BACKENDS: "dict[str, BackendClass]" = {}  # kind → backend class
 _discovered = False
 
@@ -60,6 +63,19 @@ def task(cls: type[Task]) -> type[Task]:
 def benchmark(name: str, build: Callable | None = None, tables: Callable | None = None, commands: str | None = None) -> None:
     """Register a benchmark's data builder, paper tables and CLI commands (each optional)."""
     BENCHMARKS[name] = Benchmark(name, build, tables, commands)
+
+
+def plugin(name: str, tables: Callable | None = None, commands: str | None = None) -> None:
+    """Register a plugin's report tables and CLI commands (a tool that is no benchmark: built-in,
+    auto-STEER in `econeval.plugins.auto_steer`). Its commands may add subcommands to a group a
+    benchmark registers under the same name."""
+    PLUGINS[name] = Benchmark(name, None, tables, commands)
+
+
+def extensions() -> list[Benchmark]:
+    """What benchmarks and plugins register besides tasks (their tables and commands), benchmarks first."""
+    discover()
+    return [*BENCHMARKS.values(), *PLUGINS.values()]
 
 
 def backend(kind: str):
@@ -98,6 +114,7 @@ def discover() -> None:
     _discovered = True
     _import_package("econeval.benchmarks")
     _import_package("econeval.backends")
+    _import_package("econeval.plugins")
     from importlib.metadata import entry_points
 
     for ep in entry_points(group="econeval"):
@@ -135,11 +152,14 @@ def role(name: str) -> Role:
 
 
 def suites() -> dict[str, list[str]]:
-    """Suite → task names, in registration order; `all` holds every task."""
+    """Suite → task names, in registration order; `all` holds every task of a suite. A tool's
+    tasks (`Task.in_suites` False: auto-STEER's writer and checker) are in none: their commands
+    run them."""
     out: dict[str, list[str]] = {}
     for t in tasks().values():
-        out.setdefault(t.suite, []).append(t.name)
-    out["all"] = list(TASKS)
+        if t.in_suites:
+            out.setdefault(t.suite, []).append(t.name)
+    out["all"] = [n for n, t in TASKS.items() if t.in_suites]
     return out
 
 
@@ -157,13 +177,24 @@ def get_task(name: str) -> Task:
     return TASKS[name]
 
 
-def select(suite: str | None, names: tuple[str, ...] | list[str] = ()) -> list[Task]:
-    """Tasks named by --task (repeatable; duplicates run once) or by --suite (default: all).
-    Both at once is a usage error (one would silently override the other)."""
+def select(suite: str | None, names: "Sequence[str | Task]" = ()) -> list[Task]:
+    """Tasks named by --task (repeatable; duplicates run once), given as Task objects (the Python
+    API, as inspect_ai's `eval()` takes them), or by --suite (default: all). Both at once is a
+    usage error (one would silently override the other)."""
     if names and suite:
         raise UsageError("give --suite or --task, not both")
     if names:
-        return [get_task(n) for n in dict.fromkeys(names)]
+        picked: dict[str, Task] = {}
+        for n in names:
+            if not isinstance(n, (str, Task)):
+                raise UsageError(f"a task is named by a string or given as a Task, not {type(n).__name__}")
+            t = n if isinstance(n, Task) else get_task(n)
+            if not t.name:
+                raise UsageError(f"the task {type(t).__name__} has no name")
+            if t.name in picked and picked[t.name] is not t:
+                raise UsageError(f"two different tasks are named {t.name!r}")
+            picked[t.name] = t
+        return list(picked.values())
     s = suites()
     if (suite or "all") not in s:
         hint = did_you_mean(suite or "all", s)

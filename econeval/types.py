@@ -363,6 +363,7 @@ class Task:
     prompt_version: str = ""
     description: str = ""
     stages: int = 1
+    in_suites: bool = True  # False: a tool's task (auto-STEER's writer and checker), run by its commands: in no suite, not in `all`
     protocol_seed: int | None = None  # the seed its authors' released protocol uses: its draws' seed when no --seed is given
     roles: tuple[str, ...] = (MODEL,)  # the roles its requests use (model, judge, embedder, or one of `new_roles`)
     new_roles: tuple[Role, ...] = ()  # roles of its own beyond the shared ones (types.SHARED_ROLES)

@@ -104,6 +104,25 @@ def test_python_api(tmp_path, tiny_model):
     assert on_disk["tasks"] == doc["tasks"]
 
 
+def test_evaluate_takes_task_objects_as_well_as_names(tmp_path):
+    """A Task object runs as a named one does (inspect_ai's `eval()` takes tasks so), beside
+    registered tasks; anything else is one clear error before a folder is made."""
+    import econeval
+    from econeval.errors import UsageError
+
+    ns: dict = {}
+    exec(PLUGIN.replace("@registry.task\n", ""), ns)  # the toy task, not registered
+    task = ns["Parity"]()
+    doc = econeval.evaluate("fake:a", [task, "econnli-zero"], selection=econeval.Limit(3), out=tmp_path / "run", seed=1,
+                            task_options={"shout": "true"})
+    assert doc["tasks"]["toy-parity"]["n"] == 3 and doc["tasks"]["econnli-zero"]["n"] == 3
+    lines = [json.loads(x) for x in (tmp_path / "run" / "samples.jsonl").read_text().splitlines()]
+    assert {x["task"] for x in lines} == {"toy-parity", "econnli-zero"} and "IS 0 EVEN? ANSWER:" in json.dumps(lines)
+    with pytest.raises(UsageError, match="not int"):
+        econeval.evaluate("fake:a", [3], out=tmp_path / "bad")
+    assert not (tmp_path / "bad").exists()
+
+
 def test_evaluate_takes_the_run_spec_that_run_builds_from_its_flags(cli, tmp_path):
     """`econeval run`'s model flags (-M, its shortcut flags, --chat, --quiet) make the RunSpec a
     Python caller writes: the same run; its settings reach run.json; the keyword settings it
@@ -292,6 +311,8 @@ def test_the_wings_are_folders_and_import_only_downwards():
     found = []
     for path in PKG.rglob("*.py"):
         rel = path.relative_to(PKG)
+        if rel.parts[0] == "plugins":  # the built-in plugins sit above the API, as any plugin does
+            continue
         here = rel.parts[0] if len(rel.parts) > 1 and rel.parts[0] in WINGS else None
         for mod in _econeval_imports(path):
             there = _wing(mod)
@@ -302,6 +323,22 @@ def test_the_wings_are_folders_and_import_only_downwards():
             elif here is not None and there not in MAY_IMPORT[here]:
                 found.append((rel.as_posix(), mod))
     assert not found, found
+
+
+def test_benchmarks_and_the_api_import_nothing_above_them():
+    """The benchmarks import neither the API, the runner (run/), the command line nor a plugin
+    (auto-STEER, which drives models, lives in plugins/ above the API); the API imports neither
+    the command line, a plugin, a benchmark nor the judges and publishers above it. Lazy imports
+    count: a loop kept out of the graph only by a function-level import is a loop."""
+    above = ("econeval.api", "econeval.run", "econeval.cli", "econeval.plugins", "econeval.judge", "econeval.publish")
+    for path in (PKG / "benchmarks").rglob("*.py"):
+        bad = sorted(m for m in _econeval_imports(path) if m.startswith(above))
+        assert not bad, (path.relative_to(PKG).as_posix(), bad)
+    bad = sorted(m for m in _econeval_imports(PKG / "api.py")
+                 if m.startswith(("econeval.cli", "econeval.plugins", "econeval.benchmarks", "econeval.judge", "econeval.publish")))
+    assert not bad, bad
+    for path in (PKG / "plugins").rglob("*.py"):  # a plugin is no benchmark's business either way
+        assert not any(m.startswith("econeval.cli") for m in _econeval_imports(path)), path
 
 
 def test_readers_of_finished_folders_never_import_the_runner_or_private_names():

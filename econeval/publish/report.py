@@ -65,9 +65,9 @@ def _labels(runs: list[FinishedRun]) -> None:
 
 
 def tables(runs: list[FinishedRun]) -> list:
-    """Every registered benchmark's tables for these runs, in registration order."""
+    """Every registered benchmark's and plugin's tables for these runs, in registration order."""
     out: list = []
-    for bench in registry.benchmarks().values():
+    for bench in registry.extensions():
         if bench.tables is None:
             continue
         try:

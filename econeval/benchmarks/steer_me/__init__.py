@@ -49,11 +49,9 @@ def build(src: Path) -> dict[str, list[dict]]:
 
 
 def _tables(runs):
-    from .contamination import report_table
     from .tables import paper_tables
 
-    conta = report_table([r for r in runs if BENCHMARK in r.results])  # a bundled and a written set's runs, side by side
-    return paper_tables(runs) + ([conta] if conta else [])
+    return paper_tables(runs)
 
 
 registry.benchmark(BENCHMARK, build, tables=_tables, commands="econeval.benchmarks.steer_me.commands:steer")

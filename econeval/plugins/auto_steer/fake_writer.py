@@ -1,5 +1,5 @@
 """A deterministic writer for tests and pipeline checks (`--writer fake:w -M
-respond=econeval.benchmarks.steer_me.fake_writer:respond`): it reads the target from
+respond=econeval.plugins.auto_steer.fake_writer:respond`): it reads the target from
 `steer write`'s prompt and rewrites the template by word substitution. The target picks what it
 does (`mode_of`): a faithful rewrite, or one of three mistakes the validator must refuse: a
 labeled field dropped (into finance; a rewording's third variant), a number leaked in (into
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from .generator import lexicon
+from ...benchmarks.steer_me.generator import lexicon
 
 MODES = ("good", "drop-field", "leak-number", "wrong-perspective")
 _FIELD = re.compile(r"\{[A-Za-z0-9_]+\}")

@@ -7,7 +7,8 @@ each rejection names its rule and why. The rules, in the order they are checked:
   question was ...", "rewritten", "template", "domain"), quotation marks the gold template does not
   have, more questions than the gold template asks;
 - `fields`: exactly the gold template's labeled fields (`{cost}`, `{q}`, ...), none missing, none
-  added (a lexicon slot such as `{Subj}` or `{good}`, a `{a|b}` choice, a stray brace are added);
+  added (a lexicon slot such as `{Subj}` or `{good}`, a `{a|b}` choice, a stray brace are added),
+  each in single braces (`{{cost}}` is malformed: the filled question would keep a brace);
 - `symbols`: the source's one-letter symbols (the `q` of "for q chairs", the `P` of "where P is the
   price", `x` and `y` naming goods) all kept and none added: a filled function names them;
 - `leak`: a number in the text (outside a field) that the gold template's text does not hold: a
@@ -23,7 +24,7 @@ each rejection names its rule and why. The rules, in the order they are checked:
 - `unchanged`: a rewording identical to its source (rewording stage only).
 
 Every gold template rendered by the lexicon into each of its domains and perspectives passes
-these checks (tests/test_steer_write.py): the rules refuse what a writer got wrong, not the
+these checks (tests/test_auto_steer.py): the rules refuse what a writer got wrong, not the
 templates' own wording.
 """
 
@@ -33,7 +34,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from .generator import lexicon
+from ...benchmarks.steer_me.generator import lexicon
 
 RULE_TEXT = {
     "empty": "no template text could be read from the reply",
@@ -48,8 +49,8 @@ RULE_TEXT = {
     "unchanged": "a rewording identical to its source or to a template already kept",
 }
 RULES = tuple(RULE_TEXT)
-VALIDATOR_VERSION = 4  # 2: the form rule (the writer's own words, quotation marks, several questions); 3: larger domain vocabularies;
-# 4: the symbols rule
+VALIDATOR_VERSION = 5  # 2: the form rule (the writer's own words, quotation marks, several questions); 3: larger domain vocabularies;
+# 4: the symbols rule; 5: doubled braces ({{demand}}) are malformed fields
 LEXICON_SLOTS = frozenset({"Subj", "subj", "Subj2", "poss", "Poss", "obj", "good", "good2", "product", "seller", "market",
                            "activity", "agent", "female", "male"})
 _FIELD = re.compile(r"\{([A-Za-z0-9_]+)\}")
@@ -265,7 +266,8 @@ def validate(text: str | None, t: Target) -> Verdict:
     want = labeled_fields(t.gold)
     got = fields_of(text)
     stray = [b for b in _BRACED.findall(text) if not _FIELD.fullmatch(b)] + \
-        (["unbalanced brace"] if text.count("{") != text.count("}") else [])
+        (["unbalanced brace"] if text.count("{") != text.count("}") else []) + \
+        (["doubled braces"] if "{{" in text or "}}" in text else [])
     if got != want or stray:
         parts = []
         if want - got:
