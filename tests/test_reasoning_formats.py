@@ -274,3 +274,41 @@ def test_compare_refuses_an_off_that_did_not_hold_beside_one_that_did(cli, tmp_p
         assert rc == 0, err
     rc, _, err = cli("compare", runs["held"], runs["ignored"])
     assert rc == 2 and "differ in reasoning" in err and "reasoning off (not honoured: the model reasoned)" in err
+
+
+def test_the_responses_api_as_openai_documents_it(cli, tmp_path):
+    """o3-pro and gpt-5-pro are served on /v1/responses only: against a stand-in that speaks it as
+    OpenAI's reference describes (tools/served_standin.py: hidden reasoning as a `reasoning` item,
+    the answer an `output_text` part, the reasoning counted in usage.output_tokens_details, a
+    field the API does not take refused, max_output_tokens at least 16, `incomplete` at the
+    limit), every answer is read, its reasoning counted; a reasoning budget under the API's least
+    max_output_tokens is raised to it, and a reasoning cut there is unanswered, never refused."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+    from served_standin import REASONING_TOKENS, Shape, answer, serve
+
+    for model, extra in (("o3-pro", ()), ("gpt-5-pro", ("-M", "reasoning_effort=high"))):
+        srv, url, stats = serve(Shape(base=0.0, model=model))
+        try:
+            out = tmp_path / model
+            rc, _, err = cli("run", "--model", "openai:" + model, "--base-url", url, "--task", "econnli-zero", "--sample", "4",
+                             "--out", out, "-q", "-C", "1", *extra)
+            assert rc == 0, err
+            recs = read_lines(out / "samples.jsonl")
+            assert [r["response"] for r in recs] == [answer({"prompt": r["prompts"]["response"]}, model)["choices"][0]["text"].strip()
+                                                      for r in recs]
+            assert all(r["calls"]["response"]["n_reasoning_tokens"] == REASONING_TOKENS and r["thinking"]["response"] == ""
+                       for r in recs)
+            meta = json.loads((out / "run.json").read_text())["backend"]
+            # the probe and two requests an item (its answer, its option read in text), none refused
+            assert meta["endpoint"] == "/v1/responses" and meta["reasoning"]["reasons"] is True and stats.requests == 1 + 2 * 4
+            short = tmp_path / (model + "-short")  # 8 answer tokens + 4 of reasoning: under the API's 16
+            rc, _, err = cli("run", "--model", "openai:" + model, "--base-url", url, "--task", "econnli-zero", "--sample", "2",
+                             "--reasoning-tokens", "4", "--out", short, "-q", "-C", "1", *extra)
+            assert rc == 0, err
+            res = json.loads((short / "results-sample-2.json").read_text())["tasks"]["econnli-zero"]
+            assert res["n_unparsed"] == 2 and res["reasoning"]["n_budget_hit"] == 2  # the reasoning ran past 16: unanswered
+        finally:
+            srv.shutdown()

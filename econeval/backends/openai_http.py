@@ -77,6 +77,7 @@ OWNERS = {"vllm": "repetition_penalty", "sglang": "repetition_penalty", "llamacp
 REASONING_NAMES = re.compile(r"^(?:o\d+(?:-|$)|gpt-5(?:[.\-]|$))")
 NONE_NAMES = re.compile(r"^gpt-(?:5\.[1-9]|[6-9])")  # GPT-5.1 and later: effort "none", their default, is accepted
 RESPONSES_NAMES = re.compile(r"^(?:o\d+|gpt-5(?:\.\d+)?)-pro(?:-|$)")  # served on the Responses API only
+RESPONSES_MIN_OUTPUT = 16  # the Responses API's least max_output_tokens
 EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
 UNCAPPED_TOKENS = 4096  # a reasoning model's text answer with no cap of its own gets this many beside the reasoning
 PROBE = "Question: Is water wet? Answer Yes or No.\nAnswer:"
@@ -244,8 +245,10 @@ class OpenAIHTTPBackend(Backend[OpenAIOptions]):
                 answer = r.max_tokens if kind == "generate" else \
                     (1 if k else r.text_tokens or (UNCAPPED_TOKENS if thinks else None))
                 budget = self.options.budget_for(r)
-            if answer:
-                kw[self.token_param if self.api != "responses" else "max_output_tokens"] = answer + (budget if thinks else 0)
+            if answer and self.api == "responses":  # the API refuses a max_output_tokens under its least
+                kw["max_output_tokens"] = max(RESPONSES_MIN_OUTPUT, answer + (budget if thinks else 0))
+            elif answer:
+                kw[self.token_param] = answer + (budget if thinks else 0)
             stops = split_stops(r) if kind == "generate" and not thinks and "stop" not in self.dropped else []
             if stops:
                 kw["stop"] = stops
