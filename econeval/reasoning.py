@@ -54,6 +54,13 @@ HARMONY_ENDS = ("<|return|>", "<|end|>", "<|call|>")
 STRIPPED_ANALYSIS, STRIPPED_FINAL = "analysis", "assistantfinal"
 
 
+def vanishes(m: Markers | None) -> bool:
+    """Whether a family's reasoning cannot be told from its answer once a server drops special
+    tokens: its markers are special tokens (Magistral's `[THINK]`), and nothing else marks the end
+    (harmony's channel names stay, `analysis…assistantfinal…`, and are read)."""
+    return m is not None and m.special and m is not HARMONY
+
+
 def custom(end: str, start: str = "") -> Markers:
     """The markers a user names (`-M think_end=…`, `-M think_start=…`), as lm-eval's
     `think_end_token` and lighteval's reasoning tags."""
