@@ -54,6 +54,13 @@ HARMONY_ENDS = ("<|return|>", "<|end|>", "<|call|>")
 STRIPPED_ANALYSIS, STRIPPED_FINAL = "analysis", "assistantfinal"
 
 
+def vanishes(m: Markers | None) -> bool:
+    """Whether a family's reasoning cannot be told from its answer once a server drops special
+    tokens: its markers are special tokens (Magistral's `[THINK]`), and nothing else marks the end
+    (harmony's channel names stay, `analysis…assistantfinal…`, and are read)."""
+    return m is not None and m.special and m is not HARMONY
+
+
 def custom(end: str, start: str = "") -> Markers:
     """The markers a user names (`-M think_end=…`, `-M think_start=…`), as lm-eval's
     `think_end_token` and lighteval's reasoning tags."""
@@ -194,10 +201,14 @@ class TemplateReading:
     off_vars: dict[str, Any] = field(default_factory=dict)
     on_vars: dict[str, Any] = field(default_factory=dict)
     effort: bool = False  # the template takes `reasoning_effort` (gpt-oss)
+    off_turn: str = ""  # a system turn's text that switches it off, where no variable does (Nemotron Nano v2's /no_think)
 
 
 OFF_VARS = {"enable_thinking": False, "thinking": False, "thinking_budget": 0}  # thinking_budget: Seed-OSS
 ON_VARS = {"enable_thinking": True, "thinking": True}
+# words a template reads in a system turn to switch reasoning off, where no variable does (Nemotron Nano v2);
+# used only where the template takes the word out of the text it renders, so that the prompt is the task's own
+OFF_TURNS = ("/no_think",)
 
 
 def prompt_state(tail: str, m: Markers) -> str:
@@ -220,10 +231,12 @@ def _uses(template: str, name: str) -> bool:
     return re.search(rf"(?<![\w.]){name}(?!\w)", code) is not None
 
 
-def read_template(template: str, render, extra: Markers | None = None) -> TemplateReading:
-    """`render(variables)` renders a one-message conversation's generation prompt. `extra`: the
-    markers the user named (`-M think_end=…`): read first; where the template shows no markers at
-    all, the user's word that the model reasons with them (always: no switch is known)."""
+def read_template(template: str, render, extra: Markers | None = None, render_system=None) -> TemplateReading:
+    """`render(variables)` renders a one-message conversation's generation prompt;
+    `render_system(text)`, where given, the same after a system turn holding `text` (a template
+    switched by a word in it). `extra`: the markers the user named (`-M think_end=…`): read first;
+    where the template shows no markers at all, the user's word that the model reasons with them
+    (always: no switch is known)."""
     marks = [m for m in families(extra) if ("<|channel|>" in template if m is HARMONY else
                                             m.close.strip() in template or (m.open.strip() and m.open.strip() in template))]
     effort = "reasoning_effort" in template
@@ -245,6 +258,11 @@ def read_template(template: str, render, extra: Markers | None = None) -> Templa
 
     default = reasons("plain", plain)
     r_off, r_on = reasons("off", off), reasons("on", on)
+    if r_off and render_system is not None:  # no variable stops it: a word in a system turn may
+        for word in OFF_TURNS:
+            text = render_system(word) if word in template else ""
+            if text and word not in text and prompt_state(text, m) == "closed":
+                return TemplateReading(m, default, can_off=True, can_on=r_on, on_vars=dict(ON_VARS), effort=effort, off_turn=word)
     return TemplateReading(m, default, can_off=not r_off, can_on=r_on, off_vars=dict(OFF_VARS), on_vars=dict(ON_VARS),
                            effort=effort)
 

@@ -22,9 +22,12 @@ does (`Fmt`):
   None (no parser: the text as generated, special tokens skipped where `skip_special`).
 - `server`: "vllm" (`thinking_token_budget`, `skip_special_tokens`, `/tokenize`), "llamacpp"
   (`thinking_budget_tokens`, `reasoning_effort: none`, `/apply-template`), "ollama" (ignores
-  `chat_template_kwargs`; its /v1/completions thinks and drops the thinking), "openai" (the
-  reasoning-model contract, effort per model, the Responses API for -pro models), "anthropic"
-  (thinking blocks; `budget_tokens` or adaptive thinking per model).
+  `chat_template_kwargs`; its chat switch is `reasoning_effort` / `reasoning.effort`, "none"
+  stopping the thinking, as its OpenAI-compatibility page documents; its /v1/completions thinks
+  and drops the thinking), "openai" (the reasoning-model contract, effort per model, the
+  Responses API for -pro models), "anthropic" (thinking blocks; `budget_tokens` or adaptive
+  thinking per model; `display` omitted: blocks with empty text and a signature), "sglang" (no
+  `skip_special_tokens` sent: special tokens dropped).
 """
 
 from __future__ import annotations
@@ -107,9 +110,12 @@ class Fmt:
     effort_none: bool = False  # OpenAI: accepts reasoning_effort "none" (GPT-5.1 and later: its default)
     efforts: tuple = ("low", "medium", "high")
     responses_only: bool = False  # OpenAI -pro models
-    claude: str = "classic"  # classic (budget_tokens) | adaptive (adaptive thinking, temperature refused) | always
+    # classic (budget_tokens) | adaptive (adaptive thinking, temperature refused) | always (thinks unless disabled, which
+    # it refuses) | omitted (adaptive, thinks by default, its thinking display omitted: empty text and a signature)
+    claude: str = "classic"
     raw_family: str | None = "same"  # what a raw prompt on /v1/completions does ("same": the family, emitting its opener)
     only: str | None = None  # reasons only on prompts holding this text (a model that reasons on some questions)
+    refused: tuple = ()  # request fields the server answers 400 for (a gateway in front of the engine)
 
 
 MARKS = {  # family: (opener tokens, closer tokens, after the closer); special tokens in SPECIAL
@@ -185,6 +191,9 @@ class FormatServer(JSONHandler):
         prompt = body["messages"][-1]["content"] if chat else body.get("prompt", "")
         if type(self).fail is not None and type(self).fail(prompt):  # type: ignore[operator]
             return self._reply(body, 500, {"error": {"message": "internal error", "code": 500}})
+        unknown = [k for k in f.refused if k in body]
+        if unknown:
+            return self._openai_error(body, 400, f"Unrecognized request argument supplied: '{unknown[0]}'")
         if f.server == "openai":
             refused = self._openai_contract(body, chat)
             if refused:
@@ -202,7 +211,10 @@ class FormatServer(JSONHandler):
         if not chat:
             return f.default
         kwargs = {} if f.server == "ollama" else dict(body.get("chat_template_kwargs") or {})
-        if f.server == "llamacpp" and body.get("reasoning_effort") == "none":
+        effort = body.get("reasoning_effort") or (body.get("reasoning") or {}).get("effort")
+        if f.server == "ollama" and effort == "none":
+            return False
+        if f.server == "llamacpp" and effort == "none":
             kwargs.setdefault("enable_thinking", False)
         if any(kwargs.get(k, object()) == v for k, v in f.off):
             return False
@@ -266,8 +278,8 @@ class FormatServer(JSONHandler):
         if f.server == "ollama" and not chat and n_reasoning:  # thinks, drops the thinking
             shown = [t for t in gen[n_reasoning:] if t not in ("<think>", "</think>", "\n", "\n\n")]
         if chat:
-            # llama.cpp's server parses reasoning only where the template left thinking on
-            parse = f.parser and (n_reasoning or f.server != "llamacpp")
+            # llama.cpp's server parses reasoning only where the template left thinking on; Ollama only where it thought
+            parse = f.parser and (n_reasoning or f.server not in ("llamacpp", "ollama"))
             reasoning_text, content = self._parse(gen, visible) if parse else (None, visible(shown))
             message: dict = {"role": "assistant", "content": content}
             if reasoning_text is not None:
@@ -387,9 +399,9 @@ class FormatServer(JSONHandler):
 
         thinking = body.get("thinking") or {}
         kind = thinking.get("type")
-        if f.claude in ("adaptive", "always") and "temperature" in body:
+        if f.claude in ("adaptive", "always", "omitted") and "temperature" in body:
             return refuse("`temperature` is deprecated for this model.")
-        if kind == "enabled" and f.claude != "classic":
+        if kind == "enabled" and f.claude in ("adaptive", "always", "omitted"):
             return refuse('"thinking.type.enabled" is not supported for this model. Use "thinking.type.adaptive" and '
                           '"output_config.effort" to control thinking behavior.')
         if kind == "adaptive" and f.claude == "classic":
@@ -405,7 +417,7 @@ class FormatServer(JSONHandler):
                 return refuse("`max_tokens` must be greater than `thinking.budget_tokens`.")
             if "temperature" in body and body["temperature"] != 1:
                 return refuse("`temperature` may only be set to 1 when thinking is enabled.")
-        thinks = kind in ("enabled", "adaptive") or (f.claude == "always" and kind != "disabled")
+        thinks = kind in ("enabled", "adaptive") or (f.claude in ("always", "omitted") and kind != "disabled")
         answer, reasoning, _, _ = question(body["messages"][-1]["content"])
         limit = body["max_tokens"]
         blocks: list[dict] = []
@@ -413,7 +425,7 @@ class FormatServer(JSONHandler):
         if thinks:
             part = reasoning[:limit]
             used = len(part)
-            blocks.append({"type": "thinking", "thinking": "".join(part), "signature": "sig"})
+            blocks.append({"type": "thinking", "thinking": "" if f.claude == "omitted" else "".join(part), "signature": "sig"})
         room = limit - used
         stop = "end_turn"
         if room >= len(answer):
@@ -460,6 +472,9 @@ FORMATS: list[tuple[str, Fmt, tuple[str, ...]]] = [
                                                 on=(("thinking", True),)), ("--chat", "on", "--reasoning", "on")),
     ("vLLM no parser, Seed-OSS", Fmt("seed-oss-36b", family="seed", off=(("thinking_budget", 0),)), ("--chat", "on")),
     ("vLLM no parser, Magistral (markers skipped)", Fmt("magistral-small-2509", family="magistral"), ("--chat", "on")),
+    ("vLLM no parser, Magistral (markers skipped), opaque name", Fmt("served-model", family="magistral"), ("--chat", "on")),
+    ("SGLang no parser, Magistral (markers dropped)", Fmt("magistral-small-2509", "sglang", family="magistral"),
+     ("--chat", "on")),
     ("vLLM no parser, Kimi", Fmt("kimi-vl-a3b-thinking", family="kimi"), ("--chat", "on")),
     # raw prompts on /v1/completions (the default for EconNLI and EconLogicQA)
     ("vLLM completions, Qwen3 inline", Fmt("qwen3-8b"), ()),
@@ -478,8 +493,10 @@ FORMATS: list[tuple[str, Fmt, tuple[str, ...]]] = [
     ("Anthropic adaptive, --reasoning on", Fmt("claude-opus-4-7", "anthropic", family="hidden", claude="adaptive"),
      ("--reasoning", "on")),
     ("Anthropic thinks by default", Fmt("claude-fable-5", "anthropic", family="hidden", claude="always"), ()),
-    # --reasoning off where the model ignores the switch
-    ("Ollama chat --reasoning off (ignored)", Fmt("qwen3:8b", "ollama", parser="r1"), ("--chat", "on", "--reasoning", "off")),
+    ("Anthropic thinks by default, display omitted", Fmt("claude-opus-4-7", "anthropic", family="hidden", claude="omitted"), ()),
+    # --reasoning off: a server's own switch, a model without one
+    ("Ollama chat --reasoning off (reasoning_effort none)", Fmt("qwen3:8b", "ollama", parser="r1"),
+     ("--chat", "on", "--reasoning", "off")),
     ("vLLM R1 distill --reasoning off (no switch)", Fmt(R1, family="opened", parser="r1"), ("--chat", "on", "--reasoning", "off")),
     ("vLLM Qwen3 --reasoning off (honoured)", Fmt("qwen3-8b", parser="end", off=(("enable_thinking", False),)),
      ("--chat", "on", "--reasoning", "off")),

@@ -6,6 +6,8 @@ day read as days."""
 
 import json
 
+import pytest
+
 from econeval.run.progress import clock
 from econeval.sampling import duration
 
@@ -17,20 +19,50 @@ def test_durations_read_as_people_say_them():
 
 
 def test_the_projection_before_the_first_item_is_within_a_factor_of_two_of_the_run(cli, tmp_path, tiny_model):
-    out = tmp_path / "run"
-    rc, _, err = cli("run", "--model", tiny_model, "--task", "econlogicqa-1shot", "--task", "econnli-zero", "--limit", "24",
-                     "--threads", "1", "--out", out)
-    assert rc == 0, err
-    meta = json.loads((out / "run.json").read_text())
-    projected = meta["projection"]["seconds"]
-    measured = sum(t["seconds"] for t in meta["timing"].values())
-    assert measured / 2 <= projected <= measured * 2, (projected, measured, meta["projection"])
-    said = err.index("econeval: projected time ")
-    assert said < err.index("econlogicqa-1shot: 0/24 saved")  # before the first item
-    assert meta["projection"]["tasks"]["econlogicqa-1shot"]["items"] == 24
-    proj = meta["projection"]
-    assert proj["low"] <= proj["high"] and proj["likely"] is None and "far beyond an hour" not in err
-    assert proj["cost_model"]["per_token_s"] > 0 and proj["tasks"]["econnli-zero"]["prompt_tokens"] > 24 * 20
+    """What is exact is checked on every attempt; the time, measured for the projection a moment
+    before the run, is within a factor of two of the run's on one of three attempts: a machine
+    whose load changes between the two (a shared CI runner) moves the one, not the other, while a
+    projection that is wrong misses on all three (the fit's own floor: the test below)."""
+    import os
+
+    ratios = []
+    for attempt in range(3):
+        out = tmp_path / f"run{attempt}"
+        rc, _, err = cli("run", "--model", tiny_model, "--task", "econlogicqa-1shot", "--task", "econnli-zero", "--limit", "24",
+                         "--threads", "1", "--out", out)
+        assert rc == 0, err
+        meta = json.loads((out / "run.json").read_text())
+        said = err.index("econeval: projected time ")
+        assert said < err.index("econlogicqa-1shot: 0/24 saved")  # before the first item
+        assert meta["projection"]["tasks"]["econlogicqa-1shot"]["items"] == 24
+        proj = meta["projection"]
+        assert proj["low"] <= proj["high"] and proj["likely"] is None and "far beyond an hour" not in err
+        assert proj["cost_model"]["per_token_s"] > 0 and proj["tasks"]["econnli-zero"]["prompt_tokens"] > 24 * 20
+        measured = sum(t["seconds"] for t in meta["timing"].values())
+        ratios.append((proj["seconds"] / measured, proj["cost_model"], os.getloadavg()))
+        if measured / 2 <= proj["seconds"] <= measured * 2:
+            return
+    raise AssertionError(f"projected / measured, cost model and load, per attempt: {ratios}")
+
+
+def test_a_cost_model_measured_under_load_keeps_a_cost_per_token():
+    """The floor of the fit (a CI run on a loaded machine fitted 0 seconds a token, issue #56): calls
+    of 1 to 1,024 tokens timed at about the same seconds, as a loaded machine times them, fit a
+    cost per token above 0 that accounts for the measurement's whole time, so that a long prompt
+    costs more than a short one; on an idle machine the fit finds the costs the calls were made of."""
+    from econeval.backends.llamacpp_projection import CostModel
+
+    sizes = (1, 1, 2, 4, 16, 64, 256, 512, 512, 1024)
+    loaded = [(t, t + 10, 1, 0.010 - 1e-6 * t + 1e-5 * (k % 3)) for k, t in enumerate(sizes)]
+    fit = CostModel.fit(loaded)
+    assert fit.per_token > 0 and fit(1024, 1034, 1) > fit(16, 26, 1)
+    assert sum(fit(t, c, o) for t, c, o, _ in loaded) == pytest.approx(sum(s for *_, s in loaded))
+    true = CostModel(per_call=1e-3, per_token=2e-5, per_token_cell=1e-9, per_output=5e-4)
+    idle = [(t, c, o, true(t, c, o)) for t, c, o in ((1, 40, 1), (4, 200, 4), (64, 64, 1), (512, 600, 1), (1024, 1100, 1),
+                                                    (8, 2000, 8), (32, 4000, 32), (2, 10, 2))]
+    got = CostModel.fit(idle)
+    for name in ("per_call", "per_token", "per_token_cell", "per_output"):
+        assert getattr(got, name) == pytest.approx(getattr(true, name), rel=1e-6), name
 
 
 def test_a_long_projection_names_the_ways_to_run_less():

@@ -4,6 +4,7 @@ of the reasoning families (served formats: tests/test_reasoning_formats.py)."""
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -133,7 +134,9 @@ def _reading(name: str) -> rz.TemplateReading:
 
     text = (TEMPLATES / name).read_text()
     fmt = Jinja2ChatFormatter(text, eos_token="</s>", bos_token="<s>")
-    return rz.read_template(text, lambda v: fmt(messages=[{"role": "user", "content": "?"}], **v).prompt)
+    ask = {"role": "user", "content": "?"}
+    return rz.read_template(text, lambda v: fmt(messages=[ask], **v).prompt, None,
+                            lambda word: fmt(messages=[{"role": "system", "content": word}, ask]).prompt)
 
 
 @pytest.mark.parametrize("name,family,default,can_off,can_on", [
@@ -147,7 +150,7 @@ def _reading(name: str) -> rz.TemplateReading:
     ("Kimi-K2-Thinking.jinja", "think", True, False, True),  # always
     ("mistralai-Ministral-3-14B-Reasoning-2512.jinja", "mistral", True, False, True),  # its system prompt asks for [THINK]
     ("ibm-granite-granite-3.3-2B-Instruct.jinja", "think", False, True, True),  # only with thinking=True
-    ("NVIDIA-Nemotron-Nano-v2.jinja", "think", True, False, True),  # its switch is /no_think in a message, not a variable
+    ("NVIDIA-Nemotron-Nano-v2.jinja", "think", True, True, True),  # its switch is /no_think in a system turn, not a variable
     ("Qwen-QwQ-32B.jinja", "think", False, True, True),  # llama.cpp's copy closes it unless enable_thinking is given
 ])
 def test_templates_read_per_family(name, family, default, can_off, can_on):
@@ -294,3 +297,35 @@ def test_llamacpp_markers_the_user_names(tmp_path):
     assert set(opt.scores) == {"A", "B"} and opt.reasoning is not None  # read after the closed reasoning
     assert record.details["reasoning"]["family"] == "custom"
     assert record.settings["reasoning"]["think_end"] == "</reasoning>"  # part of the run's identity
+
+
+NEMOTRON_TOKENS = (("<think>", 4), ("</think>", 4), ("<SPECIAL_10>", 3), ("<SPECIAL_11>", 3), ("<SPECIAL_12>", 3))
+
+
+def test_llamacpp_nemotron_switches_off_by_a_system_turn(tmp_path, cli):
+    """Nemotron Nano v2's template has no switch variable: /no_think in a system turn closes its
+    reasoning block (and is taken out of the text). `--reasoning off` sends it, the prompt otherwise
+    the task's own; `auto` reasons."""
+    from econeval.types import Generate
+
+    path = write_tiny_llama(tmp_path / "nemotron.gguf", (TEMPLATES / "NVIDIA-Nemotron-Nano-v2.jinja").read_text(),
+                            extra_tokens=NEMOTRON_TOKENS)
+    rendered = {}
+    for mode in ("auto", "off"):
+        b = _backend(path, reasoning=mode, reasoning_tokens=4)
+        try:
+            res = b.evaluate([Generate(prompt="Is it so?", max_tokens=3, chat=True)])[0]
+            record = b.info().details["reasoning"]
+        finally:
+            b.close()
+        rendered[mode] = res.rendered
+        assert (res.reasoning is not None) == (mode == "auto") and record["reasons"] == (mode == "auto")
+    assert rendered["off"].endswith("<SPECIAL_11>Assistant\n<think></think>") and "/no_think" not in rendered["off"]
+    assert rendered["off"].replace("<think></think>", "") == rendered["auto"].replace("<think>\n", "")  # the task's prompt
+    out = tmp_path / "run"
+    rc, _, err = cli("run", "--model", path, "--chat", "on", "--reasoning", "off", "--task", "econnli-zero", "--limit", "2",
+                     "--out", out, "-q")
+    assert rc == 0, err
+    meta = json.loads((out / "run.json").read_text())["backend"]["reasoning"]
+    assert meta["reasons"] is False and "/no_think" in meta["switch"]
+    assert all("thinking" not in r for r in read_lines(out / "samples.jsonl"))

@@ -14,8 +14,9 @@ from fake_formats import FORMATS, Fmt, FormatServer, requests_sent, tally
 from fake_http import serve
 
 TASKS = ("econnli-zero", "econlogicqa-1shot", "steer-me")
-# formats whose run is refused, or where a reading before detection is the documented limit
-REFUSED = {"Ollama chat --reasoning off (ignored)", "vLLM R1 distill --reasoning off (no switch)"}
+# formats whose run is refused (what the one line says), or where a reading before detection is the documented limit
+REFUSED = {"vLLM R1 distill --reasoning off (no switch)": "reasons with --reasoning off",
+           "SGLang no parser, Magistral (markers dropped)": "cannot be told from its reasoning"}
 PARTLY = {"vLLM Qwen3 --reasoning off, reasons on EconNLI only"}
 PLAIN = {"Anthropic adaptive, auto"}  # adaptive thinking only when asked: nothing to read apart
 
@@ -38,8 +39,8 @@ def _run(cli, url, out, fmt: Fmt, extra, tasks=TASKS, *more):
 def test_every_format_is_read_from_the_answer(cli, tmp_path, url, label, fmt, extra):
     out = tmp_path / "run"
     rc, _, err = _run(cli, url, out, fmt, extra)
-    if label in REFUSED:  # the model reasons although --reasoning off: refused in one line, before any item
-        assert rc == 2 and "reasons with --reasoning off" in err and len(err.strip().splitlines()) <= 2, err
+    if label in REFUSED:  # refused in one line, before any item
+        assert rc == 2 and REFUSED[label] in err and len(err.strip().splitlines()) <= 2, err
         assert not (out / "samples.jsonl").exists() and requests_sent(FormatServer.seen) == 1  # the probe alone
         return
     assert rc == 0, err
@@ -254,7 +255,9 @@ def test_anthropic_thinking_blocks_are_the_reasoning(cli, tmp_path, url):
                      "--reasoning-tokens", "2000", "--task", "econnli-zero", "--task", "steer-me", "--sample", "3",
                      "--out", out, "-q")
     assert rc == 0, err
-    assert all(b["thinking"] == {"type": "enabled", "budget_tokens": 2000} for _, b, _ in FormatServer.seen)
+    # (a request still in flight from a run refused before may arrive late: only this model's are this run's)
+    assert all(b["thinking"] == {"type": "enabled", "budget_tokens": 2000} for _, b, _ in FormatServer.seen
+               if b.get("model") == "claude-sonnet-4-5")
     recs = read_lines(out / "samples.jsonl")
     assert tally(recs)["answer"] == 6 and all(r["thinking"] for r in recs)
     n = recs[0]["calls"]["response"]["n_reasoning_tokens"]
@@ -274,3 +277,62 @@ def test_compare_refuses_an_off_that_did_not_hold_beside_one_that_did(cli, tmp_p
         assert rc == 0, err
     rc, _, err = cli("compare", runs["held"], runs["ignored"])
     assert rc == 2 and "differ in reasoning" in err and "reasoning off (not honoured: the model reasoned)" in err
+
+
+def test_a_model_whose_markers_the_server_will_not_keep_is_refused(cli, tmp_path, url):
+    """Magistral's [THINK] … [/THINK] are special tokens: a server that drops them and refuses
+    skip_special_tokens leaves a reply whose reasoning and answer are one text, which is never
+    scored (refused in one line, before any item); on vLLM the probe asks for them, so a model
+    served under an opaque name shows its markers and is read after them."""
+    FormatServer.fmt, FormatServer.seen = Fmt("magistral-small-2509", family="magistral", refused=("skip_special_tokens",)), []
+    out = tmp_path / "gateway"
+    rc, _, err = cli("run", "--model", "openai:magistral-small-2509", "--base-url", url, "--chat", "on", "--task",
+                     "econnli-zero", "--sample", "2", "--out", out, "-q")
+    assert rc == 2 and "cannot be told from its reasoning" in err and len(err.strip().splitlines()) <= 2, err
+    assert not (out / "samples.jsonl").exists()
+    FormatServer.fmt, FormatServer.seen = Fmt("served-model", family="magistral"), []
+    out = tmp_path / "opaque"
+    rc, _, err = cli("run", "--model", "openai:served-model", "--base-url", url, "--chat", "on", "--task", "econnli-zero",
+                     "--sample", "2", "--out", out, "-q")
+    assert rc == 0, err
+    sent = [b for p, b, _ in FormatServer.seen if p == "/v1/chat/completions"]
+    assert sent and all(b.get("skip_special_tokens") is False for b in sent)  # the probe asked, and every request after it
+    assert json.loads((out / "run.json").read_text())["backend"]["reasoning"]["reasons"] is True
+
+
+def test_the_responses_api_as_openai_documents_it(cli, tmp_path):
+    """o3-pro and gpt-5-pro are served on /v1/responses only: against a stand-in that speaks it as
+    OpenAI's reference describes (tools/served_standin.py: hidden reasoning as a `reasoning` item,
+    the answer an `output_text` part, the reasoning counted in usage.output_tokens_details, a
+    field the API does not take refused, max_output_tokens at least 16, `incomplete` at the
+    limit), every answer is read, its reasoning counted; a reasoning budget under the API's least
+    max_output_tokens is raised to it, and a reasoning cut there is unanswered, never refused."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+    from served_standin import REASONING_TOKENS, Shape, answer, serve
+
+    for model, extra in (("o3-pro", ()), ("gpt-5-pro", ("-M", "reasoning_effort=high"))):
+        srv, url, stats = serve(Shape(base=0.0, model=model))
+        try:
+            out = tmp_path / model
+            rc, _, err = cli("run", "--model", "openai:" + model, "--base-url", url, "--task", "econnli-zero", "--sample", "4",
+                             "--out", out, "-q", "-C", "1", *extra)
+            assert rc == 0, err
+            recs = read_lines(out / "samples.jsonl")
+            assert [r["response"] for r in recs] == [answer({"prompt": r["prompts"]["response"]}, model)["choices"][0]["text"].strip()
+                                                      for r in recs]
+            assert all(r["calls"]["response"]["n_reasoning_tokens"] == REASONING_TOKENS and r["thinking"]["response"] == ""
+                       for r in recs)
+            meta = json.loads((out / "run.json").read_text())["backend"]
+            # the probe and two requests an item (its answer, its option read in text), none refused
+            assert meta["endpoint"] == "/v1/responses" and meta["reasoning"]["reasons"] is True and stats.requests == 1 + 2 * 4
+            short = tmp_path / (model + "-short")  # 8 answer tokens + 4 of reasoning: under the API's 16
+            rc, _, err = cli("run", "--model", "openai:" + model, "--base-url", url, "--task", "econnli-zero", "--sample", "2",
+                             "--reasoning-tokens", "4", "--out", short, "-q", "-C", "1", *extra)
+            assert rc == 0, err
+            res = json.loads((short / "results-sample-2.json").read_text())["tasks"]["econnli-zero"]
+            assert res["n_unparsed"] == 2 and res["reasoning"]["n_budget_hit"] == 2  # the reasoning ran past 16: unanswered
+        finally:
+            srv.shutdown()

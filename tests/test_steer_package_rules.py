@@ -1,6 +1,6 @@
-"""STEER-ME against the authors' package (issue #32 items 4-10): each difference is the package's
-behaviour by default or a named option, and these tests hold the package's behaviour quoted in
-the issue against each."""
+"""STEER-ME against the authors' package (issue #32 items 4-10, issue #56 items 6-7): each
+difference is the package's behaviour by default or a named option, and these tests hold the
+package's behaviour quoted in the issue against each."""
 
 import json
 import math
@@ -148,3 +148,51 @@ def test_a_protocol_seed_run_and_a_given_seed_run_get_their_own_default_folders(
         rc, _, err = cli(*args, *extra, env=env)
         assert rc == 0, err
     assert len(list((tmp_path / "home").rglob("run.json"))) == 2
+
+
+def aisha(prompt: str) -> str:
+    """A model's reply at STEER-ME's answer turn (the fake backend's `respond`): for about half the
+    questions a sentence whose first word begins with a capital letter, for the rest the letter B."""
+    import hashlib
+
+    return "Aisha would buy more of it." if hashlib.sha256(prompt.encode()).digest()[0] % 2 else "B"
+
+
+def test_the_generated_rule_reads_the_reply_as_the_packages_parse_letter(cli, tmp_path):
+    """Issue #56 item 6: under -T answer_rule=generated the answer is the letter the model's reply
+    commits to, read as the package's parse_letter reads it: "Aisha would ..." is no answer (its
+    first token, "A", is a letter, which the rule read as A before); "B" is B. The package's
+    no-answer rate is then the share of such replies."""
+    from conftest import read_lines
+
+    out = tmp_path / "run"
+    rc, _, err = cli("run", "--model", "fake:m", "-M", "respond=test_steer_package_rules:aisha", "--task", "steer-me",
+                     "-T", "answer_rule=generated", "--sample", "24", "--out", out, "-q", "--bootstrap", "0")
+    assert rc == 0, err
+    recs = read_lines(out / "samples.jsonl")
+    words = [r for r in recs if r.get("answer_text", "").startswith("Aisha")]
+    assert 0 < len(words) < len(recs) == 24
+    assert all(r["parsed"] is None and r["answered"] is False for r in words)
+    assert all(r["parsed"] == 1 for r in recs if r not in words)
+    overall = json.loads(next(out.glob("results*.json")).read_text())["tasks"]["steer-me"]["paper"]["overall"]
+    assert overall["package_no_answer_rate"] == overall["no_answer_rate"] == pytest.approx(len(words) / 24)
+
+
+def test_a_groups_next_part_follows_the_models_reply_under_the_generated_rule():
+    """Issue #56 item 7: between the parts of a group the authors' solver sends the model's own
+    reply at the answer turn; under the generated rule econeval sends it too (under the paper's
+    restricted rule, the letter its probabilities chose)."""
+    item = {"id": "g", "element": "e", "options": ["1", "2"], "correct_index": 0,
+            "parts": [{"question": "p0", "options": ["1", "2"], "correct_index": 0},
+                      {"question": "p1", "options": ["3", "4"], "correct_index": 1}]}
+    lp = {"A": math.log(0.3), "B": math.log(0.6)}
+    reply = "B. Because the price falls, the quantity rises."
+    for rule, said in (("generated", reply), ("restricted", "B")):
+        task, prep = _prep(answer_rule=rule)
+        first = task.requests(item, prep, {})
+        assert set(first) == ({"option_logprobs", "answer_text"} if rule == "generated" else {"option_logprobs"})
+        outputs = {"option_logprobs": lp, "answer_text": reply, "calls": {"option_logprobs": {"top_logprob": math.log(0.6)}}}
+        second = task.requests(item, prep, outputs)
+        assert second["option_logprobs@2"].turns[1] == said, rule
+        if rule == "generated":
+            assert second["answer_text@2"].turns == second["option_logprobs@2"].turns

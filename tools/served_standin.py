@@ -1,7 +1,11 @@
 """A stand-in for a serving engine on 127.0.0.1, to measure and test econeval's concurrency: an
 OpenAI-compatible /v1/models, /v1/completions and /v1/chat/completions whose answers come from
 the prompt alone (a run gives the same answers at any concurrency) and whose latency follows a
-kind of server, with n the requests in flight when a request arrives (itself included):
+kind of server, with n the requests in flight when a request arrives (itself included). It also
+speaks OpenAI's Responses API (/v1/responses, `responses()`), as a reasoning model there answers:
+see that function.
+
+Latency by kind:
 
 - batching: base·w + k·max(0, n − knee) seconds, as a server with `knee` slots that batches them
   (vLLM, `llama-server --parallel N`): throughput rises with n up to the knee; past it, flat when
@@ -75,6 +79,68 @@ def answer(body: dict, model: str) -> dict:
     return {"object": "text_completion", "model": model, "choices": [choice], "usage": {"prompt_tokens": 5, "completion_tokens": 1}}
 
 
+# ---- the Responses API (/v1/responses), as OpenAI's API reference describes it --------------------
+REASONING_TOKENS = 24  # what the model reasons before each answer: hidden, counted in usage
+EFFORTS = ("low", "medium", "high")
+MIN_OUTPUT_TOKENS = 16  # the API's least max_output_tokens
+# what the API takes; what a reasoning model refuses of it (sampling); what is not a parameter of this API at all
+RESPONSES_FIELDS = ("model", "input", "instructions", "max_output_tokens", "reasoning", "store", "metadata", "text", "stream",
+                    "background", "previous_response_id", "include", "truncation", "user", "service_tier", "tools",
+                    "tool_choice", "parallel_tool_calls", "top_logprobs", "temperature", "top_p")
+UNSUPPORTED = ("temperature", "top_p", "top_logprobs")
+
+
+def _refusal(message: str, param: str | None, code: str) -> dict:
+    return {"error": {"message": message, "type": "invalid_request_error", "param": param, "code": code}}
+
+
+def responses(body: dict, model: str) -> tuple[int, dict]:
+    """(status, document) for a POST /v1/responses of a reasoning model: the request checked as the
+    API checks it (a field it does not know, a sampling field a reasoning model refuses, a
+    max_output_tokens below 16, an effort the model does not take: 400 naming it); then
+    REASONING_TOKENS of hidden reasoning (a `reasoning` output item with an empty summary, its
+    tokens in usage.output_tokens_details.reasoning_tokens) and the answer of `answer()` as a
+    `message` item holding one `output_text` part. Reasoning and answer share max_output_tokens:
+    past it, status "incomplete" (incomplete_details.reason "max_output_tokens"), with the
+    reasoning item alone when the reasoning used it all."""
+    unknown = [k for k in body if k not in RESPONSES_FIELDS]
+    if unknown:
+        return 400, _refusal(f"Unknown parameter: '{unknown[0]}'.", unknown[0], "unknown_parameter")
+    refused = [k for k in UNSUPPORTED if k in body]
+    if refused:
+        return 400, _refusal(f"Unsupported parameter: '{refused[0]}' is not supported with this model.", refused[0],
+                             "unsupported_parameter")
+    limit = body.get("max_output_tokens")
+    if limit is not None and (not isinstance(limit, int) or limit < MIN_OUTPUT_TOKENS):
+        return 400, _refusal(f"Invalid 'max_output_tokens': integer below minimum value. Expected a value >= "
+                             f"{MIN_OUTPUT_TOKENS}, but got {limit} instead.", "max_output_tokens", "integer_below_min_value")
+    effort = (body.get("reasoning") or {}).get("effort")
+    if effort is not None and effort not in EFFORTS:
+        return 400, _refusal(f"Unsupported value: 'reasoning.effort' does not support '{effort}' with this model. Supported "
+                             f"values are: {', '.join(repr(e) for e in EFFORTS)}.", "reasoning.effort", "unsupported_value")
+    given = body.get("input")
+    messages = [{"role": "user", "content": given}] if isinstance(given, str) else given
+    if not isinstance(messages, list) or not messages or not isinstance(messages[-1], dict) or \
+            not isinstance(messages[-1].get("content"), str):
+        return 400, _refusal("Invalid 'input': expected a string or a list of input items.", "input", "invalid_type")
+    text = answer({"messages": messages}, model)["choices"][0]["message"]["content"]
+    limit = limit if limit is not None else 10 ** 6
+    reasoning = min(REASONING_TOKENS, limit)
+    complete = REASONING_TOKENS + 1 <= limit
+    output: list[dict] = [{"id": "rs_standin", "type": "reasoning", "summary": []}]
+    if complete:
+        output.append({"id": "msg_standin", "type": "message", "status": "completed", "role": "assistant",
+                       "content": [{"type": "output_text", "text": text, "annotations": []}]})
+    used = reasoning + (1 if complete else 0)
+    return 200, {"id": "resp_standin", "object": "response", "created_at": 1767225600, "model": model,
+                 "status": "completed" if complete else "incomplete",
+                 "incomplete_details": None if complete else {"reason": "max_output_tokens"}, "error": None,
+                 "max_output_tokens": body.get("max_output_tokens"),
+                 "reasoning": {"effort": effort or "medium", "summary": None}, "output": output,
+                 "usage": {"input_tokens": 5, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": used,
+                           "output_tokens_details": {"reasoning_tokens": reasoning}, "total_tokens": 5 + used}}
+
+
 def handler(shape: Shape, stats: Stats) -> type[BaseHTTPRequestHandler]:
     serial = threading.Lock()
 
@@ -112,13 +178,15 @@ def handler(shape: Shape, stats: Stats) -> type[BaseHTTPRequestHandler]:
                     with stats.lock:
                         stats.refused += 1
                     return self._send(429, {"error": {"message": "overloaded", "type": "rate_limit"}}, {"Retry-After": "0.05"})
-                prompt = json.dumps(body.get("messages") or body.get("prompt"))
+                prompt = json.dumps(body.get("messages") or body.get("prompt") or body.get("input"))
                 w = weight(prompt)
                 if shape.kind == "serial":
                     with serial:
                         time.sleep(shape.base * w)
                 else:
                     time.sleep(shape.base * w + shape.slope() * max(0, n - shape.knee))
+                if self.path.rstrip("/") == "/v1/responses":
+                    return self._send(*responses(body, shape.model))
                 self._send(200, answer(body, shape.model))
             finally:
                 with stats.lock:

@@ -15,7 +15,8 @@ that cannot stop). In `auto` nothing is sent; a model that thinks by default is 
 the first scored request (a probe) or in a reply, and asked again with the budget. A field the
 API refuses (`temperature` on newer models) is left out for the run; a request is never sent
 again unchanged after a refusal. The `thinking` blocks are the reasoning, the `text` blocks the
-answer; the reasoning's tokens are estimated from `output_tokens` (the API counts no thinking
+answer (a thinking block whose display is omitted, empty text and a signature, is reasoning
+hidden); the reasoning's tokens are estimated from `output_tokens` (the API counts no thinking
 tokens apart).
 """
 
@@ -27,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from .. import registry
+from ..reasoning import estimate_tokens
 from ..errors import ModelError, UsageError
 from ..types import BackendInfo, Completion, Generate, OptionLogprobs, OptionScores, chat_messages
 from .base import Backend, Settings, option
@@ -172,7 +174,7 @@ class AnthropicBackend(Backend[AnthropicOptions]):
             return
         self.client.count("reasoning_probes")
         resp = self._post(Generate(prompt=PROBE, max_tokens=16), 16, [], {})
-        if reasoning_of(resp["choices"][0], resp.get("usage") or {}).reasoning is not None:
+        if _thought(resp).reasoning is not None:
             with self.lock:
                 self.thinks, self.detected = True, "before the first request: the probe's reply had thinking blocks"
 
@@ -186,7 +188,7 @@ class AnthropicBackend(Backend[AnthropicOptions]):
         for _ in range(2):
             sent: dict = {}
             resp = self._post(r, max_tokens, stops, sent)
-            if resp["choices"][0].get("reasoning_content") is not None and not sent["thinks"]:
+            if _thought(resp).reasoning is not None and not sent["thinks"]:
                 self._observed()  # it thinks: asked again with the budget
                 continue
             return resp, sent
@@ -202,7 +204,7 @@ class AnthropicBackend(Backend[AnthropicOptions]):
         if isinstance(r, OptionLogprobs):  # no log-probabilities: the letter is read from the text
             self.client.count("text_only_answers")
             resp, sent = self._ask(r, r.text_tokens or UNCAPPED_TOKENS, [])
-            thought = reasoning_of(resp["choices"][0], resp.get("usage") or {}, Reading(thinks=sent["thinks"]))
+            thought = _thought(resp, sent["thinks"])
             if thought.reasoning is None:
                 return OptionScores(text=thought.answer)
             return OptionScores(text=thought.answer, reasoning=thought.reasoning, n_reasoning_tokens=thought.tokens,
@@ -242,7 +244,16 @@ class AnthropicBackend(Backend[AnthropicOptions]):
         self.client.close()
 
 
+def _thought(resp: dict, thinks: bool = False):
+    """A reply's thinking and answer (reasoning None: it did not think)."""
+    return reasoning_of(resp["choices"][0], resp.get("usage") or {}, Reading(thinks=thinks))
+
+
 def _as_completion(doc) -> dict | None:
+    """A Messages API answer as a completion: the text blocks the answer, the thinking blocks the
+    reasoning. A thinking block whose display was omitted (adaptive thinking's default on newer
+    models: empty text and a signature) is reasoning hidden; its tokens, counted in output_tokens,
+    are all but the answer's (an estimate, given as the completion's reasoning count)."""
     if not isinstance(doc, dict) or not isinstance(doc.get("content"), list):
         return None
     blocks = [b for b in doc["content"] if isinstance(b, dict) and b.get("type") == "text"]
@@ -255,5 +266,8 @@ def _as_completion(doc) -> dict | None:
     given = doc.get("usage")
     usage: dict = given if isinstance(given, dict) else {}
     finish = "stop" if doc.get("stop_reason") in ("end_turn", "stop_sequence") else "length"
-    return {"choices": [{"text": text, "finish_reason": finish, **({"reasoning_content": reasoning} if reasoning else {})}],
-            "usage": {"prompt_tokens": usage.get("input_tokens"), "completion_tokens": usage.get("output_tokens")}}
+    out = {"prompt_tokens": usage.get("input_tokens"), "completion_tokens": usage.get("output_tokens")}
+    if thinking and not reasoning.strip():  # thought, display omitted
+        out["reasoning_tokens"] = max(1, estimate_tokens(usage.get("output_tokens"), "", text) or 0)
+    return {"choices": [{"text": text, "finish_reason": finish, **({"reasoning_content": reasoning} if reasoning.strip() else {})}],
+            "usage": out}

@@ -378,6 +378,8 @@ class LlamaCppBackend(Backend[LlamaCppOptions]):
                 eos = self.model.detokenize([self.model.token_eos()], special=True).decode("utf-8", "ignore")
                 self._formatter = (Jinja2ChatFormatter(str(self.template), eos_token=eos, bos_token=bos), bos)
             fmt, bos = self._formatter
+            if variables is None and self.system_turn:  # the template's switch is a word in a system turn
+                messages = [{"role": "system", "content": self.system_turn}, *messages]
             out = fmt(messages=messages, **(self.think_vars if variables is None else variables)).prompt  # type: ignore[arg-type]
         except Exception as exc:  # noqa: BLE001 - jinja2's errors, and what the template raises itself
             raise ModelError(f"the chat template of model '{self.spec.name}' cannot be applied ({type(exc).__name__}: "
@@ -395,11 +397,13 @@ class LlamaCppBackend(Backend[LlamaCppOptions]):
         whether requests under the template reason, and the opening text appended to their prompt."""
         o = self.options
         self.think_vars: dict = {}
+        self.system_turn = ""
         self.reading = rz.TemplateReading(None, False, False, False)
         if self.template:
+            ask = {"role": "user", "content": "?"}
             try:
-                self.reading = rz.read_template(str(self.template), lambda v: self._render_chat([{"role": "user", "content": "?"}], v),
-                                                o.markers)
+                self.reading = rz.read_template(str(self.template), lambda v: self._render_chat([ask], v), o.markers,
+                                                lambda text: self._render_chat([{"role": "system", "content": text}, ask], {}))
             except ModelError:  # a template that cannot be rendered: said when a request needs it
                 pass
         r, name = self.reading, self.spec.name
@@ -413,6 +417,8 @@ class LlamaCppBackend(Backend[LlamaCppOptions]):
                              f"model '{name}' has no chat template, so no reasoning to switch on")
         if r.markers is not None and o.reasoning != "auto" and (r.off_vars or r.on_vars):
             self.think_vars = dict(r.off_vars if o.reasoning == "off" else r.on_vars)
+        if o.reasoning == "off" and r.off_turn:
+            self.system_turn = r.off_turn
         self.thinks = r.markers is not None and (r.default if o.reasoning == "auto" else o.reasoning == "on")
         self.opener = ""
         self.end_tokens: tuple[int, ...] = ()
@@ -433,7 +439,8 @@ class LlamaCppBackend(Backend[LlamaCppOptions]):
                          + ("reasons" if r.default else "does not reason")
                          + ("; the prompt opens the reasoning" if self.thinks and not self.opener else
                             f"; the prompt is given the opening {self.opener!r}" if self.thinks else ""))
-        switch = (f"rendered with {self.think_vars}" if self.think_vars else
+        switch = (f"a system turn {self.system_turn!r} before each conversation (the template's switch)" if self.system_turn else
+                  f"rendered with {self.think_vars}" if self.think_vars else
                   "none needed: the model does not reason" if o.reasoning == "off" and not self.thinks else
                   "none: the template as it is")
         return o.reasoning_record(self.thinks, detected, switch, family=r.markers.family if r.markers else None,

@@ -34,6 +34,7 @@ REPEATS, REPEAT_S = 5, 1.0  # the measurement is repeated, up to 5 times, while 
 # WIDE_S: on a GPU (2.5 s there), and on a CPU for a small model only (the default model's whole measurement took
 # 2.2-2.6 s with it and 2.5-2.8 s without, 2026-12-04: no cost above noise).
 WIDE_SEQS, WIDE_PROMPT, WIDE_S = 64, 512, 3.0
+PER_TOKEN = 1  # the cost per token's column in the fit (per call, per token, per token and cell, per output)
 
 
 @dataclass(frozen=True)
@@ -114,17 +115,26 @@ class CostModel:
     @classmethod
     def fit(cls, rows: Sequence[tuple[int, int, int, float]]) -> "CostModel":
         """Least squares over (tokens, cells, outputs, seconds) rows, every coefficient at least 0
-        (a negative one is dropped and the rest fitted again)."""
+        (a negative one is dropped and the rest fitted again), and the cost per token above 0. A
+        machine under load can time its small calls nearly as slow as its large ones; a fit that
+        gives the fixed costs all of that time puts tokens at 0 or below, and would cost a run of
+        long prompts as one of short ones. The other terms then give way, the fixed cost per call
+        first; left alone, the cost per token is the timed calls' seconds over their tokens (the
+        measurement's whole time spread over its tokens), above 0 whenever a call took time."""
         x = np.array([[1.0, t, t * c, o] for t, c, o, _ in rows])
         y = np.array([s for *_, s in rows])
         keep = [0, 1, 2, 3]
         coef = np.zeros(4)
-        while keep:
+        while keep != [PER_TOKEN]:
             sol, *_ = np.linalg.lstsq(x[:, keep], y, rcond=None)
-            if (sol >= 0).all():
+            low = {k for k, v in zip(keep, sol) if v < 0 or (k == PER_TOKEN and v <= 0)}
+            if not low:
                 coef[keep] = sol
                 break
-            keep = [k for k, v in zip(keep, sol) if v >= 0]
+            others = (low - {PER_TOKEN}) or {next(k for k in keep if k != PER_TOKEN)}
+            keep = [k for k in keep if k not in others]
+        else:
+            coef[PER_TOKEN] = y.sum() / max(1.0, x[:, PER_TOKEN].sum())
         return cls(*map(float, coef))
 
 

@@ -41,8 +41,11 @@ special tokens dropped, a count in usage. Any reply that shows reasoning when no
 asked again as to a reasoning model; an option's log-probabilities are never read at a reasoning
 marker; a reply whose reasoning never closed is unanswered. `--reasoning on|off` goes to the
 server as `chat_template_kwargs` (`enable_thinking`, `thinking`, `thinking_budget`), as
-`reasoning_effort: none` on llama.cpp's server and OpenAI's GPT-5.1 and later; an `off` the
-model does not honour is refused (the probe reasoned) or said and recorded (a later reply did).
+`reasoning_effort: none` on llama.cpp's server, Ollama (its only switch) and OpenAI's GPT-5.1 and
+later; an `off` the model does not honour is refused (the probe reasoned) or said and recorded (a
+later reply did). The probe asks vLLM to keep special tokens (`skip_special_tokens: false`), so
+that markers such as Magistral's `[THINK]` show; a model whose special-token markers the server
+drops and will not keep is refused, never read.
 
 OpenAI's contract: o-series and GPT-5 models (by name) are sent `max_completion_tokens`, no
 temperature and no log-probabilities, on chat completions; the -pro models on the Responses API.
@@ -77,6 +80,7 @@ OWNERS = {"vllm": "repetition_penalty", "sglang": "repetition_penalty", "llamacp
 REASONING_NAMES = re.compile(r"^(?:o\d+(?:-|$)|gpt-5(?:[.\-]|$))")
 NONE_NAMES = re.compile(r"^gpt-(?:5\.[1-9]|[6-9])")  # GPT-5.1 and later: effort "none", their default, is accepted
 RESPONSES_NAMES = re.compile(r"^(?:o\d+|gpt-5(?:\.\d+)?)-pro(?:-|$)")  # served on the Responses API only
+RESPONSES_MIN_OUTPUT = 16  # the Responses API's least max_output_tokens
 EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
 UNCAPPED_TOKENS = 4096  # a reasoning model's text answer with no cap of its own gets this many beside the reasoning
 PROBE = "Question: Is water wet? Answer Yes or No.\nAnswer:"
@@ -187,8 +191,9 @@ class OpenAIHTTPBackend(Backend[OpenAIOptions]):
         self.server = owner if owner in ("vllm", "llamacpp", "sglang") else "ollama" if owner == "library" else \
             "openai" if owner in ("openai", "system", "openai-internal") else ""
         self.penalty_param = param or OWNERS.get(owner, "none")
-        # special-token markers arrive only when the server keeps them (vLLM: skip_special_tokens false)
-        self.need_specials = bool(self.name_family and self.name_family.special)
+        # the family whose markers are special tokens: they arrive only when the server keeps them (vLLM:
+        # skip_special_tokens false); known by name, or from the probe
+        self.specials: rz.Markers | None = self.name_family if self.name_family and self.name_family.special else None
 
     @property
     def use_chat(self) -> bool:
@@ -213,9 +218,11 @@ class OpenAIHTTPBackend(Backend[OpenAIOptions]):
                 effort = "medium"  # GPT-5.1+ do not reason unless asked; medium is the earlier models' default
         elif self.use_chat and o.reasoning in ("on", "off"):
             on = o.reasoning == "on"
-            out["chat_template_kwargs"] = {"enable_thinking": on, "thinking": on, **({} if on else {"thinking_budget": 0})}
-            if not on and self.server == "llamacpp" and not effort:
-                effort = "none"  # llama.cpp's server: reasoning_effort none disables reasoning
+            if self.server != "ollama":  # Ollama's OpenAI-compatible chat ignores chat_template_kwargs
+                out["chat_template_kwargs"] = {"enable_thinking": on, "thinking": on, **({} if on else {"thinking_budget": 0})}
+            if not on and self.server in ("llamacpp", "ollama") and not effort:
+                # llama.cpp's server: reasoning_effort none disables reasoning; Ollama's chat: its only switch (none: off)
+                effort = "none"
         if effort:
             if self.api == "responses":
                 out["reasoning"] = {"effort": effort}
@@ -244,8 +251,10 @@ class OpenAIHTTPBackend(Backend[OpenAIOptions]):
                 answer = r.max_tokens if kind == "generate" else \
                     (1 if k else r.text_tokens or (UNCAPPED_TOKENS if thinks else None))
                 budget = self.options.budget_for(r)
-            if answer:
-                kw[self.token_param if self.api != "responses" else "max_output_tokens"] = answer + (budget if thinks else 0)
+            if answer and self.api == "responses":  # the API refuses a max_output_tokens under its least
+                kw["max_output_tokens"] = max(RESPONSES_MIN_OUTPUT, answer + (budget if thinks else 0))
+            elif answer:
+                kw[self.token_param] = answer + (budget if thinks else 0)
             stops = split_stops(r) if kind == "generate" and not thinks and "stop" not in self.dropped else []
             if stops:
                 kw["stop"] = stops
@@ -253,8 +262,8 @@ class OpenAIHTTPBackend(Backend[OpenAIOptions]):
                 field = {"vllm": "thinking_token_budget", "llamacpp": "thinking_budget_tokens" if self.use_chat else None}.get(self.server)
                 if field and field not in self.dropped:
                     kw[field] = budget
-            if self.need_specials and self.server == "vllm" and "skip_special_tokens" not in self.dropped:
-                kw["skip_special_tokens"] = False
+            if (self.specials or kind == "probe") and self._keeps_specials():
+                kw["skip_special_tokens"] = False  # the probe too: a model that reasons between special tokens shows them
             kw.update(self._penalty(r.repeat_penalty if kind == "generate" else 1.0))
             for f in self.dropped:
                 kw.pop(f, None)
@@ -337,6 +346,8 @@ class OpenAIHTTPBackend(Backend[OpenAIOptions]):
             elif param in ("logprobs", "top_logprobs"):
                 self.top_logprobs = 0
                 self.contract.add(f"the server refused {param}: options answered in text")
+            elif param == "skip_special_tokens" and rz.vanishes(self.specials):
+                raise self._unreadable(self.specials)  # type: ignore[arg-type]
             elif param in OPTIONAL:
                 self.dropped.add(param)
                 self.contract.add(f"the server refused {param}: {OPTIONAL[param]}")
@@ -391,8 +402,9 @@ class OpenAIHTTPBackend(Backend[OpenAIOptions]):
             choice = resp["choices"][0]
             usage = resp.get("usage") if isinstance(resp.get("usage"), dict) else {}
             thought = reasoning_of(choice, usage, Reading(self.opened, self.extra, False))
-            if thought.family == "harmony" and not self.need_specials and self.server == "vllm":
-                self.need_specials = True  # harmony arrived without its special tokens: ask for them
+            shown = next((m for m in rz.families() if m.family == thought.family and m.special), None)
+            if shown is not None and self._keeps_specials():
+                self.specials = shown  # the probe showed special-token markers: every request keeps them
         reasons = thought is not None and thought.reasoning is not None
         how = ""
         if template and template[1] == "open":
@@ -408,6 +420,8 @@ class OpenAIHTTPBackend(Backend[OpenAIOptions]):
             if self.name_opens:
                 self.opened = self.name_family
         self.probe_note = how or ("the probe did not reason" if thought is not None else "the probe did not fit the context")
+        if not reasons and rz.vanishes(self.name_family) and not self._keeps_specials():
+            raise self._unreadable(self.name_family)  # type: ignore[arg-type]
         if o.reasoning == "off" and reasons:
             raise UsageError(f"model '{self.spec.name}' reasons with --reasoning off: {self._switch_words()} did not stop it "
                              f"({how})", hint="run it with --reasoning auto (its reasoning is read apart from its answer)")
@@ -416,6 +430,18 @@ class OpenAIHTTPBackend(Backend[OpenAIOptions]):
                 self.thinks, self.detected = True, f"before the first request: {how}"
             if thought is not None and thought.reasoning == "" and reasons:
                 self.hidden = True
+
+    def _keeps_specials(self) -> bool:
+        """Whether the server keeps special tokens in the text when asked (vLLM, until it refuses)."""
+        return self.server == "vllm" and "skip_special_tokens" not in self.dropped
+
+    def _unreadable(self, m: rz.Markers) -> UsageError:
+        """A model that reasons between special tokens the server drops: no text of it can be scored."""
+        return UsageError(f"model '{self.spec.name}' reasons between special tokens ({m.open} … {m.close}), which "
+                          f"{self.client.base} drops from its text and cannot be asked to keep: its answers cannot be "
+                          "told from its reasoning",
+                          hint="serve it with a reasoning parser (vLLM --reasoning-parser mistral, llama.cpp "
+                               "--reasoning-format), or on vLLM, which keeps them when asked (skip_special_tokens false)")
 
     def _switch_words(self) -> str:
         sw = self._switch()

@@ -208,11 +208,27 @@ def part_name(name: str, part: int) -> str:
     return name if part == 0 else f"{name}@{part + 1}"
 
 
+REPLY = "answer_text"  # the reply written at an answer turn under the generated rule (a part's: answer_text@2, ...)
+REPLY_TOKENS = 4096  # that reply's tokens with -T text_answer_tokens=none (a generation needs a number)
+
+
+def reply_of(outputs: dict, part: int = 0) -> str | None:
+    """The reply the model wrote at a part's answer turn, where it is known: the answer turn's
+    generation under the generated rule, or a prediction's own response."""
+    reply = outputs.get(part_name(REPLY, part))
+    if isinstance(reply, str):
+        return reply
+    given = outputs.get("response") if part == 0 else None
+    return given if isinstance(given, str) and given else None
+
+
 ANSWER_RULES = {
     "restricted": "the valid letter of highest probability (the paper's distribution restricted to the options): an "
                   "item with any probability on a letter is answered",
-    "generated": "the letter the model generated, i.e. its most likely token when that is a valid letter; another top "
-                 "token is no answer, left out of accuracy and calibration (the authors' package)",
+    "generated": "the letter the model's reply at the answer turn commits to, read as the authors' package's "
+                 "parse_letter reads it (a leading letter, else the last 'answer is X'); a reply with none is no answer, "
+                 "left out of accuracy and calibration; the reply, not the letter, goes on to a group's next part (the "
+                 "authors' package)",
 }
 
 
@@ -225,11 +241,15 @@ def top_is_letter(scores: dict, letters: tuple[str, ...], call: dict) -> bool | 
     return bool(valid) and max(valid) >= top - 1e-9
 
 
-def chosen_letter(scores, letters: tuple[str, ...], call: dict, rule: str = "restricted") -> str | None:
-    """The letter the model chose at an answer turn, by the answer rule (ANSWER_RULES); the text
-    when the backend gave no log-probabilities; a string stands in for a reply."""
+def chosen_letter(scores, letters: tuple[str, ...], call: dict, rule: str = "restricted", reply: str | None = None) -> str | None:
+    """The letter the model chose at an answer turn, by the answer rule (ANSWER_RULES): under the
+    generated rule, the letter its reply there commits to where the reply is known (`reply`), else
+    its most likely token when that is a letter; the text when the backend gave no
+    log-probabilities; a string stands in for a reply."""
     if isinstance(scores, str):
         return scores
+    if rule == "generated" and reply is not None:
+        return letter_of(reply, letters)
     if scores and any(L in scores for L in letters):
         if rule == "generated" and top_is_letter(scores, letters, call) is False:
             return None
@@ -398,8 +418,9 @@ class SteerMe(Task):
         TaskOption("reasoning_tokens", None, "the reasoning budget of cot-shown, cot-hidden and free-text (default: the "
                    "prompt set's: open2025 4096, econeval1 256)"),
         TaskOption("answer_rule", "restricted", "which letter a multiple-choice answer is: restricted (the paper's: the "
-                   "valid letter of highest probability) | generated (the authors' package: the letter the model generated, "
-                   "another top token is no answer)", tuple(ANSWER_RULES), "choice"),
+                   "valid letter of highest probability) | generated (the authors' package: the model also writes its reply "
+                   "at the answer turn; the letter it commits to, read as the package's parse_letter, or no answer; the "
+                   "reply goes on to a group's next part)", tuple(ANSWER_RULES), "choice"),
         TaskOption("reasoning", "econeval", "the reasoning turn: econeval (stops at a new 'Q: ' line, the reasoning "
                    "stripped before the answer turn) | package (the authors' solver: no stop, the reasoning unchanged)",
                    ("econeval", "package"), "choice"),
@@ -407,7 +428,8 @@ class SteerMe(Task):
                    "1/(K-1)) | package (the authors' scorer: 3 significant figures, a wrong answer costs 0)",
                    tuple(FREE_TEXT_GRADINGS), "choice"),
         TaskOption("text_answer_tokens", "8", "tokens a model without log-probabilities writes for its letter, read "
-                   "from the text (none: the server's limit, as the authors' package leaves it)"),
+                   "from the text, and the reply at the answer turn under answer_rule=generated (none: the server's limit, "
+                   "as the authors' package leaves it; 4096 for that reply)"),
         TaskOption("questions", None, "a question set from `econeval steer generate` (a .jsonl file), or the authors' "
                    "released STEER-ME data package (a folder: elements.csv + data/<element>/test.parquet, or the staging layout "
                    "data/<setting>/<module>/<element>/test.parquet; needs pyarrow), instead of the bundled one", kind="path", flag="--questions"),
@@ -528,7 +550,8 @@ class SteerMe(Task):
         """The authors' turns: the reasoning turn and the answer turn are separate user messages,
         the model's reasoning between them (chat template); a raw model gets them joined by
         newlines. The parts of a multi-part question follow in the same conversation, each after
-        the model's answer to the one before, their letters continuing (A-B, then C-E, ...)."""
+        the model's answer to the one before (the letter it chose; under the generated rule its
+        reply, as the authors' solver sends it), their letters continuing (A-B, then C-E, ...)."""
         st = prep.state
         fmt = P.FORMATS[st["adaptation"]]
         prefix = self._prefix(item, st)
@@ -547,18 +570,29 @@ class SteerMe(Task):
                 answer = j == len(t) - 1
                 name = part_name("option_logprobs" if answer else "reasoning", i)
                 conversation.append(text)
-                if name not in outputs:
-                    turns = tuple(conversation) if len(conversation) > 1 else ()
-                    prompt = "\n".join(conversation)
-                    if answer:
-                        return {name: OptionLogprobs(prompt=prompt, prefix=prefix, options=letters, chat=True, turns=turns,
-                                                     text_tokens=st["text_tokens"])}
-                    return {name: Generate(prompt=prompt, prefix=prefix, max_tokens=st["budget"], stop=st["stop"], chat=True,
-                                           turns=turns)}
-                reply = outputs[name] if not answer else chosen_letter(outputs[name], letters, call_info(outputs, name), st["rule"])
+                turns = tuple(conversation) if len(conversation) > 1 else ()
+                prompt = "\n".join(conversation)
+                asked = self._answer_turn(st, i, prompt, letters, prefix=prefix, turns=turns) if answer else \
+                    {name: Generate(prompt=prompt, prefix=prefix, max_tokens=st["budget"], stop=st["stop"], chat=True, turns=turns)}
+                if any(k not in outputs for k in asked):
+                    return asked
+                reply = outputs[name] if not answer else outputs[part_name(REPLY, i)] if st["rule"] == "generated" else \
+                    chosen_letter(outputs[name], letters, call_info(outputs, name), st["rule"])
                 reply = reply or ""
                 conversation.append(reply.strip() if st["strip"] else reply)
         return {}
+
+    @staticmethod
+    def _answer_turn(st: dict, part: int, prompt: str, letters: tuple[str, ...], **where) -> dict:
+        """An answer turn's requests: the letters' log-probabilities; under the generated rule
+        also the reply the model writes there, as the authors' solver has it write one (its letter
+        read by parse_letter's forms; at most text_answer_tokens)."""
+        asked: dict = {part_name("option_logprobs", part): OptionLogprobs(prompt=prompt, options=letters, chat=True,
+                                                                           text_tokens=st["text_tokens"], **where)}
+        if st["rule"] == "generated":
+            asked[part_name(REPLY, part)] = Generate(prompt=prompt, max_tokens=st["text_tokens"] or REPLY_TOKENS, chat=True,
+                                                     **where)
+        return asked
 
     @staticmethod
     def _prefix(item: dict, st: dict) -> str:
@@ -581,8 +615,7 @@ class SteerMe(Task):
         letters = tuple(LETTERS[:k])
         final = f"\nTherefore, {letters_phrase(k)}, the answer is"
         if a == "direct":
-            return {} if outputs else {"option_logprobs": OptionLogprobs(prompt=q + options_block(item) + "\nAnswer:", options=letters, chat=True,
-                                                                         text_tokens=prep.state["text_tokens"])}
+            return {} if outputs else self._answer_turn(prep.state, 0, q + options_block(item) + "\nAnswer:", letters)
         if a == "free-text":
             if "response" not in outputs:
                 prompt = q + "Give the final answer as a number after 'ANSWER:'.\nAnswer: Let's think step by step."
@@ -595,7 +628,7 @@ class SteerMe(Task):
         if "option_logprobs" in outputs:
             return {}
         second = first + outputs["reasoning"] + ("" if shown else "\n" + options_block(item)) + final
-        return {"option_logprobs": OptionLogprobs(prompt=second, options=letters, chat=True, text_tokens=prep.state["text_tokens"])}
+        return self._answer_turn(prep.state, 0, second, letters)
 
     def score(self, item, outputs, prep):
         k = len(item["options"])
@@ -626,20 +659,24 @@ class SteerMe(Task):
                 rec["chose_nota"] = rec["parsed"][0] == item["car_replaced"]  # the first part's choice, as its probabilities
             return rec
         lp = outputs.get("option_logprobs")
+        reply = reply_of(outputs)
         if lp and any(L in lp for L in LETTERS[:k]):
             raw, alpha = distribution(lp, k)
             p_ren, p_mix = rpm(raw, alpha, "renormalized"), rpm(raw, alpha, "mixed")
             top = argmax(p_ren)
             is_letter = top_is_letter(lp, tuple(LETTERS[:k]), call_info(outputs, "option_logprobs"))
+            written = letter_from_text(reply, k) if reply is not None else None
             rec.update(answered=True, parsed=top, correct=top == item["correct_index"], alpha=alpha,
                        p_renormalized=p_ren, p_mixed=p_mix, top_token_invalid=None if is_letter is None else not is_letter,
-                       generated_answer=is_letter)
-            if prep.state["rule"] == "generated" and is_letter is False:  # no letter generated: no answer
-                for key in ("alpha", "p_renormalized", "p_mixed"):
-                    del rec[key]
+                       generated_answer=is_letter if reply is None else written is not None)
+            if prep.state["rule"] == "generated" and reply is not None:  # the letter its reply commits to, as parse_letter
+                rec.update(parsed=written, correct=written == item["correct_index"], top_correct=top == item["correct_index"])
+            if prep.state["rule"] == "generated" and rec["generated_answer"] is False:  # no letter generated: no answer
+                for key in ("alpha", "p_renormalized", "p_mixed", "top_correct"):
+                    rec.pop(key, None)
                 rec.update(answered=False, parsed=None, correct=False)
         else:  # no log-probabilities: read the letter from the text
-            letter = letter_from_text(outputs.get("response") or call_info(outputs, "option_logprobs").get("text") or "", k)
+            letter = letter_from_text(reply or call_info(outputs, "option_logprobs").get("text") or "", k)
             rec.update(answered=letter is not None, parsed=letter, correct=letter == item["correct_index"],
                        generated_answer=letter is not None)
         if rec["answered"] and item.get("car_replaced") is not None:
@@ -662,9 +699,10 @@ class SteerMe(Task):
         chosen, generated = [], []
         for i, (_part, _offset, letters) in enumerate(P.lettered_parts(item)):
             name = part_name("option_logprobs", i)
-            letter = chosen_letter(outputs.get(name) or {}, letters, call_info(outputs, name), rule)
+            scores, call, reply = outputs.get(name) or {}, call_info(outputs, name), reply_of(outputs, i)
+            letter = chosen_letter(scores, letters, call, rule, reply)
             chosen.append(None if letter is None else letters.index(letter))
-            generated.append(chosen_letter(outputs.get(name) or {}, letters, call_info(outputs, name), "generated") is not None)
+            generated.append(chosen_letter(scores, letters, call, "generated", reply) is not None)
         answered = all(c is not None for c in chosen)
         rec.update(parts=len(parts), grading=item.get("grading", "answer"), answered=answered, parsed=chosen,
                    generated_answer=all(generated))
@@ -766,7 +804,8 @@ def metrics(recs: list[dict]) -> dict:
         "no_answer_rate": 1 - len(answered) / len(recs) if recs else None,
     }
     known = [r["generated_answer"] for r in recs if r.get("generated_answer") is not None]
-    # the authors' package's rule (ANSWER_RULES["generated"]), whichever rule the run uses
+    # the authors' package's rule (ANSWER_RULES["generated"]), whichever rule the run uses: its reply's
+    # letter where the reply is known, else whether its most likely token was a letter
     out["package_no_answer_rate"] = 1 - sum(known) / len(known) if known and len(known) == len(recs) else None
     probs = [r for r in answered if "p_renormalized" in r]
     graded = [r for r in answered if r.get("grading") != "consistency"]  # a rule has no gold option: no probabilities
