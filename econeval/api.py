@@ -120,7 +120,7 @@ def _run_in(out: Path, run: RunSpec, planned: role_specs.Planned, selected: list
         t0 = time.monotonic()
         backend = ctx.role_made(MODEL, planned.build())
         info = backend.info()
-        say(f"econeval: model {spec.name} loaded in {time.monotonic() - t0:.1f} s on {info.device}"
+        say(f"econeval: model {spec.name} loaded in {time.monotonic() - t0:.1f} s on {info.device_note or info.device}"
             f" (parallel {info.parallel_note or info.parallel}, n_ctx {info.n_ctx}); tasks: {', '.join(t.name for t in selected)}")
         return runner.run(selected, backend, folder, ctx, preps, selection, argv=list(run.argv) or None, config=run.config_file,
                           show_progress=show, say=say, on_progress=run.progress if callable(run.progress) else None)

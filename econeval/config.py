@@ -45,10 +45,15 @@ def cache_home() -> Path:
     return Path(env) if env else platformdirs.user_cache_path("econeval")
 
 
+def user_registry_path() -> Path:
+    """The user's own models.toml (read after the package's; `econeval models add-embedder` writes it)."""
+    return platformdirs.user_config_path("econeval") / "models.toml"
+
+
 def registry_paths() -> list[Path]:
     """models.toml files, later ones override earlier entries of the same name."""
     shipped = Path(__file__).resolve().parent / "_registry" / "models.toml"  # an installed econeval
-    paths = [shipped if shipped.is_file() else REPO_ROOT / "models.toml", platformdirs.user_config_path("econeval") / "models.toml"]
+    paths = [shipped if shipped.is_file() else REPO_ROOT / "models.toml", user_registry_path()]
     paths = [p for p in paths if p.is_file()]
     env = os.environ.get("ECONEVAL_MODELS")
     if env:
@@ -145,3 +150,37 @@ def load_registry(paths: list[Path] | None = None) -> Registry:
             for name, entry in doc.get(section, {}).items():
                 getattr(reg, section)[name] = _entry(section, name, entry, where)
     return reg
+
+
+def register_user_entry(section: str, name: str, entry: dict[str, str | int], make_default: bool = False) -> Path:
+    """Add `[section."name"]` with `entry` (strings and integers) to the user's models.toml, and with
+    `make_default` make it the default there (`default_embedder` / `default`). The file is
+    rewritten whole (atomically) and read back as the registry reads it before it replaces the old."""
+    import json
+    import re
+
+    from .results import write_atomic
+
+    path = user_registry_path()
+    try:
+        text = read_regular(path).decode("utf-8") if os.path.lexists(path) else ""
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read the model registry {path}: {exc}") from None
+    lines = [f"[{section}.{json.dumps(name)}]"] + [f"{k} = {json.dumps(v)}" for k, v in entry.items()]
+    text = (text.rstrip("\n") + "\n\n" if text.strip() else "") + "\n".join(lines) + "\n"
+    if make_default:
+        key = {"embedders": "default_embedder", "models": "default"}[section]
+        first_table = re.search(r"^\s*\[", text, re.M)
+        head, rest = (text[:first_table.start()], text[first_table.start():]) if first_table else (text, "")
+        line = f"{key} = {json.dumps(name)}"
+        head, n = re.subn(rf"^{key}\s*=.*$", line, head, count=1, flags=re.M)
+        text = (head if n else line + "\n" + (head or "\n")) + rest
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"{path} would not read back after the change ({exc}); it is left as it was") from None
+    if name not in doc.get(section, {}):
+        raise UsageError(f"{path} would not hold {section}.{name} after the change; it is left as it was")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, text.encode("utf-8"))
+    return path

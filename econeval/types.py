@@ -178,6 +178,7 @@ class BackendInfo:
     chat_template_applied: bool
     parallel: int = 1  # requests the backend evaluates together (the runner's chunks hold at least 2x as many items)
     parallel_note: str = ""  # how `parallel` is decided, where it is no fixed number ("adaptive, from 32 up to 256")
+    device_note: str = ""  # where the model runs, in words ("CUDA0 NVIDIA H200, 33/33 layers offloaded"), where `device` says too little
     # whether results depend on which requests are evaluated together (in-process batching): then
     # the chunk size is part of the run's identity
     composition_matters: bool = True

@@ -79,3 +79,17 @@ def test_runs_equal_the_installed_package(binary, tmp_path, tiny_model, which):
     meta = json.loads((binary / "run" / "run.json").read_text())
     assert meta["environment"]["frozen"] is True
     shutil.rmtree(binary / "run")
+
+
+def test_add_embedder_offline(binary, tmp_path):
+    """The air-gapped path for the paper's embedder: a Hugging Face BERT folder copied in becomes a
+    registered ONNX embedder with nothing but the executable (onnx is inside it)."""
+    from tiny_bert import write_hf_bert
+
+    write_hf_bert(binary / "bert", "bin")
+    out = offline(binary, "models", "add-embedder", "bert", "--name", "local-bert", "--pooling", "cls", "--default").stdout
+    assert "registered in" in out and "default embedder" in out
+    listed = offline(binary, "models", "list").stdout
+    assert any(line.startswith(" * local-bert ") for line in listed.splitlines())
+    shutil.rmtree(binary / "bert")
+    shutil.rmtree(binary / "home")

@@ -76,7 +76,10 @@ def test_progress_line_on_stderr(cli, tmp_path, registry):
     assert line and "items/s" in line[0] and "ETA" in line[0]
     assert "tokens/s" in line[0] and "elapsed" in line[0]
     assert any(l.startswith("econeval: run folder ") and "loading model tiny" in l for l in err.splitlines())
-    assert any(l.startswith("econeval: model tiny loaded") and "on cpu" in l and "parallel 8" in l for l in err.splitlines())
+    import llama_cpp
+
+    where = "on CUDA" if llama_cpp.llama_supports_gpu_offload() else "on CPU (no GPU offload: a CPU build)"
+    assert any(l.startswith("econeval: model tiny loaded") and where in l and "parallel 8" in l for l in err.splitlines()), err
 
 
 def test_gpu_layers_on_a_build_without_offload_warn_loudly(cli, tmp_path, registry):
@@ -89,6 +92,7 @@ def test_gpu_layers_on_a_build_without_offload_warn_loudly(cli, tmp_path, regist
     assert rc == 0 and "warning: n_gpu_layers was given but this llama.cpp build has no GPU offload" in err
     meta = json.loads((tmp_path / "r" / "run.json").read_text())
     assert meta["backend"]["device"] == "cpu" and meta["backend"]["n_gpu_layers"] == 0
+    assert meta["backend"]["device_note"] == "CPU (no GPU offload: a CPU build)"
 
 
 def test_model_kind_and_backend_options_in_the_registry(cli, tmp_path, tiny_model):

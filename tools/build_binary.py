@@ -4,10 +4,10 @@
 
 A single file (PyInstaller one-file) holding the Python interpreter, econeval (installed from its
 own wheel, as users get it), llama.cpp's shared libraries (the build tools/bootstrap.sh compiled:
-CMAKE_ARGS="-DGGML_CUDA=on" tools/bootstrap.sh gives a CUDA build), onnxruntime, tokenizers and
-the built data package; with --with-default-models also the embedded default model (Gemma 3 270M)
-and the default embedder (m3e-small, built by tools/build_embedder.sh). Nothing is downloaded at
-run time. The build itself needs the package registry (PyInstaller) unless it is installed.
+with CUDA where it found a GPU and nvcc), onnxruntime, tokenizers, onnx (for `econeval models
+add-embedder`) and the built data package; with --with-default-models also the embedded default
+model (Gemma 3 270M) and the default embedder (m3e-small, built by tools/build_embedder.sh).
+Nothing is downloaded at run time. The build itself needs the package registry (PyInstaller) unless it is installed.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def main() -> None:
        *(["--with-default-model"] if args.with_default_models else []))
     sh(sys.executable, "-m", "venv", work / "venv")
     py = work / "venv" / "bin" / "python"
-    target = "econeval[default-model]" if args.with_default_models else "econeval"
+    target = "econeval[add-embedder,default-model]" if args.with_default_models else "econeval[add-embedder]"
     sh(py, "-m", "pip", "install", "-q", "--no-index", "--find-links", work / "wheelhouse", target)
     sh(py, "-m", "pip", "install", "-q", "pyinstaller>=6.10")
     # the built data, beside the manifests inside the package
@@ -67,7 +67,8 @@ def main() -> None:
             adds += ["--add-data", f"{data.files_dir(bench) / name}:econeval/datasets_bundled/{bench}"]
         adds += ["--add-data", f"{data.data_dir() / bench / 'manifest.json'}:econeval/datasets_bundled/{bench}"]
     adds += ["--add-data", f"{REPO / 'models.toml'}:econeval/_registry"]  # PyInstaller's collect-all misses these
-    collect = ["econeval", "llama_cpp", "onnxruntime", "tokenizers", "rich"]  # rich loads its unicode tables by name
+    # rich loads its unicode tables by name; onnx writes the graph of `models add-embedder`
+    collect = ["econeval", "llama_cpp", "onnxruntime", "tokenizers", "rich", "onnx"]
     if args.with_default_models:
         from econeval.run import roles
         from econeval.types import EMBEDDER

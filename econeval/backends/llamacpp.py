@@ -41,6 +41,7 @@ from .. import reasoning as rz
 from ..types import BackendInfo, Completion, Generate, OptionLogprobs, OptionScores, chat_messages
 from .base import Backend, ReasoningOptions, Settings, option
 from .llamacpp_batch import Engine
+from .llamacpp_devices import runs_on
 from .llamacpp_sizing import DEFAULT_PARALLEL_CPU, DEFAULT_PARALLEL_GPU, ModelShape, free_memory, parallel_for, size
 from .llamacpp_plan import ReasoningStage, Tokenized, make_plan
 from .llamacpp_projection import CostModel, dry_run, sampled_length
@@ -254,7 +255,7 @@ class LlamaCppBackend(Backend[LlamaCppOptions]):
         self.gpu_offload = bool(llama_cpp.llama_supports_gpu_offload())
         if "n_gpu_layers" in spec.options and options.n_gpu_layers != 0 and not self.gpu_offload:
             warn("n_gpu_layers was given but this llama.cpp build has no GPU offload: running on the CPU "
-                 "(build a CUDA wheel: CMAKE_ARGS=\"-DGGML_CUDA=on\" tools/bootstrap.sh)")
+                 "(tools/bootstrap.sh builds with CUDA where nvidia-smi and nvcc are; tools/bootstrap.sh --plan says what it builds)")
         self.n_gpu_layers = options.n_gpu_layers if self.gpu_offload else 0
         on_gpu = self.gpu_offload and self.n_gpu_layers != 0
         # llama-cpp-python's default is half the CPUs; all of them measured 1.76x the generation
@@ -268,6 +269,7 @@ class LlamaCppBackend(Backend[LlamaCppOptions]):
             raise ModelError(f"llama.cpp could not load {self.path}: {exc}",
                              hint="the file may be truncated or use an architecture this llama.cpp build does not know") from None
         self.metadata = self.model.metadata()
+        self.runs_on = runs_on(llama_cpp, self.gpu_offload, self.n_gpu_layers, llama_cpp.llama_model_n_layer(self.model.model))
         # flash attention: llama.cpp's choice on a GPU (much faster there); off on the CPU, where its
         # half-precision accumulation moves log-probabilities by ~1e-3 and buys little
         self.flash_attn = "auto" if on_gpu else "off"
@@ -603,6 +605,7 @@ class LlamaCppBackend(Backend[LlamaCppOptions]):
             },
             n_ctx=self.n_ctx,
             device="gpu" if self.gpu_offload and self.n_gpu_layers != 0 else "cpu",
+            device_note=self.runs_on,
             schedule=self.schedule(),
             schedule_version=SCHEDULE_VERSION,
             settings={"parallel": self.parallel, "kv_budget": self.kv_budget, "kv_pool": self.sizes.n_cells,
@@ -616,6 +619,7 @@ class LlamaCppBackend(Backend[LlamaCppOptions]):
                 "n_vocab": self.n_vocab,
                 "gpu_offload_supported": self.gpu_offload,
                 "n_gpu_layers": self.n_gpu_layers,
+                "device_note": self.runs_on,
                 "n_threads": self.threads,
                 "parallel": self.parallel,
                 "n_batch": self.n_batch,

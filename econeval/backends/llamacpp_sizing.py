@@ -16,10 +16,11 @@ Everything here is recorded in run.json (`backend.details.context` and the sizes
 
 from __future__ import annotations
 
-import ctypes
 import os
 from dataclasses import dataclass
 from typing import Any
+
+from .llamacpp_devices import gpus
 
 DEFAULT_PARALLEL_CPU = 8  # tools/bench.py measures the default against --parallel 1
 DEFAULT_PARALLEL_GPU = 64
@@ -76,25 +77,7 @@ def free_memory(llama_cpp: Any, gpu: bool) -> int | None:
     """Bytes free where the KV cache lives: the GPUs' free memory (llama.cpp's device registry),
     or the memory available to programs on this machine; None where neither can be read."""
     if gpu:
-        try:
-            lib = llama_cpp.llama_cpp._lib
-            lib.ggml_backend_dev_count.restype = ctypes.c_size_t
-            lib.ggml_backend_dev_get.restype = ctypes.c_void_p
-            lib.ggml_backend_dev_get.argtypes = [ctypes.c_size_t]
-            lib.ggml_backend_dev_type.restype = ctypes.c_int
-            lib.ggml_backend_dev_type.argtypes = [ctypes.c_void_p]
-            lib.ggml_backend_dev_memory.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t),
-                                                    ctypes.POINTER(ctypes.c_size_t)]
-            total = 0
-            for i in range(lib.ggml_backend_dev_count()):
-                dev = lib.ggml_backend_dev_get(i)
-                if lib.ggml_backend_dev_type(dev) in (1, 2):  # GGML_BACKEND_DEVICE_TYPE_GPU, _IGPU
-                    free, size = ctypes.c_size_t(), ctypes.c_size_t()
-                    lib.ggml_backend_dev_memory(dev, ctypes.byref(free), ctypes.byref(size))
-                    total += free.value
-            return total or None
-        except (AttributeError, OSError):
-            return None
+        return sum(d.free for d in gpus(llama_cpp)) or None
     try:
         with open("/proc/meminfo") as fh:
             for line in fh:

@@ -26,6 +26,7 @@ class OnnxOptions(BackendOptions):
     licence: str = option("", "the weights' licence (shown by `econeval models list`)")
     threads: int | None = option(None, "ONNX Runtime intra-op threads (default: its own choice)")
     batch_size: int = option(16, "texts per ONNX Runtime call")
+    sha256: str = option("", "model.onnx's sha256, checked when the embedder loads (`econeval models add-embedder` records it)")
 
     def check(self, where: str) -> None:
         if not self.path:
@@ -34,6 +35,8 @@ class OnnxOptions(BackendOptions):
             raise UsageError(f"{where}: pooling must be 'cls' or 'mean'")
         if self.max_length < 1 or self.batch_size < 1:
             raise UsageError(f"{where}: max_length and batch_size must be positive")
+        if self.sha256 and not (len(self.sha256) == 64 and all(c in "0123456789abcdef" for c in self.sha256)):
+            raise UsageError(f"{where}: sha256 must be 64 lower-case hexadecimal digits")
 
 
 def embedder_folder(spec, options: OnnxOptions) -> Path:
@@ -78,6 +81,13 @@ class OnnxEmbedder(Backend[OnnxOptions]):
             raise ModelError(f"embedder '{spec.name}' is not built: {folder} lacks model.onnx or tokenizer.json",
                              hint="build the default with tools/build_embedder.sh, or point models.toml at your ONNX export")
         self.batch_size = batch_size
+        from ..data import sha256_file
+
+        self.sha256 = sha256_file(model)
+        if options.sha256 and self.sha256 != options.sha256:
+            raise ModelError(f"embedder '{spec.name}': {model} has sha256 {self.sha256[:12]}…, not the {options.sha256[:12]}… "
+                             f"its entry records: the file changed since it was added",
+                             hint="add it again (econeval models add-embedder) or correct the entry's sha256")
         self.tokenizer = Tokenizer.from_file(str(tok))
         self.tokenizer.enable_truncation(options.max_length)  # tokenizer.json sets none: long inputs would crash ORT
         self.tokenizer.no_padding()
@@ -139,7 +149,7 @@ class OnnxEmbedder(Backend[OnnxOptions]):
         from ..data import sha256_file
 
         folder, o = self.folder, self.options
-        sha, tok = sha256_file(folder / "model.onnx"), sha256_file(folder / "tokenizer.json")
+        sha, tok = self.sha256, sha256_file(folder / "tokenizer.json")
         model = {"name": self.spec.name, "path": str(folder), "source": self.spec.source, "sha256": sha,
                  "tokenizer_sha256": tok, "pooling": o.pooling,
                  "max_length": o.max_length, "licence": o.licence, "providers": self.providers,
