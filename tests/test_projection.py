@@ -110,7 +110,10 @@ class _Timed:
     and the outputs each call reads are counted."""
 
     def __init__(self, n_seq: int):
+        from econeval.backends.llamacpp_batch import Call
+
         self.n_seq, self.n_cells, self.kv_budget, self.n_vocab = n_seq, 65536, 32768, 32000
+        self.seq_cells, self.call = self.n_cells, Call
         self.n_evaluated = self.n_generated = self.n_decode_calls = 0
         self.outputs: list[int] = []
 

@@ -40,11 +40,13 @@ from ..results import open_regular
 from .. import reasoning as rz
 from ..types import BackendInfo, Completion, Generate, OptionLogprobs, OptionScores, chat_messages
 from .base import Backend, ReasoningOptions, Settings, option
-from .llamacpp_batch import Engine
+from .llamacpp_batch import Call, Engine, JobResult, JobSpec, Shape, cells_of
 from .llamacpp_devices import runs_on
-from .llamacpp_sizing import DEFAULT_PARALLEL_CPU, DEFAULT_PARALLEL_GPU, ModelShape, free_memory, parallel_for, size
+from .llamacpp_sizing import (DEFAULT_LAYOUT, DEFAULT_PARALLEL_CPU, DEFAULT_PARALLEL_GPU, LAYOUTS, N_BATCH, ModelShape,
+                              free_memory, parallel_for, size)
 from .llamacpp_plan import ReasoningStage, Tokenized, make_plan
-from .llamacpp_projection import CostModel, dry_run, sampled_length
+from .llamacpp_projection import ChunkCost, CostModel, dry_run, sampled_length
+from .llamacpp_streams import StreamCall
 
 _SENTINEL = "\x00econeval-split\x00"
 _META_KEYS = ("general.architecture", "general.name", "general.organization", "general.basename", "general.size_label", "general.finetune",
@@ -145,7 +147,7 @@ class _QuietLogs:
             llama_cpp.llama_log_set(cls._cb, ctypes.c_void_p(0))
 
 
-MAX_PARALLEL = 256
+MAX_PARALLEL = 255  # llama.cpp's 256 sequences (LLAMA_MAX_SEQ), one of them the keeper of a prefix
 SCHEDULE_VERSION = "batched/v2"  # bump when the schedule below changes what a prompt's scores are
 
 
@@ -176,6 +178,11 @@ class LlamaCppOptions(ReasoningOptions):
     threads: int | None = option(None, "CPU threads (default: all CPUs available to the process)", ("--threads",))
     parallel: int | None = option(None, f"sequences decoded together (default {DEFAULT_PARALLEL_CPU} on a CPU, "
                                         f"{DEFAULT_PARALLEL_GPU} with GPU offload); 1: one at a time", ("--parallel", "-P"))
+    kv_layout: str | None = option(None, "the KV cache: unified (one pool of cells every sequence attends over) or streams "
+                                         "(a stream per sequence, attending over its own cells only; a job too long for a "
+                                         f"stream runs in a unified context beside); default {DEFAULT_LAYOUT['gpu']} with "
+                                         f"GPU offload, {DEFAULT_LAYOUT['cpu']} on a CPU")
+    n_ubatch: int | None = option(None, f"tokens per compute step (llama.cpp's n_ubatch; default 512, at most {N_BATCH})")
 
     def check(self, where: str) -> None:
         super().check(where)
@@ -190,6 +197,16 @@ class LlamaCppOptions(ReasoningOptions):
             raise UsageError(f"{where}: threads {self.threads} is out of range (1 to {_max_threads()})")
         if self.parallel is not None and not 1 <= self.parallel <= MAX_PARALLEL:
             raise UsageError(f"{where}: parallel {self.parallel} is out of range (1 to {MAX_PARALLEL})")
+        if self.kv_layout is not None and self.kv_layout not in LAYOUTS:
+            raise UsageError(f"{where}: kv_layout must be {' or '.join(LAYOUTS)}, not {self.kv_layout!r}")
+        if self.n_ubatch is not None and not 32 <= self.n_ubatch <= N_BATCH:
+            raise UsageError(f"{where}: n_ubatch {self.n_ubatch} is out of range (32 to {N_BATCH})")
+
+    def identity_settings(self, layout: str) -> dict:
+        """What the schedule's results depend on beyond --parallel, for run.json's settings (only
+        what differs from the defaults of earlier versions: their folders resume)."""
+        return {**({"kv_layout": layout} if layout != "unified" else {}),
+                **({"n_ubatch": self.n_ubatch} if self.n_ubatch not in (None, 512) else {})}
 
 
 @registry.backend("llamacpp")
@@ -230,9 +247,11 @@ class LlamaCppBackend(Backend[LlamaCppOptions]):
 
         gpu = bool(llama_cpp.llama_supports_gpu_offload()) and options.n_gpu_layers != 0
         parallel = parallel_for(options.parallel, gpu)
+        layout = options.kv_layout or DEFAULT_LAYOUT["gpu" if gpu else "cpu"]
         # a context taken from the model (and bounded by memory) is known once the model is loaded
         return {"kind": cls.kind, **({"n_ctx": n} if (n := settings.n_ctx or spec.n_ctx) else {}), "schedule": SCHEDULE_VERSION,
-                "settings": {"parallel": parallel, **options.reasoning_identity()}, "chat_mode": spec.chat}
+                "settings": {"parallel": parallel, **options.identity_settings(layout), **options.reasoning_identity()},
+                "chat_mode": spec.chat}
 
     @classmethod
     def check(cls, spec, options, settings) -> str:
@@ -274,12 +293,16 @@ class LlamaCppBackend(Backend[LlamaCppOptions]):
         # half-precision accumulation moves log-probabilities by ~1e-3 and buys little
         self.flash_attn = "auto" if on_gpu else "off"
         self.sizes = size(ModelShape.of(llama_cpp, self.model.model, self.metadata), given_ctx=settings.n_ctx or spec.n_ctx,
-                          parallel=options.parallel, gpu=on_gpu, flash_attn=on_gpu, free=free_memory(llama_cpp, on_gpu))
+                          parallel=options.parallel, gpu=on_gpu, flash_attn=on_gpu, free=free_memory(llama_cpp, on_gpu),
+                          layout=options.kv_layout, n_ubatch=options.n_ubatch)
         sz = self.sizes
         self.n_ctx, self.parallel, self.n_batch, self.kv_budget = sz.n_ctx, sz.parallel, sz.n_batch, sz.kv_budget
-        self._cells = sz.n_cells  # the KV cells of the llama.cpp context, made at its first use (`scheduler`)
-        self._engine: Engine | None = None
-        self.context: Any = None
+        self.layout = sz.layout
+        self._cells = sz.n_cells  # the KV cells of the unified llama.cpp context, made at its first use
+        # each KV layout's engine over its llama.cpp context, made at first use: the streams layout has
+        # both (the unified one for the jobs longer than a stream), the unified layout that one only
+        self._engines: dict[str, Engine] = {}
+        self._contexts: dict[str, Any] = {}
         self.n_vocab = self.model.n_vocab()
         self._vocab = self.model.vocab
         self.template = self.metadata.get("tokenizer.chat_template")
@@ -293,57 +316,102 @@ class LlamaCppBackend(Backend[LlamaCppOptions]):
     # ---- the context -----------------------------------------------------------------------
     @property
     def scheduler(self) -> Engine:
-        """The scheduler over a llama.cpp context of the cells reserved so far (made at first use)."""
-        if self._engine is None:
-            self._make_engine()
-        assert self._engine is not None
-        return self._engine
+        """The scheduler of this backend's KV layout, over its llama.cpp context (made at first use)."""
+        return self._engine(self.layout)
+
+    def _engine(self, layout: str) -> Engine:
+        if layout not in self._engines:
+            self._make_engine(layout)
+        return self._engines[layout]
 
     def reserve(self, cells: int) -> None:
-        """Make the KV cache hold at least `cells` (a run's longest item), at most the context. The
+        """Make the unified KV cache hold at least `cells` (a run's longest item), at most the context. The
         scheduler plans within its own pool (`sizes.n_cells`) whatever the cache holds, so that
-        what is computed does not depend on the longest item of the run; a job alone may use more."""
+        what is computed does not depend on the longest item of the run; a job alone may use more.
+        (A stream's cells are fixed: `sizes.stream_cells`.)"""
         size = 256
         while size < cells:  # grown by doublings: a few contexts made in a run at most
             size *= 2
         cells = min(size, max(-(-self.n_ctx // 256) * 256, self.sizes.n_cells))
         if cells > self._cells:
             self._cells = cells
-            if self._engine is not None:
-                self._make_engine()
+            if "unified" in self._engines:
+                self._make_engine("unified")
 
-    def _make_engine(self) -> None:
+    def _make_engine(self, layout: str) -> None:
         llama_cpp, sz = self._llama_cpp, self.sizes
         from llama_cpp import _internals
 
-        counts = (self._engine.n_evaluated, self._engine.n_generated, self._engine.n_decode_calls,
-                  self._engine.n_set_back) if self._engine else (0, 0, 0, 0)
-        self._free_context()
+        old = self._engines.get(layout)
+        counts = (old.n_evaluated, old.n_generated, old.n_decode_calls, old.n_set_back, old.n_copies) if old else (0, 0, 0, 0, 0)
+        self._free_context(layout)
+        streams = layout == "streams"
+        n_seq_max = self.parallel + 1  # + the keeper of a prefix between its group's jobs
         cparams = llama_cpp.llama_context_default_params()
-        cparams.n_ctx = self._cells
+        cparams.n_ctx = n_seq_max * sz.stream_cells if streams else self._cells
         cparams.n_batch = sz.n_batch
         cparams.n_ubatch = sz.n_ubatch
-        cparams.n_seq_max = self.parallel + 1  # + the keeper of a prefix between its group's jobs
-        cparams.kv_unified = True  # one KV pool: a shared prefix's cells are shared, not copied
+        cparams.n_seq_max = n_seq_max
+        cparams.kv_unified = not streams  # one KV pool: a shared prefix's cells are shared, not copied
         cparams.swa_full = True  # sequence copies and rollbacks need the full sliding-window cache
         cparams.n_threads = cparams.n_threads_batch = self.threads
         cparams.flash_attn_type = (llama_cpp.LLAMA_FLASH_ATTN_TYPE_AUTO if self.flash_attn == "auto"
                                    else llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED)
+        what = f"{n_seq_max} KV streams of {sz.stream_cells:,} cells" if streams else f"a KV cache of {self._cells:,} cells"
         try:
-            self.context = _internals.LlamaContext(model=self.model, params=cparams, verbose=False)
+            context = self._contexts[layout] = _internals.LlamaContext(model=self.model, params=cparams, verbose=False)
         except (ValueError, RuntimeError) as exc:
-            raise ModelError(f"llama.cpp could not create a KV cache of {self._cells:,} cells for {self.path}: {exc}",
-                             hint="lower --n-ctx or --parallel") from None
-        self._engine = Engine(llama_cpp, self.context.ctx, self._vocab, self.n_vocab, self.n_ctx, self.parallel,
-                              self.n_batch, self._piece, kv_budget=self.kv_budget, n_cells=sz.n_cells)
-        self._engine.n_evaluated, self._engine.n_generated, self._engine.n_decode_calls, self._engine.n_set_back = counts
+            raise ModelError(f"llama.cpp could not create {what} for {self.path}: {exc}",
+                             hint="lower --n-ctx or --parallel" + (", or use -M kv_layout=unified" if streams else "")) from None
+        if streams and llama_cpp.llama_n_ctx_seq(context.ctx) < sz.stream_cells:
+            raise ModelError(f"llama.cpp made KV streams of {llama_cpp.llama_n_ctx_seq(context.ctx):,} cells, not "
+                             f"{sz.stream_cells:,}", hint="use -M kv_layout=unified")
+        if streams:
+            pool = self.parallel * sz.stream_cells
+            engine = Engine(llama_cpp, context.ctx, self._vocab, self.n_vocab, self.n_ctx, self.parallel, self.n_batch,
+                            self._piece, kv_budget=pool, n_cells=pool, call=StreamCall, seq_cells=sz.stream_cells)
+        else:
+            engine = Engine(llama_cpp, context.ctx, self._vocab, self.n_vocab, self.n_ctx, self.parallel, self.n_batch,
+                            self._piece, kv_budget=self.kv_budget, n_cells=sz.n_cells)
+        engine.n_evaluated, engine.n_generated, engine.n_decode_calls, engine.n_set_back, engine.n_copies = counts
+        self._engines[layout] = engine
 
-    def _free_context(self) -> None:
-        if self._engine is not None:
-            self._engine.close()
-        if self.context is not None:
-            self.context.close()
-            self.context = None
+    def _free_context(self, layout: str | None = None) -> None:
+        """Free a layout's engine and context (None: every one)."""
+        for name in [layout] if layout else list(self._contexts):
+            engine = self._engines.get(name)
+            if engine is not None:
+                engine.close()
+            context = self._contexts.pop(name, None)
+            if context is not None:
+                context.close()
+
+    def streamed(self, jobs: Sequence[JobSpec]) -> list[bool]:
+        """Which jobs run in the KV streams (the streams layout: those whose prompt and budget a
+        stream holds; a job stops at the model context at the latest); the others run in a unified
+        context."""
+        if self.layout != "streams":
+            return [False] * len(jobs)
+        return [min(cells_of(j), self.n_ctx) <= self.sizes.stream_cells for j in jobs]
+
+    def _unified_shape(self) -> Shape:
+        sz = self.sizes
+        return Shape(self.n_ctx, self.parallel, self.n_batch, sz.n_cells, self.kv_budget, sz.n_cells, Call)
+
+    def run_jobs(self, jobs: Sequence[JobSpec], on_done: Callable[[int], None] | None = None) -> list[JobResult]:
+        """The jobs' results in order: those a KV stream holds through the streams, in one call of
+        their engine, then the others through the unified context, in one call of its engine."""
+        where = self.streamed(jobs)
+        results: list[JobResult | None] = [None] * len(jobs)
+        for layout, part in (("streams", [i for i, s in enumerate(where) if s]), ("unified", [i for i, s in enumerate(where) if not s])):
+            if not part:
+                continue
+            if layout == "unified":
+                self.reserve(max(cells_of(jobs[i]) for i in part))
+            done = (lambda k, part=part: on_done(part[k])) if on_done else None
+            for i, res in zip(part, self._engine(layout).run([jobs[i] for i in part], on_done=done)):
+                results[i] = res
+        return typing.cast("list[JobResult]", results)
 
     # ---- text ----------------------------------------------------------------------------
     def tokenize(self, text: str, special: bool = False) -> list[int]:
@@ -571,24 +639,32 @@ class LlamaCppBackend(Backend[LlamaCppOptions]):
     def _run(self, requests: Sequence[Generate | OptionLogprobs], tails: list[str],
              on_done: Callable[[int], None] | None) -> list[Completion | OptionScores]:
         plan = self._plan(requests, tails)
-        self.reserve(max((len(j.tokens) + max([j.max_tokens, *(len(c) for vs in j.options.values() for c in vs)])
-                          for j in plan.jobs), default=0))
         try:
-            results = self.scheduler.run(plan.jobs, on_done=plan.done_callback(on_done))
+            results = self.run_jobs(plan.jobs, on_done=plan.done_callback(on_done))
         except RuntimeError as exc:
             raise ModelError(f"llama.cpp failed to evaluate a prompt: {exc}") from None
         return plan.results(results, on_done)
 
     # ---- metadata ------------------------------------------------------------------------
     def schedule(self) -> str:
+        unified = (f"admitted while their prompt and generation budget fit beside the cells in use in a pool of "
+                   f"{self.sizes.n_cells:,} and the cells in use stay within {self.kv_budget:,}; the sequence admitted last "
+                   f"is set back (run again from its start) if growing generations fill the pool")
+        if self.layout == "streams":
+            return (f"{SCHEDULE_VERSION}, KV streams: each call (a chunk of items) starts from empty KV streams; a request "
+                    f"whose prompt and budget a stream of {self.sizes.stream_cells:,} cells holds runs in a stream of its own "
+                    f"(attending over its own cells only), the others after them in a unified KV cache; requests run grouped by "
+                    f"the prefix 2+ of them share, groups in the order of their first request; a prefix is evaluated once, into "
+                    f"one stream, and that stream copied whole into the others of its group (the unified cache: its cells "
+                    f"shared); up to {self.parallel} sequences per llama_decode call of at most {self.n_batch} tokens, in steps "
+                    f"of {self.sizes.n_ubatch}; a stream's sequence starts as soon as a stream is free, the unified cache's "
+                    f"{unified}; option scores read where the same prompt's generation starts; greedy tokens one per "
+                    f"sequence per call")
         return (f"{SCHEDULE_VERSION}: each call (a chunk of items) starts from an empty KV cache; requests run grouped by "
                 f"the prefix 2+ of them share, groups in the order of their first request; a prefix is evaluated once, "
                 f"its tokens shared by the sequences admitted with it and copied (cells shared) into later ones; up to "
-                f"{self.parallel} sequences per llama_decode call of at most {self.n_batch} tokens, admitted while their "
-                f"prompt and generation budget fit beside the cells in use in a pool of {self.sizes.n_cells:,} and the "
-                f"cells in use stay within {self.kv_budget:,}; the sequence admitted last is set back (run again from its "
-                f"start) if growing generations fill the pool; option scores read where the same prompt's generation "
-                f"starts; greedy tokens one per sequence per call")
+                f"{self.parallel} sequences per llama_decode call of at most {self.n_batch} tokens, {unified}; option "
+                f"scores read where the same prompt's generation starts; greedy tokens one per sequence per call")
 
     def info(self) -> BackendInfo:
         meta = self.metadata
@@ -609,6 +685,8 @@ class LlamaCppBackend(Backend[LlamaCppOptions]):
             schedule=self.schedule(),
             schedule_version=SCHEDULE_VERSION,
             settings={"parallel": self.parallel, "kv_budget": self.kv_budget, "kv_pool": self.sizes.n_cells,
+                      **self.options.identity_settings(self.layout),
+                      **({"stream_cells": self.sizes.stream_cells} if self.layout == "streams" else {}),
                       **self.options.reasoning_identity()},
             chat_template_applied=self.use_chat,
             parallel=self.parallel,
@@ -626,6 +704,8 @@ class LlamaCppBackend(Backend[LlamaCppOptions]):
                 "n_ubatch": self.sizes.n_ubatch,
                 "flash_attention": self.flash_attn,
                 "kv_budget": self.kv_budget,
+                "kv_layout": self.layout,
+                **({"stream_cells": self.sizes.stream_cells} if self.layout == "streams" else {}),
                 "kv_cells": self._cells,
                 "kv_pool_scheduled": self.sizes.n_cells,
                 "context": self.sizes.context,
@@ -652,26 +732,43 @@ class LlamaCppBackend(Backend[LlamaCppOptions]):
                 extra = max((self.reasoning_tokens_for(r) for r in reqs), default=0)
                 jobs.append([dataclasses.replace(j, max_tokens=j.max_tokens + extra) if extra else j
                              for j in self._plan(reqs, [""] * len(reqs)).jobs])
-            low = dry_run(self.scheduler, cost, jobs, lambda spec: 1)
-            high = dry_run(self.scheduler, cost, jobs, lambda spec: spec.max_tokens)
-            likely = dry_run(self.scheduler, cost, jobs, sampled_length(lengths[task], seed)) if lengths.get(task) else None
+            low = self.dry_run(cost, jobs, lambda spec: 1)
+            high = self.dry_run(cost, jobs, lambda spec: spec.max_tokens)
+            likely = self.dry_run(cost, jobs, sampled_length(lengths[task], seed)) if lengths.get(task) else None
             tasks[task] = {"seconds_low": low.seconds, "seconds_high": high.seconds,
                            "seconds_likely": likely.seconds if likely else None,
                            "prompt_tokens": high.prompt_tokens, "generation_budget": high.budget}
         return {"tasks": tasks, "cost_model": cost.to_json(), "measured_in_s": round(spent, 3)}
 
+    def dry_run(self, cost: CostModel, chunks: list[list[JobSpec]], length: Callable[[JobSpec], int]) -> ChunkCost:
+        """What `chunks` (each a call's jobs) cost under `cost`: each chunk's jobs in the engine
+        that runs them (`run_jobs`)."""
+        out = ChunkCost()
+        shapes = {"streams": self.scheduler.shape if self.layout == "streams" else None, "unified": self._unified_shape()}
+        for jobs in chunks:
+            where = self.streamed(jobs)
+            for layout, streamed in (("streams", True), ("unified", False)):
+                part = [j for j, s in zip(jobs, where) if s == streamed]
+                shape = shapes[layout]
+                if part and shape is not None:
+                    dry_run(shape, cost, [part], length, out)
+        return out
+
     def counters(self) -> dict[str, int]:
-        e = self._engine
-        return {"tokens_evaluated": e.n_evaluated if e else 0, "tokens_generated": e.n_generated if e else 0,
-                "decode_calls": e.n_decode_calls if e else 0, "set_back": e.n_set_back if e else 0}
+        es = list(self._engines.values())
+        out = {"tokens_evaluated": sum(e.n_evaluated for e in es), "tokens_generated": sum(e.n_generated for e in es),
+               "decode_calls": sum(e.n_decode_calls for e in es), "set_back": sum(e.n_set_back for e in es)}
+        if self.layout == "streams":
+            out["kv_copies"] = sum(e.n_copies for e in es)
+        return out
 
     @property
     def n_evaluated(self) -> int:
-        return self._engine.n_evaluated if self._engine else 0
+        return sum(e.n_evaluated for e in self._engines.values())
 
     def close(self) -> None:
         """Free the batch, the context and the weights (the backend is unusable afterwards)."""
-        if getattr(self, "sizes", None) is not None:
+        if getattr(self, "_contexts", None) is not None:
             self._free_context()
         model = getattr(self, "model", None)
         if model is not None and hasattr(model, "close"):

@@ -1,5 +1,7 @@
 """A deterministic multi-sequence scheduler over llama.cpp's batched decode (`llama_decode` with
-one sequence id per request in a unified KV cache).
+one sequence id per request). This module's schedule is the unified KV cache's (one pool of cells
+that every sequence attends over); `llamacpp_streams.StreamCall` is the schedule of per-sequence
+KV streams, the same jobs, calls and results otherwise.
 
 One call of `Engine.run(specs)` evaluates a list of jobs (prompt scoring and greedy generation):
 
@@ -55,6 +57,13 @@ class JobSpec:
     options: dict[str, list[tuple[int, ...]]] = field(default_factory=dict)
 
 
+def cells_of(spec: JobSpec) -> int:
+    """The KV cells a job may hold at most: its whole prompt and its budget (or its longest option
+    continuation)."""
+    cont = max((len(c) for vs in spec.options.values() for c in vs), default=1) - 1
+    return len(spec.tokens) + max(spec.max_tokens, cont)
+
+
 @dataclass
 class JobResult:
     text: str = ""
@@ -66,7 +75,7 @@ class JobResult:
 
 
 @dataclass
-class _Group:
+class Group:
     """A prefix shared by jobs of one call: its tokens, the active jobs whose sequences hold its
     cells, how many of its tokens are evaluated (into every member's sequence at once), and
     whether the keeper sequence holds them while no member does."""
@@ -75,6 +84,7 @@ class _Group:
     members: list["Job"] = field(default_factory=list)
     done: int = 0
     kept: bool = False
+    holder: "Job | None" = None  # per-sequence streams: the member whose stream the prefix is evaluated into
 
 
 @dataclass
@@ -84,7 +94,7 @@ class Job:
     spec: JobSpec
     index: int
     order: tuple[int, int]  # its place in the admission order: (its group's first job, its own index)
-    group: _Group | None  # its shared prefix (None when no other job of the call has it)
+    group: Group | None  # its shared prefix (None when no other job of the call has it)
     res: JobResult = field(default_factory=JobResult)
     options: dict[str, list[tuple[int, ...]]] = field(default_factory=dict)  # what is left to score
     slot: int = -1
@@ -97,6 +107,10 @@ class Job:
     seen: np.ndarray | None = None
     decoder: Any = None
     next_token: int = -1
+    has_prefix: bool = False  # per-sequence streams: its stream holds its group's evaluated prefix
+
+    def cells(self) -> int:
+        return cells_of(self.spec)
 
     def __post_init__(self) -> None:
         self.options = dict(self.spec.options)
@@ -113,8 +127,7 @@ class Job:
     def need(self) -> int:
         """Cells it may still take: the rest of its prompt and of its generation budget (or its
         longest option continuation)."""
-        cont = max((len(c) for vs in self.spec.options.values() for c in vs), default=1) - 1
-        return len(self.spec.tokens) - self.n_shared + max(self.spec.max_tokens, cont)
+        return self.cells() - self.n_shared
 
     def waiting(self) -> bool:
         """Its prefix is not evaluated yet: its own tokens wait."""
@@ -133,7 +146,7 @@ def logsumexp(logits: np.ndarray) -> float:
 Entry = tuple[int, int, tuple[int, ...], bool]  # token, position, its sequences, wants logits
 
 
-class _Call:
+class Call:
     """The scheduler state of one Engine.run call: the queue (in admission order), the free
     sequences, the active jobs, the live prefix groups and the KV cells in use."""
 
@@ -142,14 +155,23 @@ class _Call:
         self.queue: list[Job] = sorted(jobs, key=lambda j: j.order)
         self.free = list(range(engine.n_seq))
         self.active: list[Job] = []
-        self.live: list[_Group] = []  # groups with members or kept, in the order they went live
-        self.kept: _Group | None = None  # the group whose prefix the keeper sequence holds
+        self.live: list[Group] = []  # groups with members or kept, in the order they went live
+        self.kept: Group | None = None  # the group whose prefix the keeper sequence holds
         self.hold = False  # a job was set back: nothing new starts until a job finishes
 
     def in_use(self) -> int:
         """KV cells held now (a live prefix once, each active job's own cells; a prompt not yet
         evaluated counts whole)."""
         return sum(len(g.key) for g in self.live) + sum(j.own_cells for j in self.active)
+
+    @staticmethod
+    def pairs(entries: Sequence[Entry], in_use: int) -> int:
+        """(token, KV cell) pairs a call's attention computes: in a unified cache every token of the
+        call attends over every cell in use (the projection's cost model)."""
+        return len(entries) * in_use
+
+    def prefix_done(self, group: Group) -> None:
+        """A group's prefix was evaluated whole by the last call (its members' sequences hold it already)."""
 
     # ---- admission and release ---------------------------------------------------------------
     def admit(self) -> None:
@@ -203,7 +225,7 @@ class _Call:
         self.active.remove(job)
         job.slot = -1
 
-    def _keep(self, g: _Group | None) -> None:
+    def _keep(self, g: Group | None) -> None:
         """Empty the keeper (its group leaves the live ones unless members hold it)."""
         old = self.kept
         if old is not None:
@@ -241,13 +263,13 @@ class _Call:
             self.set_back(last)
 
     # ---- one decode call ---------------------------------------------------------------------
-    def batch(self) -> tuple[list[Entry], list[tuple[Job, int, int]], list[tuple[_Group, int]]]:
+    def batch(self) -> tuple[list[Entry], list[tuple[Job, int, int]], list[tuple[Group, int]]]:
         """One decode call: the live prefixes still being evaluated (each token once, in every
         member's sequence), then the active jobs in admission order; the entries, (job, first
         output index, how many) to read back, and (group, tokens evaluated after the call)."""
         entries: list[Entry] = []
         outputs: list[tuple[Job, int, int]] = []
-        progress: list[tuple[_Group, int]] = []
+        progress: list[tuple[Group, int]] = []
         cap = self.e.n_batch
         for g in self.live:
             if g.done < len(g.key) and cap > 0:
@@ -262,45 +284,77 @@ class _Call:
                 break
             if job.waiting() and id(job.group) not in ready:
                 continue
-            if job.state == "prompt":
-                take = job.pending[:cap]
-                done = len(take) == len(job.pending)
-                for k, t in enumerate(take):
-                    entries.append((t, job.pos + k, (job.slot,), done and k == len(take) - 1))
-                if done:
-                    outputs.append((job, len(entries) - 1, 1))
-                job.pos += len(take)
-                job.pending = job.pending[len(take):]
-                cap -= len(take)
-            elif job.state == "gen":
-                entries.append((job.next_token, job.pos, (job.slot,), True))
-                outputs.append((job, len(entries) - 1, 1))
-                job.pos += 1
-                cap -= 1
-            elif job.state == "cont":
-                _, cont = job.conts[0]
-                body = cont[:-1]
-                if len(body) > cap and entries:
-                    break
-                first = len(entries)
-                for k, t in enumerate(body):
-                    entries.append((t, job.pos + k, (job.slot,), True))
-                outputs.append((job, first, len(body)))
-                cap -= len(body)
+            cap = self.add(job, entries, outputs, cap)
+            if cap < 0:
+                break
         return entries, outputs, progress
+
+    @staticmethod
+    def add(job: Job, entries: list[Entry], outputs: list[tuple[Job, int, int]], cap: int) -> int:
+        """A job's part of a call, at most `cap` tokens: the rest of its prompt (logits at its last
+        token), its next generated token, or an option continuation; the tokens left, below 0 when
+        a continuation does not fit (the call ends there)."""
+        if job.state == "prompt":
+            take = job.pending[:cap]
+            done = len(take) == len(job.pending)
+            for k, t in enumerate(take):
+                entries.append((t, job.pos + k, (job.slot,), done and k == len(take) - 1))
+            if done:
+                outputs.append((job, len(entries) - 1, 1))
+            job.pos += len(take)
+            job.pending = job.pending[len(take):]
+            return cap - len(take)
+        if job.state == "gen":
+            entries.append((job.next_token, job.pos, (job.slot,), True))
+            outputs.append((job, len(entries) - 1, 1))
+            job.pos += 1
+            return cap - 1
+        if job.state == "cont":
+            _, cont = job.conts[0]
+            body = cont[:-1]
+            if len(body) > cap and entries:
+                return -1
+            first = len(entries)
+            for k, t in enumerate(body):
+                entries.append((t, job.pos + k, (job.slot,), True))
+            outputs.append((job, first, len(body)))
+            return cap - len(body)
+        return cap
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What the scheduler plans with: an Engine's, or one not made yet (the projection's dry runs)."""
+
+    n_ctx: int  # the most cells one sequence may use (prompt and generation)
+    n_seq: int  # sequences decoded together
+    n_batch: int  # tokens per llama_decode call
+    n_cells: int  # the KV pool the sequences share, as the scheduler plans it
+    kv_budget: int  # the cells in use past which no new sequence starts
+    seq_cells: int  # the cells one sequence's KV can hold: the pool (unified), its stream (streams)
+    call: type[Call] = Call  # the schedule of the KV layout
+
+    @property
+    def keeper(self) -> int:
+        """The sequence that keeps a prefix between its group's jobs (n_seq_max: n_seq + 1)."""
+        return self.n_seq
 
 
 class Engine:
     def __init__(self, llama_cpp, ctx, vocab, n_vocab: int, n_ctx: int, n_seq: int, n_batch: int,
-                 piece: Callable[[int], bytes], kv_budget: int | None = None, n_cells: int | None = None):
+                 piece: Callable[[int], bytes], kv_budget: int | None = None, n_cells: int | None = None,
+                 call: type[Call] = Call, seq_cells: int | None = None):
         """`n_ctx`: the most cells one sequence may use (prompt and generation); `n_cells`: the KV
         pool the sequences share as the scheduler plans it (default n_ctx; a job alone may use up
         to n_ctx: llama.cpp's context must hold the larger); `kv_budget`: the cells in use past
-        which no new sequence starts."""
+        which no new sequence starts. `call`: the schedule of the context's KV layout (`Call`, a
+        unified cache; `llamacpp_streams.StreamCall`, one stream of `seq_cells` per sequence)."""
         self.L = llama_cpp
         self.ctx, self.vocab, self.n_vocab, self.n_ctx = ctx, vocab, n_vocab, n_ctx
         self.n_cells = n_cells or n_ctx
         self.n_seq, self.n_batch = n_seq, n_batch
+        self.call = call
+        self.seq_cells = seq_cells or self.n_cells
         self.mem = llama_cpp.llama_get_memory(ctx)
         self.keeper = n_seq  # the sequence that keeps a prefix between its group's jobs (n_seq_max: n_seq + 1)
         self.batch = llama_cpp.llama_batch_init(n_batch, 0, n_seq)
@@ -309,7 +363,8 @@ class Engine:
         self.n_generated = 0
         self.n_decode_calls = 0
         self.n_set_back = 0  # jobs set back when the pool ran out
-        self.current: _Call | None = None  # the call in progress (or the last one)
+        self.n_copies = 0  # whole KV streams copied (per-sequence streams: a prefix into a sequence, a sequence moved)
+        self.current: Call | None = None  # the call in progress (or the last one)
         # KV cells the active jobs may use together when a new one is admitted. Attention runs over
         # every cell in use, so a larger pool makes each token dearer: long prompts run fewer at a time.
         self.kv_budget = min(self.n_cells, kv_budget or self.n_cells)
@@ -317,6 +372,10 @@ class Engine:
         # asks this between nodes (on the CPU; a GPU graph runs whole) and llama_decode returns 2
         self._abort = llama_cpp.ggml_abort_callback(lambda _data: stop_requested() is not None)
         llama_cpp.llama_set_abort_callback(ctx, self._abort, None)
+
+    @property
+    def shape(self) -> Shape:
+        return Shape(self.n_ctx, self.n_seq, self.n_batch, self.n_cells, self.kv_budget, self.seq_cells, self.call)
 
     def close(self) -> None:
         if self.batch is not None:
@@ -330,6 +389,12 @@ class Engine:
     def _share(self, src: int, dst: int, upto: int) -> None:
         """Sequence `dst` shares the cells of `src` at positions below `upto` (no recomputation)."""
         self.L.llama_memory_seq_cp(self.mem, src, dst, 0, upto)
+
+    def _copy(self, src: int, dst: int) -> None:
+        """Per-sequence streams: stream `dst` becomes a copy of stream `src` (llama.cpp copies a
+        stream whole, at the next llama_decode: its cells of sequence `src` as sequence `dst`)."""
+        self.L.llama_memory_seq_cp(self.mem, src, dst, -1, -1)
+        self.n_copies += 1
 
     def _trim(self, slot: int, start: int) -> None:
         """Drop sequence `slot`'s cells from position `start` on (0: all of them)."""
@@ -361,13 +426,13 @@ class Engine:
     def run(self, specs: Sequence[JobSpec], on_done: Callable[[int], None] | None = None) -> list[JobResult]:
         """Evaluate the jobs; their results in order. `on_done(i)` as job i finishes."""
         self._clear()
-        groups: dict[tuple, _Group] = {}
+        groups: dict[tuple, Group] = {}
         first: dict[tuple, int] = {}
         for n, sp in enumerate(specs):
             if sp.n_prefix:
                 key = tuple(sp.tokens[: sp.n_prefix])
                 if key in first:
-                    groups.setdefault(key, _Group(key))
+                    groups.setdefault(key, Group(key))
                 else:
                     first[key] = n
         jobs = []
@@ -375,7 +440,7 @@ class Engine:
             key = tuple(sp.tokens[: sp.n_prefix]) if sp.n_prefix else ()
             g = groups.get(key)  # a prefix of one job is no shared prefix
             jobs.append(Job(sp, n, (first[key] if g is not None else n, n), g))
-        call = self.current = _Call(self, jobs, on_done)
+        call = self.current = self.call(self, jobs, on_done)
         while call.queue or call.active:
             call.admit()
             call.make_room()
@@ -385,6 +450,8 @@ class Engine:
             self._decode(entries)
             for g, done in progress:
                 g.done = done
+                if done == len(g.key):
+                    call.prefix_done(g)
             for job, first_out, n in outputs:
                 if job.state == "prompt":
                     self._prompt_done(job, first_out)

@@ -4,10 +4,11 @@ an option request and a generation of the same prompt merged, sequences admitted
 budget, a chunk's tail), each `llama_decode` call costed by a model of this device's speed
 measured now.
 
-A call of t tokens with o outputs read, over n cells in use, costs a + b·t + c·t·n + d·o seconds:
-a fixed cost per call, the weights per token, attention over the cells in use (a unified KV cache
-attends over all of them), reading and picking from each output's logits. a, b, c and d are
-fitted to a few timed calls of the real engine on synthetic tokens (a few thousand tokens).
+A call of t tokens with o outputs read, whose attention computes p (token, KV cell) pairs, costs
+a + b·t + c·p + d·o seconds: a fixed cost per call, the weights per token, attention, reading and
+picking from each output's logits. In a unified KV cache every token attends over every cell in
+use (p = t·n); in per-sequence streams over its own stream's (the schedule's `pairs`). a, b, c and
+d are fitted to a few timed calls of the real engine on synthetic tokens (a few thousand tokens).
 
 Generated lengths are not known before the model runs: a dry run in which every generation stops
 after its first token, and one in which every generation uses its whole budget, bound the time;
@@ -23,7 +24,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .llamacpp_batch import Engine, Entry, JobSpec, Job
+from .llamacpp_batch import Engine, Entry, JobSpec, Job, Shape
 
 
 REPEATS, REPEAT_S = 5, 1.0  # the measurement is repeated, up to 5 times, while it has taken under a second
@@ -43,11 +44,11 @@ class CostModel:
 
     per_call: float
     per_token: float
-    per_token_cell: float
+    per_token_cell: float  # per (token, KV cell) pair attention computes
     per_output: float
 
-    def __call__(self, tokens: int, cells: int, outputs: int) -> float:
-        return self.per_call + self.per_token * tokens + self.per_token_cell * tokens * cells + self.per_output * outputs
+    def __call__(self, tokens: int, pairs: int, outputs: int) -> float:
+        return self.per_call + self.per_token * tokens + self.per_token_cell * pairs + self.per_output * outputs
 
     def to_json(self) -> dict:
         return {"per_call_s": self.per_call, "per_token_s": self.per_token, "per_token_cell_s": self.per_token_cell,
@@ -60,11 +61,12 @@ class CostModel:
         t_start = time.monotonic()
         before = (engine.n_evaluated, engine.n_generated, engine.n_decode_calls)
         seqs = max(1, min(4, engine.n_seq))
-        long = max(16, min(1024, engine.n_cells // (4 * seqs)))
+        room = engine.seq_cells - 16  # a sequence's cells (its stream's, in per-sequence streams), less the steps'
+        long = max(16, min(1024, engine.n_cells // (4 * seqs), room))
         wide = max(1, min(WIDE_SEQS, engine.n_seq))
-        wide_prompt = max(16, min(WIDE_PROMPT, min(engine.kv_budget, engine.n_cells) // (2 * wide)))
+        wide_prompt = max(16, min(WIDE_PROMPT, min(engine.kv_budget, engine.n_cells) // (2 * wide), room))
         ids = [(7919 * k) % engine.n_vocab for k in range(1, max(4 * long, 8 * wide + wide_prompt) + 64)]
-        rows: list[tuple[int, int, int, float]] = []  # tokens, cells in use after the call, outputs, seconds
+        rows: list[tuple[int, int, int, float]] = []  # tokens, (token, cell) pairs, outputs, seconds
         used = 0
 
         def timed(entries: list[Entry], outputs: list[int]) -> None:
@@ -74,7 +76,7 @@ class CostModel:
             for i in outputs:  # what the engine does with an output: a greedy pick over its logits
                 int(np.argmax(engine._logits(i)))
             used += len(entries)
-            rows.append((len(entries), used, len(outputs), time.perf_counter() - t0))
+            rows.append((len(entries), engine.call.pairs(entries, used), len(outputs), time.perf_counter() - t0))
 
         def prompt(seq: int, start: int, n: int) -> tuple[int, int]:
             timed([(ids[start + k], k, (seq,), k == n - 1) for k in range(n)], [n - 1])
@@ -102,7 +104,7 @@ class CostModel:
             fastest = [(*row[:3], min(p[k][3] for p in passes)) for k, row in enumerate(passes[0])]
             small = cls.fit(fastest)
             cells = wide * wide_prompt
-            if wide > seqs and wide * small(wide_prompt, cells, 1) + 6 * small(wide, cells, wide) < WIDE_S:
+            if wide > seqs and wide * small(wide_prompt, wide_prompt * cells, 1) + 6 * small(wide, wide * cells, wide) < WIDE_S:
                 engine._clear()
                 rows, used = [], 0
                 steps(6, [prompt(seq, seq * 8, wide_prompt) for seq in range(wide)])
@@ -114,14 +116,14 @@ class CostModel:
 
     @classmethod
     def fit(cls, rows: Sequence[tuple[int, int, int, float]]) -> "CostModel":
-        """Least squares over (tokens, cells, outputs, seconds) rows, every coefficient at least 0
+        """Least squares over (tokens, pairs, outputs, seconds) rows, every coefficient at least 0
         (a negative one is dropped and the rest fitted again), and the cost per token above 0. A
         machine under load can time its small calls nearly as slow as its large ones; a fit that
         gives the fixed costs all of that time puts tokens at 0 or below, and would cost a run of
         long prompts as one of short ones. The other terms then give way, the fixed cost per call
         first; left alone, the cost per token is the timed calls' seconds over their tokens (the
         measurement's whole time spread over its tokens), above 0 whenever a call took time."""
-        x = np.array([[1.0, t, t * c, o] for t, c, o, _ in rows])
+        x = np.array([[1.0, t, p, o] for t, p, o, _ in rows])
         y = np.array([s for *_, s in rows])
         keep = [0, 1, 2, 3]
         coef = np.zeros(4)
@@ -142,12 +144,13 @@ class _Dry(Engine):
     """The scheduler over a cost model instead of llama.cpp: the same admissions, prefixes and
     calls; a generation ends after the number of tokens `length(job)` says."""
 
-    def __init__(self, like: Engine, cost: CostModel, length: Callable[[JobSpec], int]):  # noqa: D107 - no llama.cpp here
+    def __init__(self, like: Shape, cost: CostModel, length: Callable[[JobSpec], int]):  # noqa: D107 - no llama.cpp here
         self.n_ctx, self.n_seq, self.n_batch, self.n_cells, self.kv_budget = like.n_ctx, like.n_seq, like.n_batch, like.n_cells, like.kv_budget
+        self.seq_cells, self.call = like.seq_cells, like.call
         self.cost, self.length = cost, length
         self.keeper = like.keeper
         self.seconds = 0.0
-        self.n_evaluated = self.n_generated = self.n_decode_calls = self.n_set_back = 0
+        self.n_evaluated = self.n_generated = self.n_decode_calls = self.n_set_back = self.n_copies = 0
         self.current = None
 
     def _clear(self) -> None:
@@ -156,12 +159,15 @@ class _Dry(Engine):
     def _share(self, src: int, dst: int, upto: int) -> None:
         pass
 
+    def _copy(self, src: int, dst: int) -> None:
+        pass
+
     def _trim(self, slot: int, start: int) -> None:
         pass
 
     def _decode(self, entries: list[Entry]) -> None:
         assert self.current is not None
-        self.seconds += self.cost(len(entries), self.current.in_use(), sum(1 for e in entries if e[3]))
+        self.seconds += self.cost(len(entries), self.current.pairs(entries, self.current.in_use()), sum(1 for e in entries if e[3]))
         self.n_evaluated += len(entries)
         self.n_decode_calls += 1
 
@@ -207,11 +213,13 @@ class ChunkCost:
         self.budget += sum(j.max_tokens for j in jobs)
 
 
-def dry_run(engine: Engine, cost: CostModel, chunks: list[list[JobSpec]], length: Callable[[JobSpec], int]) -> ChunkCost:
-    """What `chunks` (each a call's jobs) cost under `cost` with generations of `length` tokens."""
-    out = ChunkCost()
+def dry_run(shape: Shape, cost: CostModel, chunks: list[list[JobSpec]], length: Callable[[JobSpec], int],
+            out: ChunkCost | None = None) -> ChunkCost:
+    """What `chunks` (each a call's jobs) cost under `cost` with generations of `length` tokens, in
+    an engine of `shape` (added to `out`)."""
+    out = out if out is not None else ChunkCost()
     for jobs in chunks:
-        dry = _Dry(engine, cost, length)
+        dry = _Dry(shape, cost, length)
         dry.run(jobs)
         out.add(dry, jobs)
     return out

@@ -9,7 +9,10 @@ the memory the KV cache can have:
   llama.cpp context holds the longest item of the run besides, `LlamaCppBackend.reserve`);
 - `parallel`, `kv_budget`, `n_batch`, `n_ubatch`: how many sequences decode together, the KV cells
   in use past which no new sequence starts (attention in a unified cache runs over every cell in
-  use, so the budget caps its cost), and the tokens per `llama_decode` call and per compute step.
+  use, so the budget caps its cost), and the tokens per `llama_decode` call and per compute step;
+- `layout`, `stream_cells`: the KV cache's layout, one pool (`unified`) or a stream per sequence
+  (`streams`, llamacpp_streams.py), and a stream's cells: the longest prompt and budget a stream
+  holds (a longer job runs in a unified context beside the streams, of at most `n_cells`).
 
 Everything here is recorded in run.json (`backend.details.context` and the sizes beside it).
 """
@@ -29,6 +32,14 @@ DEFAULT_PARALLEL_GPU = 64
 KV_BUDGET_CPU = 2048
 KV_BUDGET_GPU = 32768
 N_BATCH, N_UBATCH = 2048, 512  # tokens per llama_decode call / per compute step
+# the KV layout by device: streams on a GPU (attention over a sequence's own cells only; not yet measured
+# on a GPU), on the CPU what tools/bench_layout.py measured faster there
+LAYOUTS = ("unified", "streams")
+DEFAULT_LAYOUT = {"cpu": "unified", "gpu": "streams"}
+# a stream's cells: CFBenchmark few-shot's prompt and budget are 3,552 tokens at the 99th percentile in
+# Gemma 3's vocabulary (9,509 the longest), about 1.7 times that in Mistral 7B's
+STREAM_CELLS = {"cpu": 4096, "gpu": 8192}
+MIN_STREAM = 256  # llama.cpp's smallest stream
 FALLBACK_CTX = 4096  # a GGUF that does not say its trained context
 MIN_CTX = 256
 # the share of the memory free once the weights are loaded that the KV cache and the attention
@@ -45,6 +56,8 @@ class Sizes:
     n_ubatch: int
     kv_budget: int
     context: dict  # how n_ctx was chosen, for run.json
+    layout: str = "unified"
+    stream_cells: int = 0  # streams: the cells of each sequence's stream (the llama.cpp context: parallel + 1 of them)
 
 
 @dataclass(frozen=True)
@@ -100,10 +113,17 @@ def _down(n: int, step: int = 256) -> int:
     return n // step * step
 
 
+def _up(n: int, step: int = 256) -> int:
+    return -(-n // step) * step
+
+
 def size(shape: ModelShape, *, given_ctx: int | None, parallel: int | None, gpu: bool, flash_attn: bool,
-         free: int | None) -> Sizes:
+         free: int | None, layout: str | None = None, n_ubatch: int | None = None) -> Sizes:
     """The sizes for this model on this device (see the module's docstring)."""
     parallel = parallel_for(parallel, gpu)
+    device = "gpu" if gpu else "cpu"
+    layout = layout or DEFAULT_LAYOUT[device]
+    ubatch = n_ubatch or N_UBATCH
     budget = KV_BUDGET_GPU if gpu else KV_BUDGET_CPU
     if given_ctx:
         n_ctx, why = given_ctx, "given (--n-ctx or the model entry's n_ctx)"
@@ -114,16 +134,28 @@ def size(shape: ModelShape, *, given_ctx: int | None, parallel: int | None, gpu:
     n_cells = 2 * budget
     # per cell: its keys and values, and (without flash attention) a row of attention scores per head
     # for each token of a compute step
-    per_cell = shape.kv_bytes + (0 if flash_attn else N_UBATCH * shape.n_head * 4)
-    device = "gpu" if gpu else "cpu"
+    scores = 0 if flash_attn else ubatch * shape.n_head * 4
+    per_cell = shape.kv_bytes + scores
     memory: dict[str, Any] = {"device": device, "free_bytes": free, "share": MEMORY_SHARE[device], "bytes_per_cell": per_cell}
+    most = None
     if free is not None:
         most = _down(int(free * MEMORY_SHARE[device]) // max(per_cell, 1))
         memory["cells_at_most"] = most
         n_cells = max(min(n_cells, most), MIN_CTX)
         if most < n_ctx:
             n_ctx, why = max(most, MIN_CTX), f"{why}, bounded by the memory free for the KV cache ({free / 2**30:.1f} GiB free on the {device})"
+    stream = 0
+    if layout == "streams":
+        # parallel + 1 streams (the keeper's too) of `stream` cells, whose attention scores are a stream's
+        # rows only, and the unified context beside them for the jobs a stream cannot hold
+        stream = max(MIN_STREAM, min(STREAM_CELLS[device], _up(n_ctx)))
+        if free is not None:
+            room = int(free * MEMORY_SHARE[device]) - (n_cells * per_cell if _up(n_ctx) > stream else 0)
+            fits = _down(room // ((parallel + 1) * shape.kv_bytes + scores)) if room > 0 else 0
+            if fits < stream:
+                stream = max(MIN_STREAM, fits)
+                memory["stream_cells_bounded"] = f"{stream:,}: the memory free for the KV cache"
     n_batch = min(N_BATCH, n_cells)
     context = {"n_ctx": n_ctx, "trained": shape.trained or None, "given": given_ctx, "why": why, "memory": memory}
-    return Sizes(n_ctx=n_ctx, n_cells=n_cells, parallel=parallel, n_batch=n_batch, n_ubatch=min(N_UBATCH, n_batch),
-                 kv_budget=min(budget, n_cells), context=context)
+    return Sizes(n_ctx=n_ctx, n_cells=n_cells, parallel=parallel, n_batch=n_batch, n_ubatch=min(ubatch, n_batch),
+                 kv_budget=min(budget, n_cells), context=context, layout=layout, stream_cells=stream)
