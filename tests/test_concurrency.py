@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from conftest import read_lines
-from econeval.backends.concurrency import CAP_LOCAL, CAP_REMOTE, START_LOCAL, START_REMOTE, Limiter, Policy, local_host
+from econeval.backends import concurrency
+from econeval.backends.concurrency import CAP_LOCAL, CAP_REMOTE, START_LOCAL, START_REMOTE, Limiter, Policy, local_host, served_engine
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
 from served_standin import Shape, serve  # noqa: E402
@@ -140,6 +141,36 @@ def test_the_policy_and_its_cap_come_from_the_options_and_the_urls():
         assert local_host(url), url
     for url in ("https://api.anthropic.com", "http://8.8.8.8", "https://models.example.com/v1"):
         assert not local_host(url), url
+
+
+def test_a_batching_engine_gets_a_local_servers_concurrency_wherever_it_is():
+    """vLLM, SGLang and TGI batch what they are sent: at a public address they start and cap as a
+    server on this machine does; a hosted API (or an unknown server) there keeps the hosted caps."""
+    assert [served_engine(e) for e in ({"id": "m", "owned_by": "vllm"}, {"id": "m", "owned_by": "sglang"},
+                                       {"id": "org/m", "owned_by": "org/m", "created": 0}, {"id": "m", "owned_by": "m"},
+                                       {"id": "gpt-4o", "owned_by": "system"}, {"id": "m", "owned_by": "llamacpp"}, None)] == \
+        ["vLLM", "SGLang", "TGI", None, None, None, None]
+    public = ["https://models.example.com/v1"]
+    engine = Policy.of(None, None, public, ["vLLM"])
+    assert (engine.limit, engine.cap) == (START_LOCAL, CAP_LOCAL) and "serving as vLLM" in engine.why
+    assert Policy.of(None, None, public, [None]) == Policy.of(None, None, public)
+    assert (Policy.of(None, None, public, [None]).limit, Policy.of(None, None, public).cap) == (START_REMOTE, CAP_REMOTE)
+    mixed = Policy.of(None, None, public + ["https://api.openai.com/v1"], ["TGI", None])
+    assert mixed.cap == CAP_LOCAL + CAP_REMOTE and mixed.limit == START_REMOTE and "batching engine" in mixed.why
+    assert Policy.of(4, None, public, ["vLLM"]) == Policy(False, 4, 4, "--concurrency")
+
+
+@pytest.mark.parametrize("owner", ["vllm", "standin"])
+def test_a_served_engine_at_a_public_address_is_sent_a_local_servers_concurrency(cli, tmp_path, standin, monkeypatch, owner):
+    """A run against a server whose /v1/models answers as vLLM does, its URL taken for a public
+    address: run.json's concurrency starts at 32 and may reach 256 in flight (a server of unknown
+    kind there: 8 and 32)."""
+    monkeypatch.setattr(concurrency, "local_host", lambda url: False)
+    url, stats = standin(Shape("batching", base=0.05, knee=1000, owner=owner))
+    rec = _run(cli, url, tmp_path / "run", limit=40)["backend"]["concurrency"]
+    want = (START_LOCAL, CAP_LOCAL) if owner == "vllm" else (START_REMOTE, CAP_REMOTE)
+    assert (rec["start"], rec["cap"]) == want, rec
+    assert ("serving as vLLM" in rec["cap_from"]) == (owner == "vllm"), rec
 
 
 # ---- real runs against the stand-in on 127.0.0.1 ---------------------------------------------

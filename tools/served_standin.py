@@ -51,6 +51,7 @@ class Shape:
     k: float | None = None  # seconds per request in flight past the knee (None: base / knee)
     limit: int = 64  # overload: requests in flight beyond this get 429
     model: str = "standin"
+    owner: str = "standin"  # /v1/models' owned_by: "vllm" or "sglang" answers as those engines do
 
     def slope(self) -> float:
         return self.base / self.knee if self.k is None else self.k
@@ -162,7 +163,7 @@ def handler(shape: Shape, stats: Stats) -> type[BaseHTTPRequestHandler]:
 
         def do_GET(self):
             if self.path.rstrip("/") == "/v1/models":
-                return self._send(200, {"object": "list", "data": [{"id": shape.model, "object": "model", "owned_by": "standin"}]})
+                return self._send(200, {"object": "list", "data": [{"id": shape.model, "object": "model", "owned_by": shape.owner}]})
             self._send(404, {"error": {"message": "not found"}})
 
         def do_POST(self):

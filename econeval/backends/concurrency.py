@@ -2,7 +2,8 @@
 default a limit that adapts to the server.
 
 The adaptive limit starts at START_LOCAL for servers on this machine or a private network (where
-a queue costs nothing but waiting), at START_REMOTE elsewhere, and follows the server's
+a queue costs nothing but waiting) and for a batching engine wherever it is (its /v1/models says
+vLLM, SGLang or TGI: `served_engine`), at START_REMOTE elsewhere, and follows the server's
 throughput at the limit, estimated by Little's law: the limit over the mean latency of a round's
 cohort, the next MIN_ROUND requests or the limit's worth if more (half that while it doubles),
 each sent into the last free place (so the server had the limit's worth in flight while it
@@ -24,8 +25,8 @@ the estimate is the server's, not the chunking's.
   grows by probes only, not by doubling.
 
 It never goes above the cap (--max-concurrency; default CAP_LOCAL per server for a server on
-this machine or a private network, CAP_REMOTE per server for any other address, such as a hosted
-API with rate limits), nor below FLOOR by probing (1 after overloads). Which requests go out, and
+this machine or a private network or a batching engine, CAP_REMOTE per server for any other, such
+as a hosted API with rate limits), nor below FLOOR by probing (1 after overloads). Which requests go out, and
 the order of the results, never depend on the limit: only how many wait at once.
 """
 
@@ -47,6 +48,19 @@ START_GAIN, GAIN = 0.25, 0.05  # throughput gain that keeps a doubling / a probe
 UP, DOWN, BACKOFF = 1.25, 0.8, 0.7  # a probe's steps; the cut on an overload
 HISTORY = 100  # limit changes kept for run.json
 LOCAL_SUFFIXES = (".localhost", ".local", ".internal", ".lan", ".home.arpa", ".svc", ".cluster.local")
+ENGINES = {"vllm": "vLLM", "sglang": "SGLang"}  # /v1/models' owned_by → the batching engine it names
+
+
+def served_engine(entry: dict | None) -> str | None:
+    """The batching engine a server's /v1/models entry for the model shows: vLLM or SGLang (their
+    `owned_by`), TGI (which names the model as its own owner, created at 0); None for any other
+    server (a hosted API, llama.cpp's or Ollama's server), or without an entry."""
+    if not entry:
+        return None
+    owner = str(entry.get("owned_by") or "")
+    if owner.lower() in ENGINES:
+        return ENGINES[owner.lower()]
+    return "TGI" if owner and owner == entry.get("id") and entry.get("created") == 0 else None
 
 
 def local_host(url: str) -> bool:
@@ -72,21 +86,29 @@ class Policy:
     why: str
 
     @classmethod
-    def of(cls, concurrency: int | None, max_concurrency: int | None, urls: Sequence[str]) -> "Policy":
+    def of(cls, concurrency: int | None, max_concurrency: int | None, urls: Sequence[str],
+           engines: Sequence[str | None] = ()) -> "Policy":
+        """`engines`: each server's batching engine (`served_engine`), where known: a local engine's
+        concurrency wherever the server is."""
         if concurrency is not None:
             return cls(False, concurrency, concurrency, "--concurrency")
-        local = [local_host(u) for u in urls] or [True]
+        named = [e for e in engines if e]
+        local = [local_host(u) or bool(k < len(engines) and engines[k]) for k, u in enumerate(urls)] or [True]
         start = START_LOCAL if all(local) else START_REMOTE
         if max_concurrency is not None:
             return cls(True, min(start, max_concurrency), max_concurrency, "--max-concurrency")
         cap = min(CAP_MAX, sum(CAP_LOCAL if x else CAP_REMOTE for x in local))
         n = len(local)
-        if all(local):
+        if all(local) and named and not all(local_host(u) for u in urls):
+            why = (f"{CAP_LOCAL} per server on this machine, a private network or serving as "
+                   f"{', '.join(sorted(set(named)))}" + (f", {n} servers" if n > 1 else ""))
+        elif all(local):
             why = f"{CAP_LOCAL} per server on this machine or a private network" + (f", {n} servers" if n > 1 else "")
         elif not any(local):
             why = f"{CAP_REMOTE} per server at a public address (a hosted API's rate limits)" + (f", {n} servers" if n > 1 else "")
         else:
-            why = f"{CAP_LOCAL} per private server, {CAP_REMOTE} per public one"
+            why = (f"{CAP_LOCAL} per private server or batching engine, {CAP_REMOTE} per other public one" if named else
+                   f"{CAP_LOCAL} per private server, {CAP_REMOTE} per public one")
         return cls(True, min(start, cap), cap, why)
 
     def describe(self) -> str:

@@ -25,7 +25,7 @@ from .. import errors
 from ..errors import ModelError, UsageError
 from ..reasoning import Markers
 from .base import ReasoningOptions, option
-from .concurrency import CAP_LOCAL, CAP_MAX, CAP_REMOTE, Limiter, Policy
+from .concurrency import CAP_LOCAL, CAP_MAX, CAP_REMOTE, Limiter, Policy, served_engine
 
 DEFAULT_TIMEOUT = 120.0  # seconds per request (a long generation on a loaded server)
 DEFAULT_MAX_RETRIES = 5
@@ -185,15 +185,17 @@ class ServedClient:
         self.down: dict[int, str] = {}  # server → why it was taken out
         self.api_model = options.api_model
         self.api_key_env = options.api_key_env
-        self.policy = Policy.of(options.concurrency, options.max_concurrency, self.bases)
+        self.limits = (options.concurrency, options.max_concurrency)
+        self.policy = Policy.of(*self.limits, self.bases)  # check_server may widen it: a batching engine's
         self.limiter = Limiter(self.policy)
+        pool = Policy.of(*self.limits, self.bases, ["engine"] * len(self.bases)).cap  # the most it may widen to
         self.timeout = options.timeout or DEFAULT_TIMEOUT
         self.max_retries = DEFAULT_MAX_RETRIES if options.max_retries is None else options.max_retries
         self.redact = Redactor(options.key())
         self.answer = answer
         self.client = httpx.Client(headers=headers, follow_redirects=False,
                                    timeout=httpx.Timeout(self.timeout, connect=min(10.0, self.timeout)),
-                                   limits=httpx.Limits(max_connections=self.policy.cap, max_keepalive_connections=self.policy.cap))
+                                   limits=httpx.Limits(max_connections=pool, max_keepalive_connections=pool))
         self._httpx = httpx
         self.lock = threading.Lock()
         self._rng = random.Random()  # jitter only: never affects results
@@ -212,7 +214,12 @@ class ServedClient:
         """Ask each server's /v1/models: fail fast when one is unreachable or does not serve the
         model, or when two name different models. Returns the model's entry (what identifies it
         beyond its name), or None when no server has a model list."""
+        self.engines: dict[str, str | None] = {}  # each server's batching engine, as its model list shows it
         entries = [self._check_one(base) for base in self.bases]
+        engines = [self.engines.get(base) for base in self.bases]
+        if any(engines):  # vLLM, SGLang or TGI batch many requests wherever they are: a local engine's concurrency
+            self.policy = Policy.of(*self.limits, self.bases, engines)
+            self.limiter = Limiter(self.policy)
         named = [(b, e) for b, e in zip(self.bases, entries) if e]
         roots = {(e.get("root") or e.get("id"), e.get("max_model_len")) for _, e in named}
         if len(roots) > 1:
@@ -244,6 +251,7 @@ class ServedClient:
             return None
         for m in models:
             if m.get("id") == self.api_model:
+                self.engines[base] = served_engine(m)
                 return {k: m[k] for k in ("id", "owned_by", "root", "parent", "max_model_len") if m.get(k) is not None}
         if models:
             names = ", ".join(str(m.get("id")) for m in models[:10])
