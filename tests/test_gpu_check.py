@@ -172,6 +172,96 @@ def test_the_full_suite_projection_scales_the_sample_and_keeps_its_prefix_sharin
     assert gpu_check.project({}, counts, {})["note"] == "no econeval measurement: no projection"
 
 
+def test_the_likely_projection_takes_the_reference_lengths_at_the_engines_weight():
+    """Beside the every-budget bound: the full set at its reference answers' lengths, a generated
+    token weighed as llama.cpp's batched prompt rate over its generation rate at the run's
+    --parallel (the nearest N measured). A sample of 900 prompt and 100 generated tokens in 10 s,
+    w = 3: the full set's 9,000 prompt and 200 likely tokens take 10 x 9,600 / 1,200 = 80 s (the
+    budgets' bound: 100 s)."""
+    engine = {"flash_attention auto, prompt 128": {"1": {"prompt_tokens_per_s": 2000.0, "generated_tokens_per_s": 250.0},
+                                                   "64": {"prompt_tokens_per_s": 9000.0, "generated_tokens_per_s": 3000.0},
+                                                   "128": "skipped: the step's time was spent"}}
+    assert gpu_check.generated_weight(engine, 64) == 3.0 and gpu_check.generated_weight(engine, 100) == 3.0
+    assert gpu_check.generated_weight(engine, 2) == 8.0 and gpu_check.generated_weight({}, 64) is None
+    counts = {"tokenizer": "t", "tasks": {"t": {"prompt_tokens": 9000, "max_generated_tokens": 1000, "likely_generated_tokens": 200},
+                                          "old": {"prompt_tokens": 10, "max_generated_tokens": 10}}}
+    tasks = {"t": {"seconds": 10.0, "tokens_per_s": 50.0}, "old": {"seconds": 1.0}}
+    samples = {"t": {"prompt_tokens": 900, "generated_tokens": 100}, "old": {"prompt_tokens": 1, "generated_tokens": 1}}
+    proj = gpu_check.project(tasks, counts, samples, 3.0)
+    assert proj["seconds_per_task"]["t"] == 100.0
+    likely = proj["likely"]
+    assert likely["seconds_per_task"] == {"t": 80.0, "old": None} and likely["generated_weight"] == 3.0
+    assert not likely["complete"] and "3.0 from llama.cpp's batched rates" in likely["method"]
+    assert gpu_check.project(tasks, counts, samples)["likely"]["seconds_per_task"]["t"] == 10.0 * 9200 / 1000  # w 1
+
+
+def test_reference_answers_give_the_likely_generated_lengths():
+    """token_counts.json's likely generated tokens: a request's reference answer's tokens and one
+    for the stop, at most its budget; a task without a reference counts its budget."""
+    def count(text):
+        return len(text.split())
+
+    assert gpu_bundle.likely_tokens("cfbenchmark-few", {"response": "a b c"}, 64, count) == (4, True)
+    assert gpu_bundle.likely_tokens("cfbenchmark-zero", {"response": " ".join("x" * 600)}, 512, count) == (512, True)
+    assert gpu_bundle.likely_tokens("econlogicqa-5shot", {"answer": "D, A, C, B"}, 64, count) == (5, True)
+    assert gpu_bundle.likely_tokens("econnli-zero", {"label": "0"}, 10, count) == (2, True)
+    assert gpu_bundle.reference_answers("econnli-zero", {"label": "1"}) == [" Yes"]
+    demos = gpu_bundle.reference_answers("econnli-cot", {})
+    assert demos and all(d.strip().endswith(("Yes.", "No.", "Yes", "No")) for d in demos), demos
+    assert gpu_bundle.likely_tokens("econnli-gen", {"label": "1"}, 100, count) == (100, False)
+
+
+def test_the_check_runs_the_suites_tasks_only():
+    """A tool's task (auto-STEER's checker needs -T templates=FILE) is in no suite: the econeval step
+    and the bundle's token counts take `--suite all`'s tasks (every registered task, before, and the
+    step failed on the checker)."""
+    from econeval import registry
+
+    tasks = gpu_check.suite_tasks()
+    assert sorted(tasks) == sorted(registry.suites()["all"]) and tasks[-1] == "econnli-gen"
+    assert "auto-steer-check" in registry.tasks() and "auto-steer-check" not in tasks
+
+
+def test_the_checks_steps_fit_its_time_by_design():
+    """The measuring steps' shares and the setup measured on the H200 (env, install, the carried
+    build, data, model, smoke: 80 s at most) fit the 9 minutes less the margin; each step is also
+    bounded by what is left when it starts (the short-limit test below)."""
+    setup = 80
+    assert setup + gpu_check.RUN_S + gpu_check.CONFIGS_S + gpu_check.CUBLAS_S + gpu_check.ENGINE_S <= gpu_check.LIMIT_S - gpu_check.MARGIN_S
+    plan = gpu_check.plan(dry=False)["estimates_s"]
+    assert {"econeval", "configs", "configs-cublas", "engine"} <= set(plan)
+    names = [n for n, _ in gpu_check.CONFIGS]
+    assert names[0] == "streams-64" and {"unified-64", "streams-128", "streams-255", "streams-64-ubatch2048"} <= set(names)
+    assert all(opts["parallel"] <= 255 for _, opts in gpu_check.CONFIGS + gpu_check.CUBLAS_CONFIGS)
+
+
+def test_the_configurations_are_timed_on_one_workload(tmp_path, tiny_model, monkeypatch):
+    """The configs step: each configuration's backend over the same requests, its seconds per
+    task, its counters, its answers against the first's; one that fails is recorded and the
+    others still run; none starts past the deadline."""
+    work = tmp_path / "work"
+    (work / "steps").mkdir(parents=True)
+    (work / "model.gguf").symlink_to(tiny_model)
+    monkeypatch.setenv("GPU_CHECK_WORK", str(work))
+    monkeypatch.setenv("GPU_CHECK_DEADLINE", str(time.time() + 600))
+    monkeypatch.setattr(gpu_check, "DRY_CONFIGS", [("streams-2", {"kv_layout": "streams", "parallel": 2, "threads": 1}),
+                                                   ("unified-2", {"kv_layout": "unified", "parallel": 2, "threads": 1}),
+                                                   ("broken", {"kv_layout": "streams", "parallel": 2, "n_ubatch": 7})])
+    res = gpu_check.step_configs(tmp_path, True, "configs")
+    rows = res["configs"]
+    assert res["workload"]["econnli-cot"]["requests"] == 2
+    for name in ("streams-2", "unified-2"):
+        row = rows[name]
+        assert row["total_s"] > 0 and row["seconds"]["econnli-cot"] > 0 and row["counters"]["decode_calls"] > 0
+        assert row["same_answers_as_first"] == "2/2"
+    assert rows["streams-2"]["stream_cells"] and rows["streams-2"]["counters"]["kv_copies"] > 0
+    assert "n_ubatch 7 is out of range" in rows["broken"]["error"]
+    assert res["fastest"] in ("streams-2", "unified-2") and res["over_first"]["streams-2"] == 1.0
+    assert json.loads((work / "steps" / "configs.json").read_text())["configs"].keys() == rows.keys()
+    monkeypatch.setenv("GPU_CHECK_DEADLINE", str(time.time()))
+    assert all("skipped" in r for r in gpu_check.step_configs(tmp_path, True, "configs")["configs"].values())
+
+
 def test_the_engine_bench_sizes_its_context_to_the_group(tiny_model):
     """tools/bench.py's batched decode of 16 sequences in a context of 256 cells given: it makes room
     for the group (a GPU's 64 CoT sequences overflowed its fixed 8,192 cells)."""
@@ -246,7 +336,7 @@ def test_the_dry_run_in_a_fresh_copy_measures_every_step(tmp_path, bundle):
     print(f"dry run: {wall:.0f} s; steps: " + ", ".join(f"{k} {v.get('seconds')} s" for k, v in doc["steps"].items()))
     assert doc["status"] == "complete" and doc["dry_run"] is True and doc["skipped"] == {}, (doc.get("failed"), doc["skipped"])
     steps = doc["steps"]
-    assert set(steps) == {"env", "install", "build", "data", "model", "smoke", "econeval", "engine", "bench-1", "bench-2"}
+    assert set(steps) == {"env", "install", "build", "data", "model", "smoke", "econeval", "configs", "engine", "bench-1", "bench-2"}
     assert all(s["status"] == "ok" for s in steps.values())
 
     # what comes back: at most 8 files, names the device tool returns
@@ -272,7 +362,7 @@ def test_the_dry_run_in_a_fresh_copy_measures_every_step(tmp_path, bundle):
     from econeval import registry
 
     ev = steps["econeval"]["result"]
-    assert set(ev["tasks"]) == set(registry.tasks()) and ev["not_run"] == []
+    assert set(ev["tasks"]) == set(registry.suites()["all"]) and ev["not_run"] == []
     assert not ev["over_context"], ev["over_context"]  # the stand-in's trained context is Mistral's: nothing refused
     assert all(t["tokens_per_s"] and t["n_errors"] == 0 for t in ev["tasks"].values()), ev["tasks"]
     assert {k: v["items"] for k, v in ev["samples"].items()} == {k: v["items"] for k, v in ev["tasks"].items()}
@@ -288,6 +378,10 @@ def test_the_dry_run_in_a_fresh_copy_measures_every_step(tmp_path, bundle):
     assert steps["bench-2"]["result"]["generation"]["econeval_over_engine"] > 0
     proj = doc["projection"]
     assert proj["complete"] and proj["total_s"] > 0
+    assert proj["likely"]["complete"] and 0 < proj["likely"]["total_s"] <= proj["total_s"] and proj["likely"]["generated_weight"]
+    assert counts["tasks"]["cfbenchmark-few"]["likely_generated_tokens"] < counts["tasks"]["cfbenchmark-few"]["max_generated_tokens"]
+    configs = steps["configs"]["result"]["configs"]
+    assert set(configs) == {n for n, _ in gpu_check.DRY_CONFIGS} and all(c["total_s"] > 0 for c in configs.values()), configs
 
     # back here: the CFBenchmark samples carry no stand-in similarity; `econeval score` runs the embedder stage
     lines = [json.loads(x) for x in (out / "cfbenchmark-samples.jsonl").read_text().splitlines()]
@@ -335,6 +429,6 @@ def test_a_short_limit_skips_the_measuring_steps_and_says_why(tmp_path, bundle):
                           timeout=120)
     assert time.monotonic() - t0 < 45, proc.stdout[-3000:]
     doc = json.loads((out / "gpu_check.json").read_text())
-    assert doc["status"] == "partial" and {"smoke", "econeval", "engine", "bench-1", "bench-2"} <= set(doc["skipped"])
+    assert doc["status"] == "partial" and {"smoke", "econeval", "configs", "engine", "bench-1", "bench-2"} <= set(doc["skipped"])
     assert all("left of the time limit" in why for why in doc["skipped"].values())
     assert doc["steps"]["model"]["status"] == "ok" and doc["projection"] == {"note": "no econeval measurement: no projection"}

@@ -223,17 +223,46 @@ def embedder() -> dict:
                                           "similarities mean nothing"}
 
 
+def reference_answers(task: str, item: dict) -> list[str] | None:
+    """What a model that answers as the reference does would generate for a task's item (the likely
+    projection's answer lengths; None: no reference, the budget counts): CFBenchmark's reference
+    response, EconLogicQA's gold order, EconNLI's Yes or No (its early stop settles at the first
+    word), EconNLI CoT's demonstrations' answers (the reasoning its prompt shows; the mean is taken).
+    EconNLI-gen keeps all it generates (its budget); STEER-ME reads log-probabilities only."""
+    if task.startswith("cfbenchmark") and item.get("response"):
+        return [str(item["response"])]
+    if task.startswith("econlogicqa") and item.get("answer"):
+        return [" " + str(item["answer"])]
+    if task in ("econnli-zero", "econnli-icl") and "label" in item:
+        return [" Yes" if str(item["label"]) == "1" else " No"]
+    if task == "econnli-cot":
+        from econeval.benchmarks.econnli import COT_DEMOS
+
+        return [part.split("\n\n###")[0] for part in COT_DEMOS.split("### Answer:")[1:]]
+    return None
+
+
+def likely_tokens(task: str, item: dict, max_tokens: int, count) -> tuple[int, bool]:
+    """A request's likely generated tokens: its reference answer's tokens (`count`), the mean of
+    several, and one for the stop, at most its budget; and whether a reference gave it."""
+    refs = reference_answers(task, item)
+    if not refs:
+        return max_tokens, False
+    return min(max_tokens, round(sum(count(r) for r in refs) / len(refs)) + 1), True
+
+
 def token_counts() -> dict:
     """Per task: items, first-stage prompt tokens (Mistral 7B v0.3's vocabulary, through llama.cpp's
-    tokenizer on a tiny model of that vocabulary) and the sum of every first-stage request's
-    max_tokens (an upper bound on what a model that never stops early generates)."""
+    tokenizer on a tiny model of that vocabulary), the sum of every first-stage request's
+    max_tokens (an upper bound on what a model that never stops early generates), and the likely
+    generated tokens (`likely_tokens`: the reference answers' lengths)."""
     import llama_cpp
     from llama_cpp import _internals
 
     sys.path.insert(0, str(REPO / "tools"))
     from gpu_model import TINY, write_model
 
-    from econeval import api, registry
+    from econeval import api, context, registry
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "vocab.gguf"
@@ -241,12 +270,24 @@ def token_counts() -> dict:
         mp = llama_cpp.llama_model_default_params()
         mp.vocab_only = True
         model = _internals.LlamaModel(path_model=str(path), params=mp, verbose=False)
+
+        def count(text: str) -> int:
+            return len(model.tokenize(text.encode(), add_bos=False, special=False))
+
         out: dict = {"tokenizer": "Mistral 7B v0.3 (tokenizer.model.v3, llama.cpp's SentencePiece tokenizer)", "tasks": {}}
-        for name, task in registry.tasks().items():
+        for name in registry.suites()["all"]:  # a tool's task (auto-STEER's) needs its command's input: in no suite
+            task = registry.get_task(name)
             rows = api.export_prompts(name)
+            items = {it["id"]: it for it in context.RunContext(seed=0, seed_given=False, task_options={}).prepare(task).items}
             prompt = sum(len(model.tokenize(p.encode(), add_bos=True, special=False)) for r in rows for p in r["prompts"].values())
             gen = sum(req.get("max_tokens") or 0 for r in rows for req in r["requests"].values())
-            out["tasks"][name] = {"items": len(rows), "prompt_tokens": prompt, "max_generated_tokens": gen, "stages": task.stages,
+            likely = [likely_tokens(name, items.get(r["id"], {}), req["max_tokens"], count)
+                      for r in rows for req in r["requests"].values() if req.get("max_tokens")]
+            out["tasks"][name] = {"items": len(rows), "prompt_tokens": prompt, "max_generated_tokens": gen,
+                                  "likely_generated_tokens": sum(n for n, _ in likely),
+                                  "likely_from": f"{sum(ref for _, ref in likely)} of {len(likely)} requests their reference "
+                                                 "answer's tokens and a stop (the others their budget)",
+                                  "stages": task.stages,
                                   "counted": "the first stage's requests (a later stage — a judge, the answer after CoT "
                                              "reasoning, the embedder — is not counted)"}
         model.close()

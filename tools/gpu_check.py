@@ -20,8 +20,18 @@ after every one, so that a command stopped at its limit still returns what was m
 7. econeval every task with the product's defaults (`--limit 16`, a chunk deadline): run.json's
             backend section, each task's tokens/s, errors; the CFBenchmark samples come back
             without the stand-in embedder's similarities, to be scored here (`econeval score`)
-8. engine   llama.cpp's own batched greedy decode at 1, 8, 32 and 64 sequences
-9. bench    tools/bench.py sections 1 and 2 with offload, when time is left
+8. configs  one workload (CFBenchmark few-shot and EconNLI CoT requests, generation capped) under
+            each configuration in turn (`CONFIGS`: KV layout unified / streams, --parallel 64 / 128 /
+            255, n_ubatch 2048), then in a process of its own with GGML_CUDA_FORCE_CUBLAS=1 (cuBLAS
+            in place of llama.cpp's MMQ kernels): each one's seconds, counters, and its answers
+            against the first's
+9. engine   llama.cpp's own batched greedy decode at 1, 8, 32 and 64 sequences
+10. bench   tools/bench.py sections 1 and 2 with offload, when time is left
+
+The full suite's projection (`project`): each task's measured seconds scaled to its full set, at
+every request's budget (an upper bound: a random-weight model never stops early) and, likely, at
+the reference answers' lengths (token_counts.json's `likely_generated_tokens`), a generated token
+weighed as llama.cpp's batched prompt and generation rates at the run's --parallel say.
 
 A time guard ends the command within its limit whatever happens: each step runs in its own
 process with a timeout, the build is stopped when too little time is left to measure, the
@@ -59,6 +69,21 @@ sys.path.insert(0, str(REPO))
 LIMIT_S = 540  # the issue's 9 minutes for the whole command
 MARGIN_S = 25  # left at the end for the last write and the shell
 MEASURE_MIN_S = 110  # the build is stopped when less than this would be left to measure
+# the measuring steps' shares of the time (each also bounded by what is left): econeval's chunk starts,
+# the configurations, the configurations under cuBLAS, the engine's own rates
+RUN_S, CONFIGS_S, CUBLAS_S, ENGINE_S = 150.0, 120.0, 60.0, 75.0
+# the configurations the `configs` step times, the product's GPU default first: (name, backend options)
+CONFIGS = [("streams-64", {"kv_layout": "streams", "parallel": 64}),
+           ("unified-64", {"kv_layout": "unified", "parallel": 64}),
+           ("streams-64-ubatch2048", {"kv_layout": "streams", "parallel": 64, "n_ubatch": 2048}),
+           ("streams-128", {"kv_layout": "streams", "parallel": 128}),
+           ("streams-255", {"kv_layout": "streams", "parallel": 255}),  # llama.cpp's 256 sequences with the keeper
+           ("unified-64-ubatch2048", {"kv_layout": "unified", "parallel": 64, "n_ubatch": 2048})]
+CUBLAS_CONFIGS = [("streams-64", CONFIGS[0][1]), ("unified-64", CONFIGS[1][1])]  # under GGML_CUDA_FORCE_CUBLAS=1
+DRY_CONFIGS = [("streams-2", {"kv_layout": "streams", "parallel": 2}), ("unified-2", {"kv_layout": "unified", "parallel": 2})]
+# the configurations' workload: task → (items, CFBenchmark's per sub-task; generation capped at)
+CONFIG_WORK = {"cfbenchmark-few": (8, 32), "econnli-cot": (64, 64)}
+DRY_WORK = {"econnli-cot": (2, 4)}  # CFBenchmark's few-shot prompts take minutes on a CPU
 CUDA_CMAKE = ["-DGGML_CUDA=ON", "-DCMAKE_CUDA_ARCHITECTURES=90", "-DGGML_CUDA_COMPRESSION_MODE=none", "-DGGML_CUDA_NCCL=OFF"]
 # The flash-attention kernels are 34 of the 141 CUDA files and 45% of their compile time (measured
 # here, one core each: a fattn-mma instance 90 s, a fattn-tile one 60 s; a mmq instance 67 s): off
@@ -244,13 +269,15 @@ class Check:
         self.say(f"{name}: skipped: {why}")
         self.save()
 
-    def sub_step(self, name: str, timeout: float, *args: str, grace: float = 5.0) -> dict:
+    def sub_step(self, name: str, timeout: float, *args: str, grace: float = 5.0, env: dict | None = None) -> dict:
         """A measuring step in its own process (`gpu_check.py step NAME`): its result JSON, also when
-        it was stopped at its time limit and wrote one in its `grace` seconds (econeval does)."""
+        it was stopped at its time limit and wrote one in its `grace` seconds (econeval does).
+        `env`: more of its environment."""
         result = self.work / "steps" / f"{name}.json"
         cmd = [self.py, str(REPO / "tools" / "gpu_check.py"), "step", name, str(self.out), *(["--dry-run"] if self.dry else []), *args]
         try:
-            self.run(cmd, timeout - grace, env=self.env(GPU_CHECK_DEADLINE=str(time.time() + timeout - grace)), name=name, grace=grace)
+            self.run(cmd, timeout - grace, env=self.env(GPU_CHECK_DEADLINE=str(time.time() + timeout - grace), **(env or {})),
+                     name=name, grace=grace)
         except StepFailed as exc:
             if not result.is_file():
                 raise
@@ -424,7 +451,9 @@ class Check:
         counts_file = self.bundle / "token_counts.json"
         counts = json.loads(counts_file.read_text()) if counts_file.is_file() else {}
         measured = (self.doc["steps"].get("econeval") or {}).get("result") or {}
-        self.doc["projection"] = project(measured.get("tasks") or {}, counts, measured.get("samples") or {})
+        weight = generated_weight((self.doc["steps"].get("engine") or {}).get("result") or {},
+                                  (measured.get("backend") or {}).get("parallel"))
+        self.doc["projection"] = project(measured.get("tasks") or {}, counts, measured.get("samples") or {}, weight)
         extra = sorted(p for p in self.out.rglob("*") if p.is_file() and p.name not in RETURNED and not p.name.startswith("results"))
         for p in extra:  # only the named files come back (the device tool returns at most 8)
             shutil.move(str(p), str(self.work / p.name))
@@ -464,7 +493,7 @@ class Check:
             self.save()
         ready = all((self.doc["steps"].get(k) or {}).get("status") == "ok" for k in ("install", "build", "data", "model"))
         if not ready:
-            for name in ("smoke", "econeval", "engine", "bench-1", "bench-2"):
+            for name in ("smoke", "econeval", "configs", "engine", "bench-1", "bench-2"):
                 self.skip(name, "an earlier step failed: " + ", ".join(k for k in ("install", "build", "data", "model")
                                                                         if (self.doc["steps"].get(k) or {}).get("status") != "ok"))
             self.final(None)
@@ -475,10 +504,16 @@ class Check:
             # econeval's chunks start within run_s; the in-flight chunk may overrun it, then SIGTERM ends the run
             # (econeval marks it interrupted, and the step still reports what ran)
             # with a carried build there is time for the engine's runs and a bench section after it
+            # then the configurations (CONFIGS_S, cuBLAS CUBLAS_S) and the engine's rates (ENGINE_S), each within
+            # what is left; the rest only with time to spare
             left = self.left()
-            run_s = min(300.0, max(30.0, left - (150 if left > 400 else 90 if left > 200 else 45)))
+            run_s = min(RUN_S, max(30.0, left - (CONFIGS_S + CUBLAS_S + ENGINE_S if left > 400 else 90 if left > 200 else 45)))
             self.step("econeval", lambda: self.sub_step("econeval", self.left() - 5, "--run-s", str(int(run_s)), grace=20), need_s=60)
-            self.step("engine", lambda: self.sub_step("engine", min(150, self.left() - 5)), need_s=30)
+            self.step("configs", lambda: self.sub_step("configs", min(CONFIGS_S, self.left() - 5)), need_s=40)
+            if not self.dry:  # the CPU build has no cuBLAS
+                self.step("configs-cublas", lambda: self.sub_step("configs-cublas", min(CUBLAS_S, self.left() - 5),
+                                                                  env={"GGML_CUDA_FORCE_CUBLAS": "1"}), need_s=40)
+            self.step("engine", lambda: self.sub_step("engine", min(ENGINE_S, self.left() - 5)), need_s=30)
             if not self.dry:  # the CPU build has no flash attention to compare with
                 self.step("engine-fa-off", lambda: self.sub_step("engine-fa-off", min(90, self.left() - 5)), need_s=60)
             self.step("bench-1", lambda: self.bench("1"), need_s=40 if self.dry else 90)
@@ -519,8 +554,14 @@ def plan(dry: bool) -> dict:
                  "estimates from one-core compile times of sampled files measured on a 2-core development machine (4,700 and 6,500 "
                  f"CPU-seconds over 16 cores); stopped when fewer than {MEASURE_MIN_S} s would be left to measure",
         "data": "5 (install + verify of 21 MB)", "model": "20-60 (4.1 GB written while the build runs)",
-        "smoke": "10-20 (load 4.1 GB onto the GPU)", "econeval": "up to min(300, what is left - 90) for chunk starts, --limit 16",
-        "engine": "up to 150 (7 runs, flash attention auto: N 1-128, prompts of 128 and 1,024)",
+        "smoke": "10-20 (load 4.1 GB onto the GPU)",
+        "econeval": f"up to min({RUN_S:.0f}, what is left - {CONFIGS_S + CUBLAS_S + ENGINE_S:.0f}) for chunk starts, --limit 16 "
+                    "(91 s measured for every task under the unified layout, 2026-12-04)",
+        "configs": f"up to {CONFIGS_S:.0f} ({len(CONFIGS)} configurations, a model load and the workload each; those that no "
+                   "longer fit are said skipped)",
+        "configs-cublas": f"up to {CUBLAS_S:.0f} ({len(CUBLAS_CONFIGS)} configurations with GGML_CUDA_FORCE_CUBLAS=1)",
+        "engine": f"up to {ENGINE_S:.0f} (7 runs, flash attention auto: N 1-128, prompts of 128 and 1,024; those that no longer "
+                  "fit are skipped)",
         "engine-fa-off": "up to 90 (3 runs without flash attention, a process of their own)", "bench-1": "what is left, when 90 s or more",
         "bench-2": "what is left, when 120 s or more"}}
 
@@ -629,12 +670,28 @@ def ninja_times(log: Path) -> dict | None:
             "slowest": {Path(k).name: round(v, 1) for k, v in slow}}
 
 
-def project(tasks: dict, counts: dict, samples: dict | None = None) -> dict:
+def generated_weight(engine: dict, parallel: int | None) -> float | None:
+    """What a generated token costs in prompt tokens: llama.cpp's batched prompt rate over its
+    generation rate (the engine step, flash attention auto, 128-token prompts) at the run's
+    --parallel, or the nearest N measured; None without a measurement."""
+    rows = engine.get("flash_attention auto, prompt 128") or engine.get("flash_attention off, prompt 128") or {}
+    rates = {int(n): r for n, r in rows.items() if isinstance(r, dict) and r.get("generated_tokens_per_s")}
+    if not rates:
+        return None
+    n = min(rates, key=lambda k: (abs(k - (parallel or 64)), -k))
+    return round(rates[n]["prompt_tokens_per_s"] / rates[n]["generated_tokens_per_s"], 2)
+
+
+def project(tasks: dict, counts: dict, samples: dict | None = None, weight: float | None = None) -> dict:
     """A full --suite all: each task's measured seconds scaled by the full set's tokens over the
     sample's (prompt tokens as the tokenizer counts them, before prefixes are shared, and generated
     tokens: the budgets of the full set, what the sample generated), so that the sample's prefix
     sharing and batching carry over. Without the samples' counts (an older result): the full set's
-    tokens at the task's tokens/s, which counts every shared prefix again."""
+    tokens at the task's tokens/s, which counts every shared prefix again.
+
+    `likely`: the same scaling to the full set's likely generated tokens (its reference answers'
+    lengths), a generated token counted as `weight` prompt tokens (`generated_weight`; 1 without
+    one): what a model that answers as the references do would take."""
     if not counts:
         return {"note": "no token_counts.json (tools/gpu_bundle.py writes it): no projection"}
     if not tasks:
@@ -660,7 +717,28 @@ def project(tasks: dict, counts: dict, samples: dict | None = None) -> dict:
             "complete": all(v is not None for v in per.values()),
             "method": method + "; prompts: Mistral 7B v0.3's tokenizer; generation: each request's max_tokens, an upper "
                                "bound where a model stops early (a random-weight model never does)",
-            "tokenizer": counts.get("tokenizer")}
+            "tokenizer": counts.get("tokenizer"), "likely": likely(tasks, counts, samples or {}, weight)}
+
+
+def likely(tasks: dict, counts: dict, samples: dict, weight: float | None) -> dict:
+    """`project`'s likely time: the reference answers' lengths (see there)."""
+    w = weight or 1.0
+    per: dict[str, float | None] = {}
+    for name, c in counts.get("tasks", {}).items():
+        t, got = tasks.get(name) or {}, samples.get(name) or {}
+        done = (got.get("prompt_tokens") or 0) + w * (got.get("generated_tokens") or 0)
+        if not (t.get("seconds") and done and c.get("likely_generated_tokens") is not None):
+            per[name] = None
+            continue
+        per[name] = round(t["seconds"] * (c["prompt_tokens"] + w * c["likely_generated_tokens"]) / done, 1)
+    total = sum(v for v in per.values() if v is not None)
+    return {"seconds_per_task": per, "total_s": round(total, 1), "total_min": round(total / 60, 1),
+            "complete": bool(per) and all(v is not None for v in per.values()), "generated_weight": weight,
+            "method": "each task's seconds in the sample x (the full set's prompt tokens + w x its likely generated tokens) / "
+                      "(the sample's prompt tokens + w x its generated tokens); likely: each request's reference answer's "
+                      "tokens and a stop, at most its budget (token_counts.json says how many had one); w: a generated "
+                      "token's cost in prompt tokens, " + (f"{weight} from llama.cpp's batched rates at the run's --parallel"
+                                                            if weight else "1 (no engine measurement)")}
 
 
 # ---- the measuring steps (each in its own process: `gpu_check.py step NAME OUT`) ----------------
@@ -748,7 +826,6 @@ def step_econeval(out: Path, dry: bool, run_s: float) -> dict:
     from dataclasses import dataclass
 
     import econeval
-    from econeval import registry
     from econeval.errors import Interrupted
     from econeval.run.selection import Limit
 
@@ -763,7 +840,7 @@ def step_econeval(out: Path, dry: bool, run_s: float) -> dict:
     work = work_dir()
     limit = 1 if dry else int(os.environ.get("GPU_CHECK_ITEMS") or 16)
     selection = LimitBy(limit, deadline=time.monotonic() + run_s)
-    tasks = [t for t in registry.tasks() if t != "econnli-gen"] + ["econnli-gen"]  # the judged task last
+    tasks = suite_tasks()
     run_dir = work / "run"
     t0 = time.monotonic()
     try:
@@ -794,6 +871,15 @@ def step_econeval(out: Path, dry: bool, run_s: float) -> dict:
             "cfbenchmark_samples": n_cfb,
             "embedder": "the carried stand-in (tiny random ONNX): CFBenchmark generation scores in results.json mean "
                         "nothing; score cfbenchmark-samples.jsonl back here with `econeval score`"}
+
+
+def suite_tasks() -> list[str]:
+    """The tasks of `--suite all` (a tool's task, auto-STEER's writer and checker, needs its
+    command's input and is in no suite), the judged one last."""
+    from econeval import registry
+
+    every = registry.suites()["all"]
+    return [t for t in every if t != "econnli-gen"] + [t for t in every if t == "econnli-gen"]
 
 
 def samples_summary(samples: Path) -> dict:
@@ -908,10 +994,79 @@ def step_engine(out: Path, dry: bool, name: str) -> dict:
                          on_row=lambda rows: write_json(work_dir() / "steps" / f"{name}.json", rows))
 
 
+def config_workload(work: dict[str, tuple[int, int]]) -> dict[str, list]:
+    """Each task's first-stage requests for `work`'s items, generation capped (tools/bench_layout.py's)."""
+    import dataclasses
+
+    from bench_layout import chunks
+
+    out = {}
+    for task, (items, cap) in work.items():
+        reqs = [r for chunk in chunks(task, items, 10**6) for r in chunk]
+        out[task] = [dataclasses.replace(r, max_tokens=min(r.max_tokens, cap)) if getattr(r, "max_tokens", 0) else r for r in reqs]
+    return out
+
+
+def step_configs(out: Path, dry: bool, name: str) -> dict:
+    """One workload under each configuration in turn (a backend of its own each, the model loaded
+    again): per configuration its seconds per task, what the engine counted, and how many of its
+    answers are the first configuration's. Its result is written after each one (a crash keeps the
+    ones before); none starts after the step's deadline less a margin."""
+    from econeval.backends.base import Settings
+    from econeval.run import roles
+    from econeval.store.runmeta import chunk_size
+    from econeval.types import Completion
+
+    configs = DRY_CONFIGS if dry else CUBLAS_CONFIGS if name == "configs-cublas" else CONFIGS
+    work = config_workload(DRY_WORK if dry else CONFIG_WORK)
+    spec = roles.resolve(str(work_dir() / "model.gguf"))
+    res: dict = {"workload": {t: {"requests": len(r), "items_and_cap": list((DRY_WORK if dry else CONFIG_WORK)[t])} for t, r in work.items()},
+                 "env": {k: os.environ[k] for k in ("GGML_CUDA_FORCE_CUBLAS",) if k in os.environ}, "configs": {}}
+    first: list | None = None
+    until = deadline() - (10 if dry else 20)
+    for cname, opts in configs:
+        if time.time() > until:
+            res["configs"][cname] = {"skipped": "the step's time was spent"}
+            continue
+        row: dict = {"options": opts}
+        res["configs"][cname] = row
+        try:
+            t0 = time.perf_counter()
+            be = roles.build(roles.with_options(spec, {**opts, **({"n_gpu_layers": 0} if dry else {})}), Settings(seed=0))
+            row["load_s"] = round(time.perf_counter() - t0, 2)
+            info = be.info()
+            size = chunk_size(info.parallel)
+            c0, answers, secs = be.counters(), [], {}
+            for task, reqs in work.items():
+                t1 = time.perf_counter()
+                for k in range(0, len(reqs), size):  # a chunk at a time, as the runner sends them (one request an item here)
+                    answers += be.evaluate(reqs[k:k + size])
+                secs[task] = round(time.perf_counter() - t1, 2)
+            row.update(seconds=secs, total_s=round(sum(secs.values()), 2),
+                       counters={k: v - c0.get(k, 0) for k, v in be.counters().items()},
+                       stream_cells=info.settings.get("stream_cells"), n_ubatch=info.details.get("n_ubatch"),
+                       device_note=info.device_note)
+            texts = [a.text for a in answers if isinstance(a, Completion)]
+            if first is None:
+                first = texts
+            row["same_answers_as_first"] = f"{sum(a == b for a, b in zip(texts, first))}/{len(texts)}"
+            be.close()
+        except Exception as exc:  # noqa: BLE001 - one configuration's failure (out of memory) leaves the others
+            row["error"] = f"{type(exc).__name__}: {exc}"[:1000]
+        write_json(work_dir() / "steps" / f"{name}.json", res)
+    done = {k: v["total_s"] for k, v in res["configs"].items() if "total_s" in v}
+    if done:
+        res["fastest"] = min(done, key=lambda k: done[k])
+        base = done.get(configs[0][0])
+        if base:
+            res["over_first"] = {k: round(v / base, 3) for k, v in done.items()}
+    return res
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("what", choices=["all", "step"])
-    ap.add_argument("name", nargs="?", help="step: smoke, econeval, engine or engine-fa-off")
+    ap.add_argument("name", nargs="?", help="step: smoke, econeval, configs, configs-cublas, engine or engine-fa-off")
     ap.add_argument("out", type=Path)
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--limit-s", type=float, default=LIMIT_S, help="all: the whole command's time limit")
@@ -923,7 +1078,9 @@ def main() -> None:
         return
     steps = {"smoke": lambda: step_smoke(args.out, args.dry_run), "engine": lambda: step_engine(args.out, args.dry_run, "engine"),
              "engine-fa-off": lambda: step_engine(args.out, args.dry_run, "engine-fa-off"),
-             "econeval": lambda: step_econeval(args.out, args.dry_run, args.run_s)}
+             "econeval": lambda: step_econeval(args.out, args.dry_run, args.run_s),
+             "configs": lambda: step_configs(args.out, args.dry_run, "configs"),
+             "configs-cublas": lambda: step_configs(args.out, args.dry_run, "configs-cublas")}
     result = steps[args.name]()
     write_json(work_dir() / "steps" / f"{args.name}.json", result)
     print(json.dumps(result, default=str)[:3000])
