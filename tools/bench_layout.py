@@ -1,8 +1,10 @@
 """The KV layouts against each other, in one process on one model: the unified cache and
 per-sequence streams (`-M kv_layout=unified|streams`), each task's first-stage requests run a chunk
 at a time through both backends in alternation (the machine's load moves both alike), the chunk
-as the runner sends it. Prints, per task and overall, the streams' time over the unified one's,
-whether every generated answer is the same, and the decode calls and stream copies.
+as the runner sends it. Prints, per task and overall, the streams' time over the unified one's and
+their tokens/s (prompt and generated tokens evaluated) over the unified one's (the fairer ratio
+where the layouts' answers, and so their lengths, differ), whether every generated answer is the
+same, and the decode calls and stream copies.
 
     .venv/bin/python tools/bench_layout.py [--model M] [--tasks econnli-cot,econlogicqa-5shot,cfbenchmark-few]
                                            [--items 16] [--rounds 2] [--threads N] [--n-gpu-layers N] [--json FILE]
@@ -72,6 +74,7 @@ def main() -> None:
     report: dict = {"model": spec.name, "device": info.device, "parallel": info.parallel, "threads": info.details["n_threads"],
                     "load_average": round(os.getloadavg()[0], 1), "tasks": {}}
     total = {lay: 0.0 for lay in LAYOUTS}
+    tokens = {lay: 0 for lay in LAYOUTS}
     for name in args.tasks.split(","):
         task_chunks = chunks(name, args.items, chunk_size(info.parallel))
         secs = {lay: 0.0 for lay in LAYOUTS}
@@ -94,19 +97,27 @@ def main() -> None:
                 secs[lay] += best[lay]
         gens = [(a, b) for a, b in zip(answers["unified"], answers["streams"]) if isinstance(a, Completion)]
         same = sum(a.text == b.text and a.finish == b.finish for a, b in gens)
+        done = {lay: counts[lay].get("tokens_evaluated", 0) + counts[lay].get("tokens_generated", 0) for lay in LAYOUTS}
+        rate = {lay: done[lay] / secs[lay] for lay in LAYOUTS}
         row = {"requests": sum(map(len, task_chunks)), "seconds": {k: round(v, 2) for k, v in secs.items()},
-               "streams_over_unified": round(secs["streams"] / secs["unified"], 3), "same_answers": f"{same}/{len(gens)}",
+               "streams_over_unified": round(secs["streams"] / secs["unified"], 3),
+               "tokens_per_s": {k: round(v, 1) for k, v in rate.items()},
+               "rate_streams_over_unified": round(rate["streams"] / rate["unified"], 3), "same_answers": f"{same}/{len(gens)}",
                "counters": counts}
         report["tasks"][name] = row
         for lay in LAYOUTS:
             total[lay] += secs[lay]
+            tokens[lay] += done[lay]
         print(f"{name:20s} {row['requests']:4d} requests: unified {secs['unified']:7.1f} s, streams {secs['streams']:7.1f} s: "
-              f"streams / unified {row['streams_over_unified']:.2f}x; same answers {row['same_answers']}; decode calls "
+              f"streams / unified {row['streams_over_unified']:.2f}x (tokens/s {row['rate_streams_over_unified']:.2f}x); "
+              f"same answers {row['same_answers']}; decode calls "
               f"{counts['unified'].get('decode_calls')} / {counts['streams'].get('decode_calls')}, stream copies "
               f"{counts['streams'].get('kv_copies')}", flush=True)
     report["streams_over_unified"] = round(total["streams"] / total["unified"], 3)
+    report["rate_streams_over_unified"] = round((tokens["streams"] / total["streams"]) / (tokens["unified"] / total["unified"]), 3)
     print(f"all: unified {total['unified']:.1f} s, streams {total['streams']:.1f} s: streams / unified "
-          f"{report['streams_over_unified']:.2f}x (below 1: streams faster)")
+          f"{report['streams_over_unified']:.2f}x (below 1: streams faster); tokens/s streams / unified "
+          f"{report['rate_streams_over_unified']:.2f}x (above 1: streams faster)")
     for be in backends.values():
         be.close()
     if args.json:

@@ -33,7 +33,8 @@ KV_BUDGET_CPU = 2048
 KV_BUDGET_GPU = 32768
 N_BATCH, N_UBATCH = 2048, 512  # tokens per llama_decode call / per compute step
 # the KV layout by device: streams on a GPU (attention over a sequence's own cells only; not yet measured
-# on a GPU), on the CPU what tools/bench_layout.py measured faster there
+# on a GPU), on the CPU what tools/bench_layout.py measured faster there: unified, 1.06x the streams' speed
+# on an idle 2-core machine with the default model (docs/speed-and-gpu.md, "KV layouts on the CPU")
 LAYOUTS = ("unified", "streams")
 DEFAULT_LAYOUT = {"cpu": "unified", "gpu": "streams"}
 # a stream's cells: CFBenchmark few-shot's prompt and budget are 3,552 tokens at the 99th percentile in
