@@ -1,9 +1,11 @@
 """Answers from a served model that are impossible, endless, oversized or of the wrong type: each an
-item error or one line, with bounded memory; the model a server names."""
+item error or one line, with bounded memory; the model a server names. Every endpoint econeval
+reads (/v1/models, the template reads, completions, OpenAI's and Anthropic's) within its deadline."""
 
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 import time
 
@@ -11,17 +13,58 @@ import pytest
 from conftest import one_line, peak_rss_mib, read_lines
 from fake_http import JSONHandler, serve
 
+from econeval.backends.openai_http import PROBE
+
+DEEP = b"[" * 100_000 + b"]" * 100_000  # valid JSON, nested deeper than Python's parser goes
+
 
 class Bad(JSONHandler):
     mode = ""
+    probes = 0  # reasoning probes answered (probe409)
+
+    def _drip(self):
+        """An answer that never ends: its status line, then header after header, a byte every 0.2 s
+        (each read gets a byte long before a read timeout)."""
+        try:
+            for b in itertools.chain(b"HTTP/1.1 200 OK\r\n", itertools.cycle(b"X-Slow: 1\r\n")):
+                self.wfile.write(bytes([b]))
+                self.wfile.flush()
+                time.sleep(0.2)
+        except OSError:  # the client gave up
+            return
 
     def do_GET(self):
+        mode = type(self).mode
+        if mode == f"drip:{self.path}":
+            return self._drip()
+        if mode == "models-bomb":  # 64 MiB of model name in 64 KiB
+            return self._send_raw(200, gzip.compress(b'{"data": [{"id": "' + b"x" * (64 << 20) + b'"}]}'), {"Content-Encoding": "gzip"})
+        if mode == "models-longid":  # within the size cap: a 4 MiB name
+            return self._send(200, {"data": [{"id": "x" * (4 << 20)}]})
+        if mode == "models-deep":
+            return self._send_raw(200, DEEP)
+        if mode == "models-bigint":
+            return self._send(200, {"data": [{"id": "m", "owned_by": "me", "max_model_len": 2 ** 70}]})
         self._send(200, {"object": "list", "data": [{"id": "m", "owned_by": "me"}]})
 
     def do_POST(self):
         body = self.read_json()
         mode = type(self).mode
-        text = " Yes"
+        if mode == f"drip:{self.path}":
+            return self._drip()
+        if self.path in ("/apply-template", "/tokenize"):
+            return self._send(404, {"error": {"message": "not found"}})
+        probe = (body.get("prompt") or body.get("messages", [{}])[-1].get("content")) == PROBE
+        text = " Yes \ud800 indeed" if mode == "surrogate" else " Yes"
+        usage = {"prompt_tokens": 2 ** 70 if mode == "bigint" and not probe else 3, "completion_tokens": 1}
+        if self.path == "/v1/messages":  # Anthropic's Messages API
+            return self._send(200, {"type": "message", "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
+                                    "usage": {"input_tokens": usage["prompt_tokens"], "output_tokens": 1}})
+        if mode == "deep" and not probe:
+            return self._send_raw(200, b'{"choices": [{"text": ' + DEEP + b"}]}")
+        if mode == "probe409" and probe:
+            type(self).probes += 1
+            return self._send(409, {"error": {"message": "conflict"}}, {"Retry-After": "0"})
         if mode == "drip":
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
@@ -40,11 +83,15 @@ class Bad(JSONHandler):
             return self._send(200, {"choices": [{"text": "y" * 200_000, "finish_reason": "length"}]})
         if mode == "wrongtype":
             return self._send(200, {"choices": [{"text": 42}], "usage": []})
-        lp = {"above": {" A": 0.5, " B": -1.0}, "sum": {" A": -0.1, " B": -0.2}, "bignum": {" A": 1e308}}.get(mode)
+        lp = {"above": {" A": 0.5, " B": -1.0}, "sum": {" A": -0.1, " B": -0.2}, "bignum": {" A": 1e308},
+              "hugeint": {" A": 10 ** 400, " B": -1.0}, "string": {" A": "low", " B": -1.0},
+              "lp": {" Yes": -0.1, " No": -2.4}, "bigneg": {" Yes": -(2 ** 70), " No": -0.1}}.get(mode)
         choice = {"text": text, "finish_reason": "stop"}
         if "logprobs" in body and lp is not None:
             choice["logprobs"] = {"top_logprobs": [lp], "tokens": [" Yes"]}
-        self._send(200, {"choices": [choice], "usage": {"prompt_tokens": 3, "completion_tokens": 1}})
+        if "messages" in body:
+            choice = {"message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+        self._send(200, {"choices": [choice], "usage": usage})
 
 
 @pytest.fixture
@@ -102,3 +149,58 @@ def test_a_served_answer_names_the_model_asked_for_or_a_dated_or_tagged_version_
     assert same_model("gpt-4o-2024-08-06", "gpt-4o") and same_model("llama3:latest", "llama3") and same_model("m", "m")
     assert same_model("llama3", "llama3:latest")
     assert not same_model("other-model", "m") and not same_model("gpt-4", "gpt-4o") and not same_model("m2", "m")
+
+
+@pytest.mark.parametrize("path,rc,needle", [("/v1/models", 1, "/v1/models did not answer within 1 s"),
+                                            ("/apply-template", 0, None), ("/tokenize", 0, None),
+                                            ("/v1/chat/completions", 1, "no answer within 1 s")])
+def test_a_server_dripping_any_endpoint_is_given_up_on_at_the_timeout(cli_process, tmp_path, bad_server, path, rc, needle):
+    """A byte every 0.2 s, status line and headers included, never ends a read timeout: each request
+    has a deadline of its own (it used to wait forever). A template read given up on leaves the
+    template unread; the run goes on."""
+    Bad.mode = f"drip:{path}"
+    t0 = time.monotonic()
+    result = cli_process("run", "--model", "openai:m", "--base-url", bad_server + "/v1", "--chat", "on", "--timeout", "1",
+                         "--max-retries", "0", "--task", "econnli-zero", "--limit", "1", "--quiet", "--out", tmp_path / "r",
+                         timeout=120)
+    assert time.monotonic() - t0 < 30
+    if needle:
+        one_line(*result, rc, needle)
+    else:
+        assert result[0] == rc, result
+
+
+def test_models_check_gives_up_on_a_dripping_model_list(cli_process, bad_server):
+    Bad.mode = "drip:/v1/models"
+    t0 = time.monotonic()
+    rc, out, err = cli_process("models", "check", "openai:m", "--base-url", bad_server, "--timeout", "1", timeout=120)
+    assert time.monotonic() - t0 < 30
+    one_line(rc, out, err, 1, "did not answer within 1 s")
+
+
+@pytest.mark.parametrize("mode", ["models-bomb"])
+def test_a_model_list_is_read_within_the_size_cap_and_never_echoed_whole(cli, tmp_path, bad_server, mode):
+    """/v1/models is read as an answer is (at most 16 MiB decompressed: a gzip bomb took 833 MB),
+    and a name it lists is shown clipped (a 128 MiB name made a 134 MB error line)."""
+    Bad.mode = mode
+    args = ["run", "--model", "openai:m", "--base-url", bad_server, "--task", "econnli-zero", "--limit", "1", "--quiet",
+            "--out", tmp_path / "r"]
+    line = one_line(*cli(*args), 1, "more than 16 MiB" if mode == "models-bomb" else "does not serve model 'm'")
+    assert len(line) < 500
+    if mode == "models-bomb":
+        peak, err = peak_rss_mib(args, {})
+        assert "more than 16 MiB" in err and peak < 300, (peak, err)
+
+
+def test_the_deadline_covers_the_pools_of_the_proxies_the_environment_names(monkeypatch):
+    """A proxy's connections (HTTPS_PROXY) are as bounded as direct ones."""
+    import httpx
+
+    from econeval.backends.http_deadline import install
+
+    for name in ("ALL_PROXY", "NO_PROXY", "all_proxy", "no_proxy", "http_proxy", "https_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
+    with httpx.Client() as client:
+        assert install(client) == 3 and install(client) == 0  # the client's own, the two proxies'; once

@@ -3,7 +3,9 @@ worker threads up to a limit that is fixed (`--concurrency N`) or adapts to the 
 default: `concurrency.py`), results in request order whatever the limit, retries with exponential
 backoff and full jitter on 408/409/425/429/5xx/529, timeouts, dropped connections and answers
 that are not completions (a server's `Retry-After` honoured), redirects never followed (the key
-would travel with them), and everything a server echoes redacted before it is shown.
+would travel with them), and everything a server echoes redacted before it is shown. Every
+request is read within a deadline of its own (`http_deadline.py`) and a size cap, whatever the
+endpoint.
 
 `ServedOptions` are the options every served backend shares (base URL, model name, key variable,
 concurrency and its cap, timeout, retries); a backend's own options class may extend them.
@@ -26,6 +28,7 @@ from ..errors import ModelError, UsageError
 from ..reasoning import Markers
 from .base import ReasoningOptions, option
 from .concurrency import CAP_LOCAL, CAP_MAX, CAP_REMOTE, Limiter, Policy
+from .http_deadline import deadline, install
 
 DEFAULT_TIMEOUT = 120.0  # seconds per request (a long generation on a loaded server)
 DEFAULT_MAX_RETRIES = 5
@@ -53,10 +56,6 @@ class Answer:
         return json.loads(self.content)
 
 
-class _Deadline(Exception):
-    pass
-
-
 class _Exhausted(ModelError):
     """A server failed a request past its retries."""
 
@@ -72,7 +71,8 @@ class ServedOptions(ReasoningOptions):
     max_concurrency: int | None = option(None, f"the adaptive concurrency's cap (default {CAP_LOCAL} per server on this "
                                                f"machine or a private network, {CAP_REMOTE} per server elsewhere)",
                                          ("--max-concurrency",))
-    timeout: float | None = option(None, f"seconds to wait for one answer (default {DEFAULT_TIMEOUT:g})", ("--timeout",))
+    timeout: float | None = option(None, f"seconds one request may take, from connecting to the answer's last byte "
+                                         f"(default {DEFAULT_TIMEOUT:g})", ("--timeout",))
     max_retries: int | None = option(None, f"retries of one request on 429/5xx/timeouts/dropped connections "
                                            f"(default {DEFAULT_MAX_RETRIES})", ("--max-retries",))
 
@@ -194,6 +194,7 @@ class ServedClient:
         self.client = httpx.Client(headers=headers, follow_redirects=False,
                                    timeout=httpx.Timeout(self.timeout, connect=min(10.0, self.timeout)),
                                    limits=httpx.Limits(max_connections=self.policy.cap, max_keepalive_connections=self.policy.cap))
+        install(self.client)  # every request within its deadline, not only each read (http_deadline.py)
         self._httpx = httpx
         self.lock = threading.Lock()
         self._rng = random.Random()  # jitter only: never affects results
@@ -226,8 +227,12 @@ class ServedClient:
         Returns the model's entry (what identifies it beyond its name), or None when the server
         has no model list."""
         url = base + "/v1/models"
+        seconds = min(15.0, self.timeout)
         try:
-            resp = self.client.get(url, timeout=min(15.0, self.timeout), auth=self.auth.get(base) or self._httpx.USE_CLIENT_DEFAULT)
+            resp = self._send(url, None, self.auth.get(base), "GET", seconds)
+        except self._httpx.TimeoutException:
+            raise ModelError(f"{url} did not answer within {seconds:g} s",
+                             hint="check the base URL and the server; --timeout gives it longer") from None
         except self._httpx.HTTPError as exc:
             raise ModelError(f"cannot reach {base}: {type(exc).__name__}{': ' + self.redact(str(exc)) if str(exc) else ''}",
                              hint="check the base URL and that the server is running") from None
@@ -282,21 +287,23 @@ class ServedClient:
         does not answer it."""
         base = self.bases[0]
         try:
-            resp = self.client.post(base + path, json=body, timeout=min(15.0, self.timeout),
-                                    auth=self.auth.get(base) or self._httpx.USE_CLIENT_DEFAULT)
+            resp = self._send(base + path, body, self.auth.get(base), timeout=min(15.0, self.timeout))
             self.count("template_reads")
             return resp.json() if resp.status_code == 200 else None
-        except (self._httpx.HTTPError, ValueError):
+        except (self._httpx.HTTPError, ModelError, ValueError):
             return None
 
-    def _send(self, url: str, body: dict, auth: tuple[str, str] | None = None) -> Answer:
-        """One attempt: the whole answer within `timeout` seconds (a server that drips bytes is cut
-        off at the deadline, not only between reads) and at most MAX_BODY bytes decompressed."""
+    def _send(self, url: str, body: dict | None, auth: tuple[str, str] | None = None, method: str = "POST",
+              timeout: float | None = None) -> Answer:
+        """One attempt: the whole answer within `timeout` seconds (default: --timeout) from
+        connecting to its last byte (a server that drips bytes, in its headers or its body, is cut
+        off at the deadline: http_deadline.py) and at most MAX_BODY bytes decompressed."""
         import zlib
 
-        deadline = time.monotonic() + self.timeout
-        with self.client.stream("POST", url, json=body, headers={"accept-encoding": "gzip, deflate"},
-                                auth=auth or self._httpx.USE_CLIENT_DEFAULT) as resp:
+        seconds = timeout or self.timeout
+        with deadline(seconds), self.client.stream(method, url, json=body, headers={"accept-encoding": "gzip, deflate"},
+                                                   timeout=seconds if timeout else self._httpx.USE_CLIENT_DEFAULT,
+                                                   auth=auth or self._httpx.USE_CLIENT_DEFAULT) as resp:
             encoding = resp.headers.get("content-encoding", "").lower().strip()
             if encoding not in ("", "identity", "gzip", "deflate"):
                 raise ModelError(f"{url} answered in an encoding econeval does not read ({encoding!r})")
@@ -316,11 +323,9 @@ class ServedClient:
                 for piece in pieces:
                     size += len(piece)
                     if size > MAX_BODY:
-                        raise ModelError(f"{url} sent an answer of more than {MAX_BODY >> 20} MiB: not a completion",
+                        raise ModelError(f"{url} sent an answer of more than {MAX_BODY >> 20} MiB: not one econeval reads",
                                          hint="check the server (--base-url)")
                     out.append(piece)
-                if time.monotonic() > deadline:
-                    raise _Deadline()
             return Answer(resp.status_code, resp.headers, b"".join(out))
 
     def _pick(self) -> int:
@@ -368,7 +373,7 @@ class ServedClient:
             overload = False
             try:
                 resp = self._send(url, body, self.auth.get(base))
-            except (self._httpx.TimeoutException, _Deadline):
+            except self._httpx.TimeoutException:
                 last = f"no answer within {self.timeout:g} s"
                 self.limiter.overloaded()
                 overload = True
