@@ -178,7 +178,7 @@ def test_models_check_gives_up_on_a_dripping_model_list(cli_process, bad_server)
     one_line(rc, out, err, 1, "did not answer within 1 s")
 
 
-@pytest.mark.parametrize("mode", ["models-bomb"])
+@pytest.mark.parametrize("mode", ["models-bomb", "models-longid"])
 def test_a_model_list_is_read_within_the_size_cap_and_never_echoed_whole(cli, tmp_path, bad_server, mode):
     """/v1/models is read as an answer is (at most 16 MiB decompressed: a gzip bomb took 833 MB),
     and a name it lists is shown clipped (a 128 MiB name made a 134 MB error line)."""

@@ -38,6 +38,7 @@ OVERLOAD_STATUS = (408, 429, 502, 503, 504, 529)  # retried, and the adaptive co
 CONTEXT = object()  # a request the server refused as longer than its context
 MAX_BODY = 16 << 20  # bytes of one answer, after decompression: a completion is never near this
 CHARS_PER_TOKEN = 128  # a stored text is cut at max_tokens × this (no token decodes to more)
+SHOWN = 80  # characters of a value a server sent (a model name, a fingerprint) shown in a message
 
 
 class Answer:
@@ -54,6 +55,11 @@ class Answer:
         import json
 
         return json.loads(self.content)
+
+
+def clip(text: str, n: int = SHOWN) -> str:
+    """A value a server sent, as a message shows it: at most `n` characters and a count of the rest."""
+    return text if len(text) <= n else f"{text[:n]}… ({len(text) - n:,} more characters)"
 
 
 class _Exhausted(ModelError):
@@ -234,7 +240,7 @@ class ServedClient:
             raise ModelError(f"{url} did not answer within {seconds:g} s",
                              hint="check the base URL and the server; --timeout gives it longer") from None
         except self._httpx.HTTPError as exc:
-            raise ModelError(f"cannot reach {base}: {type(exc).__name__}{': ' + self.redact(str(exc)) if str(exc) else ''}",
+            raise ModelError(f"cannot reach {base}: {type(exc).__name__}{': ' + self.redact(clip(str(exc), 200)) if str(exc) else ''}",
                              hint="check the base URL and that the server is running") from None
         if 300 <= resp.status_code < 400:
             raise self._redirect_error(url, resp)
@@ -248,10 +254,11 @@ class ServedClient:
         except (ValueError, AttributeError, TypeError):  # not JSON, or not a model list
             return None
         for m in models:
-            if m.get("id") == self.api_model:
-                return {k: m[k] for k in ("id", "owned_by", "root", "parent", "max_model_len") if m.get(k) is not None}
+            if m.get("id") == self.api_model:  # its names of a sane length
+                return {k: clip(v, 256) if isinstance(v, str) else v for k in ("id", "owned_by", "root", "parent", "max_model_len")
+                        if (v := m.get(k)) is not None}
         if models:
-            names = ", ".join(str(m.get("id")) for m in models[:10])
+            names = ", ".join(self.redact(clip(str(m.get("id")))) for m in models[:10])
             raise ModelError(f"{base} does not serve model '{self.api_model}' (it serves: {names})")
         return None
 
@@ -259,7 +266,7 @@ class ServedClient:
         return self.redact(resp.text[:300]).strip().replace("\n", " ")[:200] or "(empty body)"
 
     def _redirect_error(self, url: str, resp) -> ModelError:
-        where = self.redact(resp.headers.get("location", "?"))
+        where = self.redact(clip(resp.headers.get("location", "?"), 200))
         return ModelError(f"{url} redirected (HTTP {resp.status_code}) to {where}: econeval does not follow redirects, "
                           "which would carry the API key to another address", hint="set base_url to the final address")
 
@@ -306,7 +313,7 @@ class ServedClient:
                                                    auth=auth or self._httpx.USE_CLIENT_DEFAULT) as resp:
             encoding = resp.headers.get("content-encoding", "").lower().strip()
             if encoding not in ("", "identity", "gzip", "deflate"):
-                raise ModelError(f"{url} answered in an encoding econeval does not read ({encoding!r})")
+                raise ModelError(f"{url} answered in an encoding econeval does not read ({clip(encoding)!r})")
             inflate = zlib.decompressobj(16 + zlib.MAX_WBITS if encoding == "gzip" else zlib.MAX_WBITS) \
                 if encoding in ("gzip", "deflate") else None
             out, size = [], 0
@@ -394,7 +401,7 @@ class ServedClient:
                     if doc is None:
                         last = "HTTP 200 with an answer that is not a completion (no choices)"
                     elif self.api_model and isinstance(named, str) and named and not same_model(named, self.api_model):
-                        last = f"an answer from another model ('{named}', not '{self.api_model}')"  # malformed: never kept
+                        last = f"an answer from another model ('{clip(named)}', not '{self.api_model}')"  # malformed: never kept
                     else:
                         self._fingerprint(base, doc.get("system_fingerprint"))
                         return doc
@@ -426,7 +433,7 @@ class ServedClient:
         configuration changed during the run: answers may differ from the earlier ones)."""
         if not fingerprint:
             return
-        fp = str(fingerprint)
+        fp = clip(str(fingerprint))
         with self.lock:
             if fp in self.fingerprints:
                 return
