@@ -107,7 +107,8 @@ def _served(cli, tmp_path, url, mode, *extra, task="econnli-zero"):
                "--max-retries", "0", "--out", tmp_path / f"run-{mode}", *extra, timeout=120)
 
 
-@pytest.mark.parametrize("mode,needle", [("above", "above 0"), ("sum", "more than 1"), ("bignum", "above 0")])
+@pytest.mark.parametrize("mode,needle", [("above", "above 0"), ("sum", "more than 1"), ("bignum", "above 0"),
+                                         ("hugeint", "non-finite"), ("string", "non-finite")])
 def test_impossible_log_probabilities_are_item_errors(cli, tmp_path, bad_server, mode, needle):
     rc, out, err = _served(cli, tmp_path, bad_server, mode, task="steer-me")
     assert rc == 1 and "item(s) with errors" in err and needle in err and "internal error" not in err, err
@@ -190,6 +191,36 @@ def test_a_model_list_is_read_within_the_size_cap_and_never_echoed_whole(cli, tm
     if mode == "models-bomb":
         peak, err = peak_rss_mib(args, {})
         assert "more than 16 MiB" in err and peak < 300, (peak, err)
+
+
+@pytest.mark.parametrize("mode", ["models-deep", "models-bigint"])
+def test_a_model_list_nested_too_deep_or_with_an_impossible_count_is_not_read(cli, tmp_path, bad_server, mode):
+    """Not a crash (RecursionError; orjson's 'Integer exceeds 64-bit range' writing run.json): a list
+    econeval cannot read is none, a count no server means is left out of the model's record."""
+    Bad.mode = mode
+    rc, _, err = cli("run", "--model", "openai:m", "--base-url", bad_server, "--task", "econnli-zero", "--limit", "1",
+                     "--quiet", "--out", tmp_path / "r")
+    assert rc == 0, err
+    served = json.loads((tmp_path / "r" / "run.json").read_text())["backend"]["model"]["served"]
+    assert served is None if mode == "models-deep" else served == {"id": "m", "owned_by": "me"}
+
+
+@pytest.mark.parametrize("mode,needle", [("bigint", "usage.prompt_tokens 1180591620717411303424"), ("deep", "nested too deep")])
+def test_an_impossible_count_or_json_nested_too_deep_is_an_item_error(cli, tmp_path, bad_server, mode, needle):
+    """A token count past 64 bits (orjson refused to write it) or an answer nested 100,000 deep
+    (RecursionError) crashed the run; each is now that item's error, the run finishing."""
+    rc, out, err = _served(cli, tmp_path, bad_server, mode)
+    assert rc == 1 and "item(s) with errors" in err and needle in err and "internal error" not in err, err
+    res = json.loads((tmp_path / f"run-{mode}" / "results.json").read_text())["tasks"]["econnli-zero"]
+    assert res["n_errors"] == res["n"] == 2
+
+
+def test_a_log_probability_past_64_bits_is_a_number_stored(cli, tmp_path, bad_server):
+    """-2**70 (valid JSON) was written as it came, and orjson refused it: a crash."""
+    rc, _, err = _served(cli, tmp_path, bad_server, "bigneg")
+    assert rc == 0, err
+    scores = [s["option_logprobs"] for s in read_lines(tmp_path / "run-bigneg" / "samples.jsonl")]
+    assert scores == [{"Yes": -float(2 ** 70), "No": -0.1}] * 2
 
 
 def test_the_deadline_covers_the_pools_of_the_proxies_the_environment_names(monkeypatch):

@@ -5,7 +5,7 @@ backoff and full jitter on 408/409/425/429/5xx/529, timeouts, dropped connection
 that are not completions (a server's `Retry-After` honoured), redirects never followed (the key
 would travel with them), and everything a server echoes redacted before it is shown. Every
 request is read within a deadline of its own (`http_deadline.py`) and a size cap, whatever the
-endpoint.
+endpoint; an answer no retry would mend makes its item an error (`ItemError`).
 
 `ServedOptions` are the options every served backend shares (base URL, model name, key variable,
 concurrency and its cap, timeout, retries); a backend's own options class may extend them.
@@ -38,6 +38,7 @@ OVERLOAD_STATUS = (408, 429, 502, 503, 504, 529)  # retried, and the adaptive co
 CONTEXT = object()  # a request the server refused as longer than its context
 MAX_BODY = 16 << 20  # bytes of one answer, after decompression: a completion is never near this
 CHARS_PER_TOKEN = 128  # a stored text is cut at max_tokens × this (no token decodes to more)
+MAX_COUNT = 1 << 53  # a token count past this is no count (JSON readers lose integers beyond it)
 SHOWN = 80  # characters of a value a server sent (a model name, a fingerprint) shown in a message
 
 
@@ -52,14 +53,28 @@ class Answer:
         return self.content.decode("utf-8", "replace")
 
     def json(self):
+        """The answer's JSON (ValueError: not JSON; TooDeep, a ValueError: nested deeper than the
+        parser goes)."""
         import json
 
-        return json.loads(self.content)
+        try:
+            return json.loads(self.content)
+        except RecursionError:
+            raise TooDeep("JSON nested too deep") from None
 
 
 def clip(text: str, n: int = SHOWN) -> str:
     """A value a server sent, as a message shows it: at most `n` characters and a count of the rest."""
     return text if len(text) <= n else f"{text[:n]}… ({len(text) - n:,} more characters)"
+
+
+class TooDeep(ValueError):
+    """JSON nested deeper than the parser goes."""
+
+
+class ItemError(ModelError):
+    """A request's answer that no retry would mend (JSON nested beyond reading, an impossible token
+    count): that item is an error, the run goes on (`ServedClient.map`)."""
 
 
 class _Exhausted(ModelError):
@@ -254,9 +269,9 @@ class ServedClient:
         except (ValueError, AttributeError, TypeError):  # not JSON, or not a model list
             return None
         for m in models:
-            if m.get("id") == self.api_model:  # its names of a sane length
+            if m.get("id") == self.api_model:  # its fields as a record holds them: names of a sane length, counts
                 return {k: clip(v, 256) if isinstance(v, str) else v for k in ("id", "owned_by", "root", "parent", "max_model_len")
-                        if (v := m.get(k)) is not None}
+                        if isinstance(v := m.get(k), str) or _count(v) is not None}
         if models:
             names = ", ".join(self.redact(clip(str(m.get("id")))) for m in models[:10])
             raise ModelError(f"{base} does not serve model '{self.api_model}' (it serves: {names})")
@@ -394,6 +409,8 @@ class ServedClient:
                 if code == 200:
                     try:
                         doc = resp.json()
+                    except TooDeep:  # what the server meant to send (a cut answer is not valid JSON at all)
+                        raise ItemError(f"{url} answered JSON nested too deep to read") from None
                     except ValueError:
                         doc = None
                     doc = self.answer(doc)
@@ -470,6 +487,8 @@ class ServedClient:
                     return
                 try:
                     results.put((i, one(req), None))
+                except ItemError as exc:  # this request's answer is unusable: its item is an error
+                    results.put((i, _errored(req, str(exc)), None))
                 except BaseException as exc:  # handed to the caller's thread
                     results.put((i, None, exc))
                 finally:
@@ -514,6 +533,7 @@ class ServedClient:
         choice = resp["choices"][0]
         given_usage = resp.get("usage")
         usage: dict = given_usage if isinstance(given_usage, dict) else {}
+        tokens = [token_count(usage, k) for k in ("prompt_tokens", "completion_tokens")]  # an impossible one: an item error
         thought = reasoning_of(choice, usage, reading)
         text = thought.answer
         finish = "stop" if choice.get("finish_reason") == "stop" else "length"
@@ -531,8 +551,6 @@ class ServedClient:
                 with self.lock:
                     self.fallbacks.add("stop strings that begin with whitespace, and every stop string of a reasoning "
                                        "model, applied client-side (after the answer starts)")
-        given = [usage.get(k) for k in ("prompt_tokens", "completion_tokens")]
-        tokens = [t if isinstance(t, int) and not isinstance(t, bool) and t >= 0 else 0 for t in given]
         if thought.reasoning is None:
             return Completion(text=text, n_prompt_tokens=tokens[0], n_tokens=tokens[1], finish=finish)
         n_reasoning = thought.tokens
@@ -606,7 +624,24 @@ REASONING_FIELDS = ("reasoning_content", "reasoning")  # llama.cpp's server and 
 
 
 def _count(v: Any) -> int | None:
-    return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
+    return v if isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_COUNT else None
+
+
+def token_count(usage: Any, key: str) -> int:
+    """A count of a reply's usage (prompt_tokens, completion_tokens): 0 where the server gives
+    none (or a negative one); ItemError for one past MAX_COUNT (beyond 64 bits it could not even
+    be stored)."""
+    v = usage.get(key) if isinstance(usage, dict) else None
+    if isinstance(v, int) and not isinstance(v, bool) and v > MAX_COUNT:
+        raise ItemError(f"usage.{key} {clip(str(v), 24)} in the server's answer: not a count")
+    return _count(v) or 0
+
+
+def _errored(request: Any, why: str) -> Any:
+    """The result of a request whose answer is unusable: its item is an error."""
+    from ..types import Completion, OptionLogprobs, OptionScores
+
+    return OptionScores(error=why) if isinstance(request, OptionLogprobs) else Completion(text="", finish="error", error=why)
 
 
 def reasoning_of(choice: dict, usage: dict, reading: Reading | None = None) -> Thought:

@@ -645,9 +645,22 @@ def _from_responses(doc: dict) -> dict | None:
 
 
 def _top_logprobs(choice: dict) -> dict[str, float]:
+    """The first token's top log-probabilities, each a float: a value that is no number, or an
+    integer past any float (JSON has no limit), is NaN, which makes the item an error."""
     lp = choice.get("logprobs") or {}
     if lp.get("top_logprobs"):  # completions API: [{token: logprob, ...}]
         first = lp["top_logprobs"][0]
-        return dict(first) if isinstance(first, dict) else {}
-    content = lp.get("content") or []  # chat API: [{"top_logprobs": [{"token", "logprob"}]}]
-    return {t["token"]: t["logprob"] for t in content[0].get("top_logprobs") or []} if content else {}
+        given = dict(first) if isinstance(first, dict) else {}
+    else:
+        content = lp.get("content") or []  # chat API: [{"top_logprobs": [{"token", "logprob"}]}]
+        given = {t["token"]: t["logprob"] for t in content[0].get("top_logprobs") or []} if content else {}
+    return {t: _as_float(v) for t, v in given.items()}
+
+
+def _as_float(v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return math.nan
+    try:
+        return float(v)
+    except OverflowError:
+        return math.nan
