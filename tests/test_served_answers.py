@@ -215,6 +215,20 @@ def test_an_impossible_count_or_json_nested_too_deep_is_an_item_error(cli, tmp_p
     assert res["n_errors"] == res["n"] == 2
 
 
+@pytest.mark.parametrize("model", ["openai:m", "anthropic:m"])
+def test_a_lone_surrogate_is_stored_as_a_replacement_character(cli, tmp_path, bad_server, model):
+    """"\\ud800" is valid JSON and no character: it crashed the run (sending it on in the next turn,
+    or writing samples.jsonl) and every rerun. It is stored as U+FFFD; a rerun resumes."""
+    Bad.mode = "surrogate"
+    out = tmp_path / "r"
+    args = ("run", "--model", model, "--base-url", bad_server, "--task", "econnli-gen", "--quiet", "--out", out)
+    for limit in ("2", "3"):  # the second resumes the first
+        rc, _, err = cli(*args, "--limit", limit)
+        assert rc == 0, err
+    samples = read_lines(out / "samples.jsonl")
+    assert len(samples) == 3 and all(s["response"] == " Yes \ufffd indeed" for s in samples)
+
+
 def test_a_log_probability_past_64_bits_is_a_number_stored(cli, tmp_path, bad_server):
     """-2**70 (valid JSON) was written as it came, and orjson refused it: a crash."""
     rc, _, err = _served(cli, tmp_path, bad_server, "bigneg")

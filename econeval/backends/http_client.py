@@ -40,6 +40,7 @@ MAX_BODY = 16 << 20  # bytes of one answer, after decompression: a completion is
 CHARS_PER_TOKEN = 128  # a stored text is cut at max_tokens × this (no token decodes to more)
 MAX_COUNT = 1 << 53  # a token count past this is no count (JSON readers lose integers beyond it)
 SHOWN = 80  # characters of a value a server sent (a model name, a fingerprint) shown in a message
+_SURROGATE = re.compile("[\ud800-\udfff]")  # what json.loads leaves of a lone "\\ud800" escape
 
 
 class Answer:
@@ -54,13 +55,41 @@ class Answer:
 
     def json(self):
         """The answer's JSON (ValueError: not JSON; TooDeep, a ValueError: nested deeper than the
-        parser goes)."""
+        parser goes), a lone surrogate escape (valid JSON, no character: "\\ud800") in any of its
+        strings replaced by U+FFFD, so that it can be stored and sent on."""
         import json
 
+        text = self.content.decode("utf-8-sig", "replace")  # bytes of a surrogate are no UTF-8: replaced here
         try:
-            return json.loads(self.content)
+            doc = json.loads(text)
         except RecursionError:
             raise TooDeep("JSON nested too deep") from None
+        if re.search(r"\\u[dD][89abcdefABCDEF]", text):
+            doc = _without_surrogates(doc)
+        return doc
+
+
+def _without_surrogates(doc: Any) -> Any:
+    """`doc` with each lone surrogate of its strings (keys too) replaced by U+FFFD, in place; walked
+    without recursion (a parsed document may be nested almost as deep as the stack)."""
+    def fix(v: str) -> str:
+        return _SURROGATE.sub("\ufffd", v)
+
+    root = [doc]
+    todo: list = [root]
+    while todo:
+        c = todo.pop()
+        if isinstance(c, dict):
+            items = [(fix(k), v) for k, v in c.items()]
+            c.clear()
+            c.update(items)
+        for k in list(c) if isinstance(c, dict) else range(len(c)):
+            v = c[k]
+            if isinstance(v, str):
+                c[k] = fix(v)
+            elif isinstance(v, (dict, list)):
+                todo.append(v)
+    return root[0]
 
 
 def clip(text: str, n: int = SHOWN) -> str:
