@@ -237,6 +237,16 @@ def test_a_log_probability_past_64_bits_is_a_number_stored(cli, tmp_path, bad_se
     assert scores == [{"Yes": -float(2 ** 70), "No": -0.1}] * 2
 
 
+def test_the_reasoning_probe_is_sent_at_most_one_plus_max_retries_times(cli, tmp_path, bad_server):
+    """It went out twice its budget (the record's detection, then the first request's): 6 times at
+    --max-retries 2."""
+    Bad.mode, Bad.probes = "probe409", 0
+    rc, out, err = cli("run", "--model", "openai:m", "--base-url", bad_server, "--task", "econnli-zero", "--limit", "1",
+                       "--max-retries", "2", "--quiet", "--out", tmp_path / "r")
+    assert rc == 1 and "failed 3 times in a row; last: HTTP 409" in err and "Traceback" not in err, err
+    assert Bad.probes == 3
+
+
 def test_the_deadline_covers_the_pools_of_the_proxies_the_environment_names(monkeypatch):
     """A proxy's connections (HTTPS_PROXY) are as bounded as direct ones."""
     import httpx

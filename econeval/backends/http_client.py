@@ -400,7 +400,7 @@ class ServedClient:
                 with self.lock:
                     others = [k for k in range(len(self.bases)) if k not in self.down and k != i]
                     if not others:
-                        raise ModelError(str(exc), hint=exc.hint) from None
+                        raise _Exhausted(str(exc), hint=exc.hint) from None
                     if i not in self.down:
                         self.down[i] = str(exc)
                         self.warn(f"{self.bases[i]} taken out ({exc}); its requests go to the other servers")
@@ -732,8 +732,9 @@ def choice_text(choice: dict) -> str:
 class Detection:
     """A served backend's detection before its first scored request, done once whatever the
     threads: `run(detect)` calls `detect` the first time (under a lock); a refusal that is final (an
-    HTTP error, or one marked `definitive`) is kept and raised again, never sent again; another
-    failure lets the next caller try again. `tried`: whether it was attempted."""
+    HTTP error, a request failed past its retries, an unusable answer, or one marked `definitive`)
+    is kept and raised again, never sent again (a probe goes out at most 1 + max_retries times);
+    another failure (a stop) lets the next caller try again. `tried`: whether it was attempted."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -752,15 +753,15 @@ class Detection:
             try:
                 detect()
             except ModelError as exc:
-                if isinstance(exc, HTTPError) or getattr(exc, "definitive", False):
+                if isinstance(exc, (HTTPError, _Exhausted, ItemError)) or getattr(exc, "definitive", False):
                     self.refusal = exc
                 raise
             self.ready = True
 
     def before_record(self, detect: Callable[[], None]) -> None:
-        """Detection for the backend's record (`info()`), tried once there: a probe that failed is
-        tried again by the first request, not by every record; a server that fails it fails the
-        first request the same way, where the run says so. A usage error is raised."""
+        """Detection for the backend's record (`info()`), tried once there: a probe that failed for
+        good is not sent again, its failure raised by the first request, where the run says so. A
+        usage error is raised."""
         if self.tried:
             return
         try:
