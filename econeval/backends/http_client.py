@@ -31,6 +31,7 @@ from .concurrency import CAP_LOCAL, CAP_MAX, CAP_REMOTE, Limiter, Policy
 from .http_deadline import deadline, install
 
 DEFAULT_TIMEOUT = 120.0  # seconds per request (a long generation on a loaded server)
+MAX_TIMEOUT = 86400.0  # a day: the longest --timeout taken (a deadline must be a time a clock can reach)
 DEFAULT_MAX_RETRIES = 5
 BACKOFF_BASE, BACKOFF_CAP, RETRY_AFTER_CAP = 0.5, 30.0, 120.0
 RETRY_STATUS = (408, 409, 425, 429, 500, 502, 503, 504, 529)  # 529: Anthropic's "overloaded"
@@ -122,7 +123,7 @@ class ServedOptions(ReasoningOptions):
                                                f"machine or a private network, {CAP_REMOTE} per server elsewhere)",
                                          ("--max-concurrency",))
     timeout: float | None = option(None, f"seconds one request may take, from connecting to the answer's last byte "
-                                         f"(default {DEFAULT_TIMEOUT:g})", ("--timeout",))
+                                         f"(default {DEFAULT_TIMEOUT:g}, at most {MAX_TIMEOUT:g})", ("--timeout",))
     max_retries: int | None = option(None, f"retries of one request on 429/5xx/timeouts/dropped connections "
                                            f"(default {DEFAULT_MAX_RETRIES})", ("--max-retries",))
 
@@ -141,8 +142,8 @@ class ServedOptions(ReasoningOptions):
             value = getattr(self, name)
             if value is not None and not 1 <= value <= CAP_MAX:
                 raise UsageError(f"{where}: {name} {value} is out of range (1 to {CAP_MAX})")
-        if self.timeout is not None and not self.timeout >= 0.1:
-            raise UsageError(f"{where}: timeout must be at least 0.1 seconds")
+        if self.timeout is not None and not 0.1 <= self.timeout <= MAX_TIMEOUT:
+            raise UsageError(f"{where}: timeout {self.timeout:g} is out of range (0.1 to {MAX_TIMEOUT:g} seconds)")
         if self.max_retries is not None and not 0 <= self.max_retries <= 100:
             raise UsageError(f"{where}: max_retries {self.max_retries} is out of range (0 to 100)")
 
