@@ -229,6 +229,17 @@ def test_a_lone_surrogate_is_stored_as_a_replacement_character(cli, tmp_path, ba
     assert len(samples) == 3 and all(s["response"] == " Yes \ufffd indeed" for s in samples)
 
 
+@pytest.mark.parametrize("model,name", [("openai:m", "option_logprobs"), ("anthropic:m", "option_logprobs")])
+def test_served_option_questions_record_the_servers_prompt_tokens(cli, tmp_path, bad_server, model, name):
+    Bad.mode = "lp"
+    out = tmp_path / "r"
+    rc, _, err = cli("run", "--model", model, "--base-url", bad_server, "--task", "econnli-zero", "--limit", "2", "--quiet",
+                     "--out", out)
+    assert rc == 0, err
+    calls = [s["calls"][name] for s in read_lines(out / "samples.jsonl")]
+    assert [c["n_prompt_tokens"] for c in calls] == [3, 3], calls
+
+
 def test_a_log_probability_past_64_bits_is_a_number_stored(cli, tmp_path, bad_server):
     """-2**70 (valid JSON) was written as it came, and orjson refused it: a crash."""
     rc, _, err = _served(cli, tmp_path, bad_server, "bigneg")
