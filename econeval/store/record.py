@@ -101,7 +101,7 @@ def _label(path: str) -> str:
         return ".".join(parts[2:])
     if parts[0] == "tasks" and len(parts) > 3 and parts[2] == "options":
         return f"task option {'.'.join(parts[3:])} of {parts[1]}"
-    return {"model.model": "the model's weights", "model.n_ctx": "n_ctx", "model.chat_mode": "chat",
+    return {"model.model": "the model's weights", "model.model.lora": "the LoRA adapters", "model.n_ctx": "n_ctx", "model.chat_mode": "chat",
             "seed": "seed"}.get(path, path)
 
 
