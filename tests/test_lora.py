@@ -90,3 +90,16 @@ def test_adapters_that_cannot_be_used_are_refused_in_one_line(cli, tmp_path, tin
     wrong = write_tiny_lora(tmp_path / "wide.gguf", n_embd=128, n_ff=256)  # made for another model's shapes
     one_line(*_run(cli, tiny_model, out, "-M", f"lora={wrong}"), 1, "could not load the LoRA adapter")
 
+
+def test_a_base_model_with_its_adapter_and_the_sft_prompt_is_a_table_3_row(cli, tmp_path, tiny_model, adapters):
+    out = tmp_path / "tuned"
+    rc, _, err = _run(cli, tiny_model, out, "-M", f"lora={adapters['one']}:0.5", "-T", "prompt=sft")
+    assert rc == 0, err
+    rec = json.loads((out / "run.json").read_text())
+    assert rec["tasks"]["econnli-zero"]["settings"]["variant_version"] == "econnli-sft/1"
+    assert read_lines(out / "samples.jsonl")[0]["prompts"]["response"].endswith(". \n ### Answer:")
+    rc, md, err = cli("report", out)
+    assert rc == 0, err
+    table3 = md.split("## EconNLI Table 3")[1].split("\n## ")[0]
+    sha = hashlib.sha256(adapters["one"].read_bytes()).hexdigest()
+    assert "| run | tiny | SFT prompt (D.1) |" in table3 and f"one.gguf (scale 0.5, sha256 {sha[:12]}…)" in table3

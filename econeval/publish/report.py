@@ -32,7 +32,8 @@ def _settings(record: RunRecord) -> dict[str, Any]:
         return value if isinstance(value, dict) else {}
 
     model = record.model_identity
-    out = {"n_ctx": model.get("n_ctx"), "chat": model.get("chat_mode"), **obj(model.get("settings")),
+    lora = ",".join(f"{Path(str(a.get('path'))).name}:{a.get('scale')}" for a in record.lora) or None
+    out = {"n_ctx": model.get("n_ctx"), "chat": model.get("chat_mode"), **obj(model.get("settings")), "lora": lora,
            "seed": record.seed, "limit": record.limit, "econeval": record.econeval_version, "data": record.data_version}
     for task, opts in (record.options or {}).items():
         for k, v in obj(opts).items():
@@ -134,14 +135,17 @@ def build(folders: list[Path], compare: Comparer | None = None) -> dict[str, Any
 
 
 # ---- text formats -----------------------------------------------------------------------------
-def cell_iv(value, iv, decimals: int) -> str:
+def cell_iv(value, iv, decimals: int, std=None) -> str:
     text = cell(value, decimals)
+    if std is not None and value is not None:
+        return f"{text} ± {std:.{decimals}f}"
     return f"{text} [{iv[0]:.{decimals}f}, {iv[1]:.{decimals}f}]" if iv and value is not None else text
 
 
 def _row_cells(t: dict, row: dict) -> list[str]:
     ivs = row.get("intervals") or [None] * len(row["values"])
-    return [cell_iv(v, iv, t["decimals"]) for v, iv in zip(row["values"], ivs)]
+    std = row.get("std") or [None] * len(row["values"])
+    return [cell_iv(v, iv, t["decimals"], sd) for v, iv, sd in zip(row["values"], ivs, std)]
 
 
 def _head(t: dict) -> list[str]:
@@ -162,7 +166,9 @@ CompareText = Callable[[dict[str, Any]], str]
 def render_md(doc: dict, compare_md: CompareText | None = None) -> str:
     runs = "; ".join(md_text(f"{r['label']} ({r['folder']}, {', '.join(r['tasks'])})") for r in doc["runs"])
     out = ["# econeval report", "", "Runs: " + runs,
-           "", "Cells of econeval's rows: the value [95% bootstrap interval over items]; n: the items a row rests on; – : not computed.", ""]
+           "", "Cells of econeval's rows: the value [95% bootstrap interval over items], or the mean ± std over repeats (a "
+           "published row's over the paper's repeated runs, a run's over its --epochs); n: the items a row rests on; – : not "
+           "computed.", ""]
     for t in doc["tables"]:
         out += [f"## {t['title']}", "", "| " + " | ".join(_head(t)) + " |", "|" + "---|" * len(_head(t))]
         for row in t["rows"]:
@@ -189,14 +195,15 @@ def render_md(doc: dict, compare_md: CompareText | None = None) -> str:
 def render_csv(doc: dict) -> str:
     buf = io.StringIO()
     w = csv.writer(buf)
-    w.writerow(["table", "source", "model", "setting", "column", "value", "low", "high", "n"])
+    w.writerow(["table", "source", "model", "setting", "column", "value", "low", "high", "n", "std"])
     for t in doc["tables"]:
         for row in t["rows"]:
             ivs = row.get("intervals") or [None] * len(row["values"])
-            for col, v, iv in zip(t["columns"], row["values"], ivs):
+            std = row.get("std") or [None] * len(row["values"])
+            for col, v, iv, sd in zip(t["columns"], row["values"], ivs, std):
                 w.writerow([t["id"], row["source"], row["label"], row.get("setting") or "", col,
                             "" if v is None else v, iv[0] if iv else "", iv[1] if iv else "",
-                            "" if row.get("n") is None else row["n"]])
+                            "" if row.get("n") is None else row["n"], "" if sd is None else sd])
     return buf.getvalue()
 
 

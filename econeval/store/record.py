@@ -201,6 +201,10 @@ class TaskEntry:
     dataset: Any = None
     seconds: float | None = None  # measured over its items (summed over resumes); None: not measured
 
+    def option(self, name: str) -> Any:
+        """The value the run gave one of the task's options (None: not recorded)."""
+        return self.options.get(name)
+
     def identity(self) -> dict[str, Any] | None:
         """What makes the task's numbers comparable (data, prompt version, settings, options), as
         plain JSON; None when the run has no such task."""
@@ -466,6 +470,13 @@ class RunRecord:
 
     def role_identities(self) -> dict:
         return role_identities(self.identity)
+
+    @property
+    def lora(self) -> list[dict]:
+        """The LoRA adapters the evaluated model ran with (the llama.cpp backend's record): path,
+        sha256, scale."""
+        got = self.model.get("lora")
+        return [a for a in got if isinstance(a, dict)] if isinstance(got, list) else []
 
     @property
     def scored(self) -> bool:
