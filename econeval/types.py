@@ -63,6 +63,7 @@ def parse_bool(value: Any) -> bool:
         return False
     raise ValueError(f"'{value}' is not true or false")
 SHARED_ROLES = (Role(JUDGE, MODEL, "model", "a judge model"), Role(EMBEDDER, EMBEDDER, "registry", "a sentence embedder"))
+SELF_JUDGED = "self-judged"  # how tables and exports name a judge that was the evaluated model (RunRecord.judged_by)
 
 
 def chat_messages(prompt: str, turns: tuple[str, ...] = ()) -> list[dict[str, str]]:

@@ -17,7 +17,7 @@ from typing import Any
 from .. import data, registry
 from ..metrics import classification_report
 from ..tables import CellView, Metric, Table, interval, limit_notes, published, published_rows, task_rows
-from ..types import JUDGE, MODEL, Generate, OptionLogprobs, Prepared, Task, TaskOption
+from ..types import JUDGE, MODEL, SELF_JUDGED, Generate, OptionLogprobs, Prepared, Task, TaskOption
 
 BENCHMARK = "econnli"
 
@@ -616,9 +616,18 @@ def _table6(runs) -> Table | None:
     if not mine:
         return None
     tab = Table("econnli-table6", "EconNLI Table 6: generated consequences judged against the reference", pub["columns"], 2)
-    tab.rows = published_rows(pub) + [row for *_, row in mine]
-    judges = {run.role(JUDGE).name or run.model for run, *_ in mine}
-    tab.notes = [f"Published rows were judged by GPT-4 over 513 positive pairs; econeval's by {', '.join(sorted(judges))}."]
+    paper_rows = [{**row, "setting": "judge: GPT-4"} for row in published_rows(pub)]
+    run_rows = []
+    for run, *_, row in mine:  # who judged each run: never shown as if GPT-4 had
+        judge = run.record.judged_by(JUDGE)
+        run_rows.append({**row, "setting": judge if judge == SELF_JUDGED else f"judge: {judge}"})
+    tab.rows = paper_rows + run_rows
+    judges = {run.record.judged_by(JUDGE) for run, *_ in mine}
+    tab.notes = ["Published rows were judged by GPT-4 over 513 positive pairs; econeval's by the judge its setting names."]
+    if SELF_JUDGED in judges:
+        tab.notes.append("self-judged: the evaluated model labelled its own answers (no --judge, the default, or a --judge "
+                         "naming the same model): these counts are not comparable with the paper's GPT-4-judged rows; "
+                         "pass --judge MODEL for a judge of its own.")
     tab.notes += limit_notes([(run, res) for run, _, res, _ in mine])
     return tab
 

@@ -27,6 +27,7 @@ import orjson
 from ..context import DEFAULT_SEED
 from ..errors import UsageError
 from ..results import read_json, write_json
+from ..types import SELF_JUDGED
 from .runfiles import RESULTS, RUN_JSON
 
 if TYPE_CHECKING:
@@ -470,6 +471,17 @@ class RunRecord:
 
     def role_identities(self) -> dict:
         return role_identities(self.identity)
+
+    def judged_by(self, role: str = "judge") -> str | None:
+        """Who judged the run's answers, as every table and export says it: SELF_JUDGED where the
+        evaluated model judged its own (no --judge: the judge fell back to it; or the judge named is
+        the same model: the same identity), else the judge's name; None where no task used the role."""
+        if role not in self.role_entries:
+            return None
+        ident = self.role_identities().get(role)
+        if not self.role(role).named or (ident is not None and ident == self.identity.get("model")):
+            return SELF_JUDGED
+        return self.role(role).name or "a named judge"
 
     @property
     def lora(self) -> list[dict]:
