@@ -244,6 +244,7 @@ class ResultsDoc(TypedDict, total=False):
     not_reached: list[str]  # a --budget run: tasks the budget never reached
     not_run: dict[str, str]  # tasks whose protocol does not apply to the model (a reasoning model's), and why
     sample: float | int  # a --sample run's sample
+    epochs: list[dict[str, Any]]  # a run --epochs N: each epoch's number, seed and run folder (`tasks`: the means over them)
     run_folder: str  # what evaluate() adds: the folder written (not in results.json)
 
 

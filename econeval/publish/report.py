@@ -13,16 +13,20 @@ from typing import Any, Callable
 
 from .. import registry
 from ..errors import UsageError, clean_tree
+from ..store.epochs import EpochGroup, open_group, spread
 from ..store.finished import FinishedRun, open_run
 from ..store.record import RunRecord
 from ..tables import as_dict, cell, has_setting
 
 
 def _open(folder: Path) -> FinishedRun:
-    """A run folder as a report reads it: a field of another type in an edited run.json read as absent."""
-    run = open_run(folder, strict=False)
-    if not run.results:
-        raise UsageError(f"{folder} has no results yet (the run did not finish; rerun it to resume)")
+    """A run folder as a report reads it: a field of another type in an edited run.json read as
+    absent; an --epochs parent as one run (its epochs' means)."""
+    group = open_group(folder, strict=False)
+    run = group if group is not None else open_run(folder, strict=False)
+    for one in group.epochs if group is not None else [run]:
+        if not one.results:
+            raise UsageError(f"{one.path} has no results yet (the run did not finish; rerun it to resume)")
     return run
 
 
@@ -53,9 +57,12 @@ def _labels(runs: list[FinishedRun]) -> None:
     plain = all(k.plain for k in keys_)  # no run reasoned or set a mode: no label
     differ = [k for k in differ if k != "reasoning"]
     for r, s, key in zip(runs, settings, keys_):
-        parts = [f"{k} {s.get(k) if s.get(k) is not None else '-'}" for k in differ if k in s]
+        parts = [f"{k} {s.get(k) if s.get(k) is not None else '-'}" for k in differ if k in s
+                 and not (k == "seed" and isinstance(r, EpochGroup))]
         if not plain:
             parts.append(key.describe())
+        if isinstance(r, EpochGroup):
+            parts.append(f"{len(r.epochs)} epochs")
         r.label = r.model + (f" ({', '.join(parts)})" if parts else "")
     seen: dict[str, int] = {}
     for r in runs:
@@ -66,7 +73,15 @@ def _labels(runs: list[FinishedRun]) -> None:
 
 
 def tables(runs: list[FinishedRun]) -> list:
-    """Every registered benchmark's tables for these runs, in registration order."""
+    """Every registered benchmark's tables for these runs, in registration order; an --epochs
+    run's cells the mean and std over its epochs (`_spread`)."""
+    out = _tables(runs)
+    for group in (r for r in runs if isinstance(r, EpochGroup)):
+        _spread(out, group)
+    return out
+
+
+def _tables(runs: list[FinishedRun]) -> list:
     out: list = []
     for bench in registry.benchmarks().values():
         if bench.tables is None:
@@ -77,6 +92,48 @@ def tables(runs: list[FinishedRun]) -> list:
             raise UsageError(f"the results of benchmark {bench.name} in these run folders are not as econeval writes "
                              f"them ({type(exc).__name__}: {exc})", hint="the folder was edited or written by another tool") from None
     return out
+
+
+def _spread(out: list, group: EpochGroup) -> None:
+    """Each cell of an --epochs run in these tables: the mean over its epochs and their standard
+    deviation (`std`), from its epochs' own tables (each built as if the epoch were the report's one
+    run): its rows (a row labelled with the run) and its column (a table whose columns are the
+    runs). Intervals over items give way to the spread over epochs. A table whose epochs differ in
+    shape keeps the mean of the numbers, and says so."""
+    per_epoch = []
+    for run in group.epochs:
+        run.label = group.label
+        per_epoch.append({t.id: t for t in _tables([run])})
+    label = group.label
+    for t in out:
+        mine = [r for r in t.rows if r["source"] == "run" and r["label"] == label]
+        column = t.columns.index(label) if label in t.columns else None
+        if not mine and column is None:
+            continue
+        theirs = [e.get(t.id) for e in per_epoch]
+        cells: list[tuple[dict, int, list]] = []  # (row, column, the epochs' values)
+        if mine:
+            runs_ = [[r for r in e.rows if r["source"] == "run" and r["label"] == label] if e else [] for e in theirs]
+            if all(len(rs) == len(mine) and all(a.get("setting") == b.get("setting") for a, b in zip(rs, mine)) for rs in runs_):
+                cells = [(row, j, [rs[i]["values"][j] for rs in runs_]) for i, row in enumerate(mine) for j in range(len(row["values"]))]
+                for i, row in enumerate(mine):  # the items each epoch's row rests on
+                    ns = [rs[i].get("n") for rs in runs_]
+                    row["n"] = ns[0] if len(set(map(str, ns))) == 1 else "/".join("-" if n is None else str(n) for n in ns)
+        elif column is not None:
+            rows_ = [{r["label"]: r for r in e.rows if r["source"] == "run"} if e else {} for e in theirs]
+            cells = [(row, column, [rs[row["label"]]["values"][0] if row["label"] in rs else None for rs in rows_])
+                     for row in t.rows if row["source"] == "run"]
+        if not cells:
+            t.notes.append(f"{label}: the means over {len(group.epochs)} epochs; no std (its epochs' tables differ in shape)")
+            continue
+        for row, j, values in cells:
+            avg, sd = spread(values)
+            row.setdefault("std", [None] * len(row["values"]))
+            row["values"][j], row["std"][j] = (avg, sd) if avg is not None else (row["values"][j], None)
+            if mine:
+                row["intervals"] = None
+        t.notes.append(f"{label}: each number the mean ± std over {len(group.epochs)} epochs (seeds "
+                       f"{', '.join(map(str, group.seeds))}; {group.path}/epoch-K), in place of an interval over items.")
 
 
 def estimates(runs: list[FinishedRun]) -> list[dict[str, Any]]:
@@ -120,8 +177,9 @@ def build(folders: list[Path], compare: Comparer | None = None) -> dict[str, Any
         raise UsageError("name at least one run folder")
     _labels(runs)
     doc = {"runs": [{"label": r.label, "folder": str(r.path), "model": r.model, "limit": r.record.limit,
-                     "seed": r.record.seed, "econeval_version": r.record.econeval_version,
-                     "data_package": r.record.data_version, "tasks": sorted(r.results)} for r in runs],
+                     "seed": r.seeds if isinstance(r, EpochGroup) else r.record.seed, "econeval_version": r.record.econeval_version,
+                     "data_package": r.record.data_version, "tasks": sorted(r.results),
+                     **({"epochs": len(r.epochs)} if isinstance(r, EpochGroup) else {})} for r in runs],
            "tables": [as_dict(t) for t in tables(runs)], "compare": [], "estimates": estimates(runs)}
     if len(runs) > 1 and compare is not None:
         for cand in runs[1:]:
