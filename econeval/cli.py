@@ -827,14 +827,19 @@ def data_group():
 @click.argument("names", nargs=-1, shell_complete=complete_benchmarks)
 @click.option("--source", type=click.Path(file_okay=False, path_type=Path),
               help="Folder with the upstream benchmark folders (default: ../shared/datasets beside the repository).")
-def data_build(names, source):
+@click.option("--upstream", metavar="NAME", help="Build from another release the benchmark's manifest names (`data list` "
+              "shows them; e.g. econlogicqa's hub: the full Hugging Face release), its files accepted by the manifest's "
+              "hashes; run.json's data fingerprint then names it. Without it: the manifest's own upstream.")
+def data_build(names, source, upstream):
     """Build the normalised JSONL files from the upstream files."""
     source = source or data.default_source()
     if not source.is_dir():
         raise UsageError(f"source folder not found: {source}", hint="pass --source DIR")
+    if upstream is not None and not names:
+        raise UsageError("--upstream names one benchmark's release: name the benchmark", hint="e.g. econeval data build econlogicqa --upstream hub")
     for name in names or data.benchmarks():
-        counts = data.build(name, source, registry.builder(name))
-        click.echo(f"{name}: " + ", ".join(f"{f} {n} rows" for f, n in counts.items()))
+        counts = data.build(name, source, (lambda src, name=name: registry.builder(name, upstream)(src)), upstream=upstream)
+        click.echo(f"{name}{f' (upstream {upstream})' if upstream else ''}: " + ", ".join(f"{f} {n} rows" for f, n in counts.items()))
 
 
 @data_group.command("list")
@@ -845,16 +850,24 @@ def data_list(as_json):
     for name in data.benchmarks():
         m = data.manifest(name)
         st = data.status(name)
+        built = data.built_upstream(name)
         rows.append({"benchmark": name, "version": m["version"], "licence": m["licence"], "location": str(data.files_dir(name)),
-                     "files": {f: {"rows": i["rows"], "state": st[f]} for f, i in m["files"].items()},
-                     "known_defects": m.get("known_defects", [])})
+                     "files": {f: {"rows": i["rows"], "state": st[f]} for f, i in data.expected_files(name, built).items()},
+                     "known_defects": m.get("known_defects", []), "built_from": built,
+                     "upstreams": {k: {"description": u.get("description"), "provenance": u.get("provenance"),
+                                       "pinned": bool(u.get("upstream")) and all(v is not None for v in u["upstream"].values())}
+                                   for k, u in (m.get("upstreams") or {}).items()}})
     if as_json:
         _echo_json(rows)
         return
     for r in rows:
         built = "built" if all(f["state"] == "ok" for f in r["files"].values()) else "NOT BUILT (econeval data build)"
-        click.echo(f"{r['benchmark']} {r['version']}  [{built}]  licence: {r['licence']}")
+        click.echo(f"{r['benchmark']} {r['version']}  [{built}]  licence: {r['licence']}"
+                   + (f"  built from upstream {r['built_from']}" if r["built_from"] else ""))
         click.echo(f"    location: {r['location']}")
+        for k, u in r["upstreams"].items():
+            click.echo(f"    upstream {k} ({'its hashes pinned' if u['pinned'] else 'NOT buildable: the manifest pins no hashes yet'}): "
+                       f"{u['description']}")
         for f, i in r["files"].items():
             click.echo(f"    {f:<28} {i['rows']:>6} rows  {i['state']}")
         for d in r["known_defects"]:

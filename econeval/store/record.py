@@ -206,6 +206,12 @@ class TaskEntry:
         """The value the run gave one of the task's options (None: not recorded)."""
         return self.options.get(name)
 
+    def data_upstream(self) -> str | None:
+        """The release of its benchmark the task's data was built from, where it was not the
+        manifest's own (`econeval data build --upstream NAME`; data.fingerprint)."""
+        got = self.dataset.get("upstream") if isinstance(self.dataset, dict) else None
+        return got if isinstance(got, str) else None
+
     def identity(self) -> dict[str, Any] | None:
         """What makes the task's numbers comparable (data, prompt version, settings, options), as
         plain JSON; None when the run has no such task."""
