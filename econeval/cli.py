@@ -828,15 +828,15 @@ def data_group():
 @click.option("--source", type=click.Path(file_okay=False, path_type=Path),
               help="Folder with the upstream benchmark folders (default: ../shared/datasets beside the repository).")
 @click.option("--upstream", metavar="NAME", help="Build from another release the benchmark's manifest names (`data list` "
-              "shows them; e.g. econlogicqa's hub: the full Hugging Face release), its files accepted by the manifest's "
-              "hashes; run.json's data fingerprint then names it. Without it: the manifest's own upstream.")
+              "shows them), its files accepted by the manifest's hashes; run.json's data fingerprint then names it. "
+              "Without it: the manifest's own upstream.")
 def data_build(names, source, upstream):
     """Build the normalised JSONL files from the upstream files."""
     source = source or data.default_source()
     if not source.is_dir():
         raise UsageError(f"source folder not found: {source}", hint="pass --source DIR")
     if upstream is not None and not names:
-        raise UsageError("--upstream names one benchmark's release: name the benchmark", hint="e.g. econeval data build econlogicqa --upstream hub")
+        raise UsageError("--upstream names one benchmark's release: name the benchmark", hint="econeval data build BENCHMARK --upstream NAME")
     for name in names or data.benchmarks():
         counts = data.build(name, source, (lambda src, name=name: registry.builder(name, upstream)(src)), upstream=upstream)
         click.echo(f"{name}{f' (upstream {upstream})' if upstream else ''}: " + ", ".join(f"{f} {n} rows" for f, n in counts.items()))

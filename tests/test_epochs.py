@@ -33,6 +33,9 @@ def test_each_epoch_is_the_run_with_its_seed(cli, tmp_path, epochs):
     assert [(r["seed"], r["seed_given"], r["status"]) for r in recs] == [(1234, False, "complete"), (1235, True, "complete"),
                                                                           (1236, True, "complete")]
     assert "the means over 3 epochs (seeds 1234, 1235, 1236" in stdout
+    for where in (out, out.parent):  # `econeval runs` lists each epoch, given the parent or the folder above it
+        rc, listed, err = cli("runs", where, "--json")
+        assert rc == 0 and sorted(r["folder"] for r in json.loads(listed)) == [str(out / f"epoch-{k}") for k in (1, 2, 3)], err
     plain = tmp_path / "seed-1235"
     assert _run(cli, plain, "--seed", "1235")[0] == 0
     assert read_lines(plain / "samples.jsonl") == read_lines(out / "epoch-2" / "samples.jsonl")  # epoch 2: the run with --seed 1235
