@@ -377,6 +377,10 @@ def _run_spec_options(candidate: bool = False):
               help="Run folder (default: the run's own folder under the data dir, named by model, tasks, options and seed, "
                    "so the same command resumes it). A folder of the same run, or of some of its tasks, is resumed.")
 @click.option("--new", is_flag=True, help="Start a new run folder (timestamped) instead of resuming the run's own.")
+@click.option("--epochs", type=click.IntRange(min=1),
+              help="Repeat the run N times with N seeds (epoch 1 as given, epoch k with --seed S+k-1), each into its own "
+                   "run folder OUT/epoch-K (resumed as any run folder); the summary and `econeval report OUT` show each "
+                   "number as the mean ± std over the epochs.")
 @_task_options
 @click.option("--bootstrap", "n_boot", type=click.IntRange(min=0, max=100000), default=1000, show_default=True,
               help="Bootstrap resamples for the 95% intervals of the headline numbers (0: none).")
@@ -387,7 +391,8 @@ def _run_spec_options(candidate: bool = False):
               "instead of the summary table.")
 @click.option("--tables", is_flag=True, help="Then print the paper tables of the run folder (as `econeval report FOLDER`).")
 @_config_option("run")
-def run(flags, suite, tasks, limit, sample, budget, seed, out, task_option, n_boot, shard, shard_count, as_json, tables, **kw):
+def run(flags, suite, tasks, limit, sample, budget, seed, out, epochs, task_option, n_boot, shard, shard_count, as_json, tables,
+        **kw):
     """Evaluate a model and write run.json, samples.jsonl and results.json."""
     from .api import evaluate
 
@@ -399,12 +404,16 @@ def run(flags, suite, tasks, limit, sample, budget, seed, out, task_option, n_bo
     from .run.selection import from_flags
 
     selection = from_flags(limit=limit, sample=sample, budget=budget, shard=shards.parse(shard, shard_count))
-    doc = evaluate(spec, tasks, suite=suite, selection=selection, out=out, seed=seed, task_options=options, bootstrap=n_boot)
+    doc = evaluate(spec, tasks, suite=suite, selection=selection, out=out, seed=seed, task_options=options, bootstrap=n_boot,
+                   epochs=epochs)
     folder = doc.pop("run_folder")
     if as_json:  # results.json, and the folder it is in (a script's next command needs it)
         _echo_json({"run_folder": str(folder), **doc})
     else:
         click.echo(clean(f"model: {doc['model']}   run folder: {folder}"))
+        if doc.get("epochs"):
+            click.echo(f"  the means over {len(doc['epochs'])} epochs (seeds {', '.join(str(e['seed']) for e in doc['epochs'])}; "
+                       "`econeval report` shows each number ± its std)")
         rows = summary_rows(doc)
         if sys.stdout.isatty():  # a terminal: rich lays the table out to its width, never breaking a number
             from rich.console import Console
@@ -434,8 +443,9 @@ def summary_rows(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
                                      else "")
                  for k, v in registry.get_task(name).headline(res).items()]
         est = f"  (estimates: {res['estimate']['from']:,} of {res['estimate']['of']:,} items)" if res.get("estimate") else ""
-        out.append({"task": name, "n": res["n"], "unparsed": res.get("n_unparsed", 0), "skipped": res["n_skipped"],
-                    "errors": res["n_errors"], "cells": cells, "estimate": est})
+        count = (lambda v: f"{v:.1f}" if isinstance(v, float) else v)  # a mean over --epochs: not a whole count
+        out.append({"task": name, "n": count(res["n"]), "unparsed": count(res.get("n_unparsed", 0)), "skipped": count(res["n_skipped"]),
+                    "errors": count(res["n_errors"]), "cells": cells, "estimate": est})
     return out
 
 
@@ -850,14 +860,19 @@ def data_group():
 @click.argument("names", nargs=-1, shell_complete=complete_benchmarks)
 @click.option("--source", type=click.Path(file_okay=False, path_type=Path),
               help="Folder with the upstream benchmark folders (default: ../shared/datasets beside the repository).")
-def data_build(names, source):
+@click.option("--upstream", metavar="NAME", help="Build from another release the benchmark's manifest names (`data list` "
+              "shows them), its files accepted by the manifest's hashes; run.json's data fingerprint then names it. "
+              "Without it: the manifest's own upstream.")
+def data_build(names, source, upstream):
     """Build the normalised JSONL files from the upstream files."""
     source = source or data.default_source()
     if not source.is_dir():
         raise UsageError(f"source folder not found: {source}", hint="pass --source DIR")
+    if upstream is not None and not names:
+        raise UsageError("--upstream names one benchmark's release: name the benchmark", hint="econeval data build BENCHMARK --upstream NAME")
     for name in names or data.benchmarks():
-        counts = data.build(name, source, registry.builder(name))
-        click.echo(f"{name}: " + ", ".join(f"{f} {n} rows" for f, n in counts.items()))
+        counts = data.build(name, source, (lambda src, name=name: registry.builder(name, upstream)(src)), upstream=upstream)
+        click.echo(f"{name}{f' (upstream {upstream})' if upstream else ''}: " + ", ".join(f"{f} {n} rows" for f, n in counts.items()))
 
 
 @data_group.command("list")
@@ -868,16 +883,24 @@ def data_list(as_json):
     for name in data.benchmarks():
         m = data.manifest(name)
         st = data.status(name)
+        built = data.built_upstream(name)
         rows.append({"benchmark": name, "version": m["version"], "licence": m["licence"], "location": str(data.files_dir(name)),
-                     "files": {f: {"rows": i["rows"], "state": st[f]} for f, i in m["files"].items()},
-                     "known_defects": m.get("known_defects", [])})
+                     "files": {f: {"rows": i["rows"], "state": st[f]} for f, i in data.expected_files(name, built).items()},
+                     "known_defects": m.get("known_defects", []), "built_from": built,
+                     "upstreams": {k: {"description": u.get("description"), "provenance": u.get("provenance"),
+                                       "pinned": bool(u.get("upstream")) and all(v is not None for v in u["upstream"].values())}
+                                   for k, u in (m.get("upstreams") or {}).items()}})
     if as_json:
         _echo_json(rows)
         return
     for r in rows:
         built = "built" if all(f["state"] == "ok" for f in r["files"].values()) else "NOT BUILT (econeval data build)"
-        click.echo(f"{r['benchmark']} {r['version']}  [{built}]  licence: {r['licence']}")
+        click.echo(f"{r['benchmark']} {r['version']}  [{built}]  licence: {r['licence']}"
+                   + (f"  built from upstream {r['built_from']}" if r["built_from"] else ""))
         click.echo(f"    location: {r['location']}")
+        for k, u in r["upstreams"].items():
+            click.echo(f"    upstream {k} ({'its hashes pinned' if u['pinned'] else 'NOT buildable: the manifest pins no hashes yet'}): "
+                       f"{u['description']}")
         for f, i in r["files"].items():
             click.echo(f"    {f:<28} {i['rows']:>6} rows  {i['state']}")
         for d in r["known_defects"]:

@@ -41,12 +41,15 @@ class Benchmark:
     build     build(source_folder) -> {file name: rows}: its data package step (`econeval data build`)
     tables    tables(runs: list[finished.FinishedRun]) -> list[tables.Table]: its paper tables (`econeval report`)
     commands  "module:attribute" of a click command or group added to the CLI (imported by the CLI only)
+    upstreams {name: build}: the builders of the other releases its manifest names (`upstreams`; `data
+              build --upstream NAME`)
     """
 
     name: str
     build: Callable | None = None
     tables: Callable | None = None
     commands: str | None = None
+    upstreams: dict[str, Callable] | None = None
 
 
 def task(cls: type[Task]) -> type[Task]:
@@ -60,9 +63,11 @@ def task(cls: type[Task]) -> type[Task]:
     return cls
 
 
-def benchmark(name: str, build: Callable | None = None, tables: Callable | None = None, commands: str | None = None) -> None:
-    """Register a benchmark's data builder, paper tables and CLI commands (each optional)."""
-    BENCHMARKS[name] = Benchmark(name, build, tables, commands)
+def benchmark(name: str, build: Callable | None = None, tables: Callable | None = None, commands: str | None = None,
+              upstreams: dict[str, Callable] | None = None) -> None:
+    """Register a benchmark's data builder (and those of its other releases), paper tables and CLI
+    commands (each optional)."""
+    BENCHMARKS[name] = Benchmark(name, build, tables, commands, upstreams)
 
 
 def plugin(name: str, tables: Callable | None = None, commands: str | None = None) -> None:
@@ -207,11 +212,18 @@ def benchmarks() -> dict[str, Benchmark]:
     return BENCHMARKS
 
 
-def builder(name: str) -> Callable:
+def builder(name: str, upstream: str | None = None) -> Callable:
+    """A benchmark's data builder: of its manifest's own upstream, or of the named one."""
     b = benchmarks().get(name)
     if b is None or b.build is None:
         raise UsageError(f"no data builder for benchmark '{name}'")
-    return b.build
+    if upstream is None:
+        return b.build
+    got = (b.upstreams or {}).get(upstream)
+    if got is None:
+        raise UsageError(f"{name}: econeval has no builder for upstream '{upstream}' yet",
+                         hint="its manifest entry says what the release is and what is missing (econeval data list)")
+    return got
 
 
 def backends() -> "dict[str, BackendClass]":

@@ -51,7 +51,9 @@ class CellView:
 class Table:
     """One table of a paper, the runs' rows beside the published ones.
 
-    rows: {"source": "paper" | "run", "label", "setting", "values", "intervals", "n"}.
+    rows: {"source": "paper" | "run", "label", "setting", "values", "intervals", "n"}, and "std" (a
+    standard deviation per value, or None) where a row is a mean over repeats: a published row over
+    the paper's repeated runs, a run over its --epochs (report.py).
     figures: plots that belong beside the table, each {"kind", "caption", ...data}; kinds the
     HTML report draws: `bars` (grouped bars per row, optional intervals and reference marks),
     `heatmap` (rows × columns), `reliability` (confidence against accuracy bins)."""
@@ -82,7 +84,8 @@ def published_rows(table: dict) -> list[dict]:
     """The paper's rows; their setting column holds what the paper prints beside the model (a
     prompting method, a model size), if anything."""
     return [{"source": "paper", "label": r["model"], "setting": r.get("prompting") or r.get("size"),
-             "values": r["values"], "intervals": None, "n": None, "reproduced_by": r.get("reproduced_by")}
+             "values": r["values"], "intervals": None, "n": None, "reproduced_by": r.get("reproduced_by"),
+             **({"std": r["std"]} if r.get("std") else {})}
             for r in table["rows"]]
 
 

@@ -63,6 +63,7 @@ def parse_bool(value: Any) -> bool:
         return False
     raise ValueError(f"'{value}' is not true or false")
 SHARED_ROLES = (Role(JUDGE, MODEL, "model", "a judge model"), Role(EMBEDDER, EMBEDDER, "registry", "a sentence embedder"))
+SELF_JUDGED = "self-judged"  # how tables and exports name a judge that was the evaluated model (RunRecord.judged_by)
 
 
 def chat_messages(prompt: str, turns: tuple[str, ...] = ()) -> list[dict[str, str]]:
@@ -244,6 +245,7 @@ class ResultsDoc(TypedDict, total=False):
     not_reached: list[str]  # a --budget run: tasks the budget never reached
     not_run: dict[str, str]  # tasks whose protocol does not apply to the model (a reasoning model's), and why
     sample: float | int  # a --sample run's sample
+    epochs: list[dict[str, Any]]  # a run --epochs N: each epoch's number, seed and run folder (`tasks`: the means over them)
     run_folder: str  # what evaluate() adds: the folder written (not in results.json)
 
 

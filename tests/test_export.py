@@ -26,7 +26,7 @@ def every_suite(tmp_path_factory):
 
 def _csv_rows(path: Path) -> list[dict]:
     lines = path.read_text().splitlines()
-    assert lines[0].startswith("# econeval_export table/1")
+    assert lines[0].startswith("# econeval_export table/2")
     return list(csv.DictReader(lines[1:]))
 
 

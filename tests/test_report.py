@@ -38,6 +38,8 @@ def test_every_published_number_is_in_the_paper(paper):
             else:
                 percent = [paper == "econlogicqa" or (name == "table6" and i == 3) for i in range(len(row["values"]))]
                 values = "\t".join(_fmt(v, dec, p) for v, p in zip(row["values"], percent))
+                if row.get("std"):  # Table 3: each value with its std over three fine-tunings, as the paper prints it
+                    values = "\t".join(f"{_fmt(v, dec)}_{{$\\pm$ {s}}}" for v, s in zip(row["values"], row["std"]))
                 lead = row.get("prompting") or row.get("size")
                 expected = f"{lead}\t{values}" if lead else values
                 starts = [m.start() for m in re.finditer(re.escape(row["model"]), text)]

@@ -42,6 +42,7 @@ from ..types import BackendInfo, Completion, Generate, OptionLogprobs, OptionSco
 from .base import Backend, ReasoningOptions, Settings, option
 from .llamacpp_batch import Engine
 from .llamacpp_devices import runs_on
+from . import llamacpp_lora
 from .llamacpp_sizing import DEFAULT_PARALLEL_CPU, DEFAULT_PARALLEL_GPU, ModelShape, free_memory, parallel_for, size
 from .llamacpp_plan import ReasoningStage, Tokenized, make_plan
 from .llamacpp_projection import CostModel, dry_run, sampled_length
@@ -176,9 +177,14 @@ class LlamaCppOptions(ReasoningOptions):
     threads: int | None = option(None, "CPU threads (default: all CPUs available to the process)", ("--threads",))
     parallel: int | None = option(None, f"sequences decoded together (default {DEFAULT_PARALLEL_CPU} on a CPU, "
                                         f"{DEFAULT_PARALLEL_GPU} with GPU offload); 1: one at a time", ("--parallel", "-P"))
+    lora: str | None = option(None, "LoRA adapters (GGUF, as convert_lora_to_gguf.py writes them) applied to the model: "
+                                    "PATH or PATH:SCALE (scale 1 by default), several comma-separated, e.g. "
+                                    "a.gguf:0.5,b.gguf; recorded with their sha256 in run.json and the run's identity",
+                              multiple=True)
 
     def check(self, where: str) -> None:
         super().check(where)
+        llamacpp_lora.parse(self.lora, where)
         if sum(x is not None for x in (self.path, self.package)) != 1:
             raise UsageError(f"{where} needs exactly one of 'path' or 'package'")
         if self.package is not None and self.package not in KNOWN_PACKAGES:
@@ -223,6 +229,12 @@ class LlamaCppBackend(Backend[LlamaCppOptions]):
         """Everything that can be checked before llama.cpp loads the model."""
         if options.path:
             check_gguf(Path(spec.path_of(options.path)))
+        cls.adapters(spec, options)
+
+    @staticmethod
+    def adapters(spec, options: LlamaCppOptions) -> list[llamacpp_lora.Adapter]:
+        """The LoRA adapters given (`lora`), each file found, checked to be a GGUF file, and hashed."""
+        return llamacpp_lora.resolve(llamacpp_lora.parse(options.lora, f"model '{spec.name}'"), spec.path_of, check_gguf, sha256_cached)
 
     @classmethod
     def preview(cls, spec, options: LlamaCppOptions, settings: Settings) -> dict:
@@ -231,8 +243,10 @@ class LlamaCppBackend(Backend[LlamaCppOptions]):
         gpu = bool(llama_cpp.llama_supports_gpu_offload()) and options.n_gpu_layers != 0
         parallel = parallel_for(options.parallel, gpu)
         # a context taken from the model (and bounded by memory) is known once the model is loaded
+        adapters = llamacpp_lora.identity(cls.adapters(spec, options))  # a folder run with other adapters is refused before the load
         return {"kind": cls.kind, **({"n_ctx": n} if (n := settings.n_ctx or spec.n_ctx) else {}), "schedule": SCHEDULE_VERSION,
-                "settings": {"parallel": parallel, **options.reasoning_identity()}, "chat_mode": spec.chat}
+                "settings": {"parallel": parallel, **options.reasoning_identity()}, "chat_mode": spec.chat,
+                **({"model": adapters} if adapters else {})}
 
     @classmethod
     def check(cls, spec, options, settings) -> str:
@@ -270,6 +284,7 @@ class LlamaCppBackend(Backend[LlamaCppOptions]):
                              hint="the file may be truncated or use an architecture this llama.cpp build does not know") from None
         self.metadata = self.model.metadata()
         self.runs_on = runs_on(llama_cpp, self.gpu_offload, self.n_gpu_layers, llama_cpp.llama_model_n_layer(self.model.model))
+        self.lora = llamacpp_lora.Loaded(llama_cpp, self.model.model, self.adapters(spec, options))
         # flash attention: llama.cpp's choice on a GPU (much faster there); off on the CPU, where its
         # half-precision accumulation moves log-probabilities by ~1e-3 and buys little
         self.flash_attn = "auto" if on_gpu else "off"
@@ -334,6 +349,7 @@ class LlamaCppBackend(Backend[LlamaCppOptions]):
         except (ValueError, RuntimeError) as exc:
             raise ModelError(f"llama.cpp could not create a KV cache of {self._cells:,} cells for {self.path}: {exc}",
                              hint="lower --n-ctx or --parallel") from None
+        self.lora.apply(self.context.ctx)
         self._engine = Engine(llama_cpp, self.context.ctx, self._vocab, self.n_vocab, self.n_ctx, self.parallel,
                               self.n_batch, self._piece, kv_budget=self.kv_budget, n_cells=sz.n_cells)
         self._engine.n_evaluated, self._engine.n_generated, self._engine.n_decode_calls, self._engine.n_set_back = counts
@@ -597,7 +613,8 @@ class LlamaCppBackend(Backend[LlamaCppOptions]):
             kind=self.kind,
             model={
                 "name": self.spec.name, "source": self.spec.source, "path": str(self.path),
-                "bytes": self.path.stat().st_size, "sha256": sha, "identity": {"sha256": sha},
+                "bytes": self.path.stat().st_size, "sha256": sha, "identity": {"sha256": sha, **llamacpp_lora.identity(self.lora.adapters)},
+                **({"lora": self.lora.records()} if self.lora.adapters else {}),
                 "gguf_metadata": {k: meta[k] for k in _META_KEYS if k in meta}
                 | {k: v for k, v in meta.items() if k.endswith((".context_length", ".block_count", ".embedding_length"))},
                 "has_chat_template": bool(self.template),
@@ -673,6 +690,8 @@ class LlamaCppBackend(Backend[LlamaCppOptions]):
         """Free the batch, the context and the weights (the backend is unusable afterwards)."""
         if getattr(self, "sizes", None) is not None:
             self._free_context()
+        if getattr(self, "lora", None) is not None:
+            self.lora.close()
         model = getattr(self, "model", None)
         if model is not None and hasattr(model, "close"):
             model.close()

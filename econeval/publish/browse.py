@@ -14,6 +14,7 @@ from typing import Any
 
 from .. import config, registry
 from ..errors import UsageError, clean_tree
+from ..store.epochs import epochs_in
 from ..store.finished import open_run
 from ..store.items import UNPARSED, ItemView, item_view, line_task
 from ..store.folder import iter_samples
@@ -91,6 +92,7 @@ def list_runs(paths: list[Path]) -> list[dict]:
         elif p.is_dir():
             cands = sorted(q for q in p.iterdir() if q.is_dir() and not q.is_symlink())
             cands += [s for q in list(cands) for s in sorted(q.glob("shard-*-of-*")) if s.is_dir() and not s.is_symlink()]
+            cands += [s for q in list(cands) for s in epochs_in(q).values() if not s.is_symlink()]  # a run --epochs parent's
         elif len(paths) == 1 and p == config.data_home() / "runs":
             cands = []
         else:

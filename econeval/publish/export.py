@@ -34,20 +34,20 @@ from .. import registry
 from ..version import __version__
 from ..errors import UsageError
 from ..results import check_output, dumps, read_regular, write_output
-from .export_read import interval, obj, text
+from .export_read import interval, judged_by, obj, text
 from ..store.items import ERROR, SCORED, SKIPPED, UNPARSED
 from ..types import as_text
 from ..store.finished import FinishedRun, open_checked
 
 MARK = "econeval_export"  # in every export: what a later export may replace
-TABLE_VERSION = 1
+TABLE_VERSION = 2  # 2: the judge column
 # the table's fixed columns and their types; one `metric_<name>` (float) column per item metric follows
 # (the item's labels, a string column each, stand after `group`: label_columns())
 TABLE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("run", "string"), ("model", "string"), ("task", "string"), ("item_id", "string"), ("group", "string"),
     ("gold", "string"), ("parsed", "string"), ("correct", "bool"),
     ("unparsed_reason", "string"), ("error", "string"), ("skipped", "string"), ("n_prompt_tokens", "int"),
-    ("n_generated_tokens", "int"), ("n_reasoning_tokens", "int"))
+    ("n_generated_tokens", "int"), ("n_reasoning_tokens", "int"), ("judge", "string"))
 
 
 def label_columns() -> list[str]:
@@ -84,6 +84,7 @@ def table_rows(runs: list[FinishedRun]) -> tuple[list[str], list[dict[str, Any]]
     for run in runs:
         for name in run.record.tasks:
             task = registry.get_task(name)
+            judge = judged_by(run, name)
             for m in task.item_metrics:
                 if metric_column(m.name) not in metrics:
                     metrics.append(metric_column(m.name))
@@ -95,7 +96,7 @@ def table_rows(runs: list[FinishedRun]) -> tuple[list[str], list[dict[str, Any]]
                     "unparsed_reason": item.why if item.outcome in (SCORED, UNPARSED) else None,
                     "error": item.why if item.outcome == ERROR else None, "skipped": item.why if item.outcome == SKIPPED else None,
                     "n_prompt_tokens": item.tokens("n_prompt_tokens"), "n_generated_tokens": item.tokens("n_tokens"),
-                    "n_reasoning_tokens": item.tokens("n_reasoning_tokens")}
+                    "n_reasoning_tokens": item.tokens("n_reasoning_tokens"), "judge": judge}
                 for m in task.item_metrics:
                     v = item.values.get(m.name)
                     row[metric_column(m.name)] = float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
@@ -195,7 +196,8 @@ def lm_eval_doc(run: FinishedRun) -> dict[str, Any]:
             "not_computed": ", ".join(missing) or None,
             # a task that draws with its authors' seed says so (STEER-ME without --seed)
             "seed": text(run.preps[name].settings.get("seed", rec.seed)),
-            "options": text(dict(entry.options) or None)}
+            "options": text(dict(entry.options) or None),
+            "judge": judged_by(run, name)}  # "self-judged": the evaluated model judged its own answers
     config: dict[str, Any] = {"model": str(rec.backend_kind or "econeval"), "model_args": rec.model_name, "limit": rec.limit,
                               "gen_kwargs": None}
     for key, value in (("random_seed", rec.seed), ("bootstrap_iters", rec.bootstrap)):

@@ -21,7 +21,7 @@ from typing import Any
 from .. import registry
 from ..version import __version__
 from ..errors import UsageError
-from .export_read import interval, obj, usage_by_role
+from .export_read import interval, judged_by, obj, usage_by_role
 from ..store.finished import FinishedRun
 from ..store.items import ERROR, SKIPPED, ItemView
 from ..types import MODEL, as_text
@@ -143,7 +143,8 @@ def eval_logs(run: FinishedRun) -> dict[str, Any]:
         results_ = log.EvalResults(total_samples=len(recs), completed_samples=len(recs), scores=[log.EvalScore(
             name=SCORER, scorer=SCORER, scored_samples=scored, unscored_samples=None if scored is None else len(recs) - scored,
             metrics=metrics, metadata={"table": res.get("table"), "estimate": estimate.get("note"), "n": res.get("n"),
-                                       "not_computed": [m for m, v in headline.items() if v is None] or None})])
+                                       "not_computed": [m for m, v in headline.items() if v is None] or None,
+                                       "judge": judged_by(run, name)})])  # "self-judged": the model judged its own answers
         seconds = entry.seconds
         spec = log.EvalSpec(
             created=str(rec.started), task=f"econeval/{name}", task_version=task.prompt_version,

@@ -7,8 +7,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from .. import registry
 from ..store.items import ItemView
-from ..types import MODEL, as_text
+from ..types import JUDGE, MODEL, as_text, task_roles
 
 
 def obj(value: Any) -> dict:
@@ -25,6 +26,14 @@ def interval(result: dict, metric: str) -> tuple[float, float] | None:
     if isinstance(iv, list) and len(iv) == 2 and all(isinstance(x, (int, float)) and math.isfinite(x) for x in iv):
         return iv[0], iv[1]
     return None
+
+
+def judged_by(run, name: str) -> str | None:
+    """Who judged a task's answers in a run (RunRecord.judged_by: "self-judged" where the evaluated
+    model judged its own), for every export to say it; None for a task without a judge."""
+    if JUDGE not in task_roles(registry.get_task(name), run.preps[name]):
+        return None
+    return run.record.judged_by(JUDGE)
 
 
 def call_roles(task, item: dict | None, prep, view: ItemView) -> dict[str, str]:

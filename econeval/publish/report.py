@@ -13,16 +13,20 @@ from typing import Any, Callable
 
 from .. import registry
 from ..errors import UsageError, clean_tree
+from ..store.epochs import EpochGroup, open_group, spread
 from ..store.finished import FinishedRun, open_run
 from ..store.record import RunRecord
 from ..tables import as_dict, cell, has_setting
 
 
 def _open(folder: Path) -> FinishedRun:
-    """A run folder as a report reads it: a field of another type in an edited run.json read as absent."""
-    run = open_run(folder, strict=False)
-    if not run.results:
-        raise UsageError(f"{folder} has no results yet (the run did not finish; rerun it to resume)")
+    """A run folder as a report reads it: a field of another type in an edited run.json read as
+    absent; an --epochs parent as one run (its epochs' means)."""
+    group = open_group(folder, strict=False)
+    run = group if group is not None else open_run(folder, strict=False)
+    for one in group.epochs if group is not None else [run]:
+        if not one.results:
+            raise UsageError(f"{one.path} has no results yet (the run did not finish; rerun it to resume)")
     return run
 
 
@@ -32,7 +36,8 @@ def _settings(record: RunRecord) -> dict[str, Any]:
         return value if isinstance(value, dict) else {}
 
     model = record.model_identity
-    out = {"n_ctx": model.get("n_ctx"), "chat": model.get("chat_mode"), **obj(model.get("settings")),
+    lora = ",".join(f"{Path(str(a.get('path'))).name}:{a.get('scale')}" for a in record.lora) or None
+    out = {"n_ctx": model.get("n_ctx"), "chat": model.get("chat_mode"), **obj(model.get("settings")), "lora": lora,
            "seed": record.seed, "limit": record.limit, "econeval": record.econeval_version, "data": record.data_version}
     for task, opts in (record.options or {}).items():
         for k, v in obj(opts).items():
@@ -52,9 +57,12 @@ def _labels(runs: list[FinishedRun]) -> None:
     plain = all(k.plain for k in keys_)  # no run reasoned or set a mode: no label
     differ = [k for k in differ if k != "reasoning"]
     for r, s, key in zip(runs, settings, keys_):
-        parts = [f"{k} {s.get(k) if s.get(k) is not None else '-'}" for k in differ if k in s]
+        parts = [f"{k} {s.get(k) if s.get(k) is not None else '-'}" for k in differ if k in s
+                 and not (k == "seed" and isinstance(r, EpochGroup))]
         if not plain:
             parts.append(key.describe())
+        if isinstance(r, EpochGroup):
+            parts.append(f"{len(r.epochs)} epochs")
         r.label = r.model + (f" ({', '.join(parts)})" if parts else "")
     seen: dict[str, int] = {}
     for r in runs:
@@ -65,7 +73,15 @@ def _labels(runs: list[FinishedRun]) -> None:
 
 
 def tables(runs: list[FinishedRun]) -> list:
-    """Every registered benchmark's and plugin's tables for these runs, in registration order."""
+    """Every registered benchmark's and plugin's tables for these runs, in registration order; an --epochs
+    run's cells the mean and std over its epochs (`_spread`)."""
+    out = _tables(runs)
+    for group in (r for r in runs if isinstance(r, EpochGroup)):
+        _spread(out, group)
+    return out
+
+
+def _tables(runs: list[FinishedRun]) -> list:
     out: list = []
     for bench in registry.extensions():
         if bench.tables is None:
@@ -76,6 +92,48 @@ def tables(runs: list[FinishedRun]) -> list:
             raise UsageError(f"the results of benchmark {bench.name} in these run folders are not as econeval writes "
                              f"them ({type(exc).__name__}: {exc})", hint="the folder was edited or written by another tool") from None
     return out
+
+
+def _spread(out: list, group: EpochGroup) -> None:
+    """Each cell of an --epochs run in these tables: the mean over its epochs and their standard
+    deviation (`std`), from its epochs' own tables (each built as if the epoch were the report's one
+    run): its rows (a row labelled with the run) and its column (a table whose columns are the
+    runs). Intervals over items give way to the spread over epochs. A table whose epochs differ in
+    shape keeps the mean of the numbers, and says so."""
+    per_epoch = []
+    for run in group.epochs:
+        run.label = group.label
+        per_epoch.append({t.id: t for t in _tables([run])})
+    label = group.label
+    for t in out:
+        mine = [r for r in t.rows if r["source"] == "run" and r["label"] == label]
+        column = t.columns.index(label) if label in t.columns else None
+        if not mine and column is None:
+            continue
+        theirs = [e.get(t.id) for e in per_epoch]
+        cells: list[tuple[dict, int, list]] = []  # (row, column, the epochs' values)
+        if mine:
+            runs_ = [[r for r in e.rows if r["source"] == "run" and r["label"] == label] if e else [] for e in theirs]
+            if all(len(rs) == len(mine) and all(a.get("setting") == b.get("setting") for a, b in zip(rs, mine)) for rs in runs_):
+                cells = [(row, j, [rs[i]["values"][j] for rs in runs_]) for i, row in enumerate(mine) for j in range(len(row["values"]))]
+                for i, row in enumerate(mine):  # the items each epoch's row rests on
+                    ns = [rs[i].get("n") for rs in runs_]
+                    row["n"] = ns[0] if len(set(map(str, ns))) == 1 else "/".join("-" if n is None else str(n) for n in ns)
+        elif column is not None:
+            rows_ = [{r["label"]: r for r in e.rows if r["source"] == "run"} if e else {} for e in theirs]
+            cells = [(row, column, [rs[row["label"]]["values"][0] if row["label"] in rs else None for rs in rows_])
+                     for row in t.rows if row["source"] == "run"]
+        if not cells:
+            t.notes.append(f"{label}: the means over {len(group.epochs)} epochs; no std (its epochs' tables differ in shape)")
+            continue
+        for row, j, values in cells:
+            avg, sd = spread(values)
+            row.setdefault("std", [None] * len(row["values"]))
+            row["values"][j], row["std"][j] = (avg, sd) if avg is not None else (row["values"][j], None)
+            if mine:
+                row["intervals"] = None
+        t.notes.append(f"{label}: each number the mean ± std over {len(group.epochs)} epochs (seeds "
+                       f"{', '.join(map(str, group.seeds))}; {group.path}/epoch-K), in place of an interval over items.")
 
 
 def estimates(runs: list[FinishedRun]) -> list[dict[str, Any]]:
@@ -119,8 +177,9 @@ def build(folders: list[Path], compare: Comparer | None = None) -> dict[str, Any
         raise UsageError("name at least one run folder")
     _labels(runs)
     doc = {"runs": [{"label": r.label, "folder": str(r.path), "model": r.model, "limit": r.record.limit,
-                     "seed": r.record.seed, "econeval_version": r.record.econeval_version,
-                     "data_package": r.record.data_version, "tasks": sorted(r.results)} for r in runs],
+                     "seed": r.seeds if isinstance(r, EpochGroup) else r.record.seed, "econeval_version": r.record.econeval_version,
+                     "data_package": r.record.data_version, "tasks": sorted(r.results),
+                     **({"epochs": len(r.epochs)} if isinstance(r, EpochGroup) else {})} for r in runs],
            "tables": [as_dict(t) for t in tables(runs)], "compare": [], "estimates": estimates(runs)}
     if len(runs) > 1 and compare is not None:
         for cand in runs[1:]:
@@ -134,14 +193,17 @@ def build(folders: list[Path], compare: Comparer | None = None) -> dict[str, Any
 
 
 # ---- text formats -----------------------------------------------------------------------------
-def cell_iv(value, iv, decimals: int) -> str:
+def cell_iv(value, iv, decimals: int, std=None) -> str:
     text = cell(value, decimals)
+    if std is not None and value is not None:
+        return f"{text} ± {std:.{decimals}f}"
     return f"{text} [{iv[0]:.{decimals}f}, {iv[1]:.{decimals}f}]" if iv and value is not None else text
 
 
 def _row_cells(t: dict, row: dict) -> list[str]:
     ivs = row.get("intervals") or [None] * len(row["values"])
-    return [cell_iv(v, iv, t["decimals"]) for v, iv in zip(row["values"], ivs)]
+    std = row.get("std") or [None] * len(row["values"])
+    return [cell_iv(v, iv, t["decimals"], sd) for v, iv, sd in zip(row["values"], ivs, std)]
 
 
 def _head(t: dict) -> list[str]:
@@ -162,7 +224,9 @@ CompareText = Callable[[dict[str, Any]], str]
 def render_md(doc: dict, compare_md: CompareText | None = None) -> str:
     runs = "; ".join(md_text(f"{r['label']} ({r['folder']}, {', '.join(r['tasks'])})") for r in doc["runs"])
     out = ["# econeval report", "", "Runs: " + runs,
-           "", "Cells of econeval's rows: the value [95% bootstrap interval over items]; n: the items a row rests on; – : not computed.", ""]
+           "", "Cells of econeval's rows: the value [95% bootstrap interval over items], or the mean ± std over repeats (a "
+           "published row's over the paper's repeated runs, a run's over its --epochs); n: the items a row rests on; – : not "
+           "computed.", ""]
     for t in doc["tables"]:
         out += [f"## {t['title']}", "", "| " + " | ".join(_head(t)) + " |", "|" + "---|" * len(_head(t))]
         for row in t["rows"]:
@@ -189,14 +253,15 @@ def render_md(doc: dict, compare_md: CompareText | None = None) -> str:
 def render_csv(doc: dict) -> str:
     buf = io.StringIO()
     w = csv.writer(buf)
-    w.writerow(["table", "source", "model", "setting", "column", "value", "low", "high", "n"])
+    w.writerow(["table", "source", "model", "setting", "column", "value", "low", "high", "n", "std"])
     for t in doc["tables"]:
         for row in t["rows"]:
             ivs = row.get("intervals") or [None] * len(row["values"])
-            for col, v, iv in zip(t["columns"], row["values"], ivs):
+            std = row.get("std") or [None] * len(row["values"])
+            for col, v, iv, sd in zip(t["columns"], row["values"], ivs, std):
                 w.writerow([t["id"], row["source"], row["label"], row.get("setting") or "", col,
                             "" if v is None else v, iv[0] if iv else "", iv[1] if iv else "",
-                            "" if row.get("n") is None else row["n"]])
+                            "" if row.get("n") is None else row["n"], "" if sd is None else sd])
     return buf.getvalue()
 
 

@@ -244,11 +244,14 @@ def _table(t: dict) -> str:
         rows = []
         for row in t["rows"]:
             ivs = row.get("intervals") or [None] * len(row["values"])
+            std = row.get("std") or [None] * len(row["values"])
             cells = []
             for i in idx:
                 v, iv = row["values"][i], ivs[i]
                 text = e(cell(v, t["decimals"]))
-                if iv and v is not None:
+                if std[i] is not None and v is not None:  # a mean over repeats (the paper's runs, --epochs)
+                    text += f' <span class="iv">± {std[i]:.{t["decimals"]}f}</span>'
+                elif iv and v is not None:
                     text += f'<br><span class="iv">[{iv[0]:.{t["decimals"]}f}, {iv[1]:.{t["decimals"]}f}]</span>'
                 cells.append(f"<td>{text}</td>")
             cls = ' class="run"' if row["source"] == "run" else ""

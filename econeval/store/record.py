@@ -27,6 +27,7 @@ import orjson
 from ..context import DEFAULT_SEED
 from ..errors import UsageError
 from ..results import read_json, write_json
+from ..types import SELF_JUDGED
 from .runfiles import RESULTS, RUN_JSON
 
 if TYPE_CHECKING:
@@ -101,7 +102,7 @@ def _label(path: str) -> str:
         return ".".join(parts[2:])
     if parts[0] == "tasks" and len(parts) > 3 and parts[2] == "options":
         return f"task option {'.'.join(parts[3:])} of {parts[1]}"
-    return {"model.model": "the model's weights", "model.n_ctx": "n_ctx", "model.chat_mode": "chat",
+    return {"model.model": "the model's weights", "model.model.lora": "the LoRA adapters", "model.n_ctx": "n_ctx", "model.chat_mode": "chat",
             "seed": "seed"}.get(path, path)
 
 
@@ -200,6 +201,16 @@ class TaskEntry:
     options: Mapping[str, Any] = field(default_factory=dict)
     dataset: Any = None
     seconds: float | None = None  # measured over its items (summed over resumes); None: not measured
+
+    def option(self, name: str) -> Any:
+        """The value the run gave one of the task's options (None: not recorded)."""
+        return self.options.get(name)
+
+    def data_upstream(self) -> str | None:
+        """The release of its benchmark the task's data was built from, where it was not the
+        manifest's own (`econeval data build --upstream NAME`; data.fingerprint)."""
+        got = self.dataset.get("upstream") if isinstance(self.dataset, dict) else None
+        return got if isinstance(got, str) else None
 
     def identity(self) -> dict[str, Any] | None:
         """What makes the task's numbers comparable (data, prompt version, settings, options), as
@@ -466,6 +477,24 @@ class RunRecord:
 
     def role_identities(self) -> dict:
         return role_identities(self.identity)
+
+    def judged_by(self, role: str = "judge") -> str | None:
+        """Who judged the run's answers, as every table and export says it: SELF_JUDGED where the
+        evaluated model judged its own (no --judge: the judge fell back to it; or the judge named is
+        the same model: the same identity), else the judge's name; None where no task used the role."""
+        if role not in self.role_entries:
+            return None
+        ident = self.role_identities().get(role)
+        if not self.role(role).named or (ident is not None and ident == self.identity.get("model")):
+            return SELF_JUDGED
+        return self.role(role).name or "a named judge"
+
+    @property
+    def lora(self) -> list[dict]:
+        """The LoRA adapters the evaluated model ran with (the llama.cpp backend's record): path,
+        sha256, scale."""
+        got = self.model.get("lora")
+        return [a for a in got if isinstance(a, dict)] if isinstance(got, list) else []
 
     @property
     def scored(self) -> bool:
