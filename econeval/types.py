@@ -385,6 +385,9 @@ class Task:
     labels: tuple[str, ...] = ()
     gold_field: str = "gold"  # the sample field that holds the gold answer, as `score` stores it
     answer_field: str = "parsed"  # the sample field that holds what the parse read from the reply
+    # fields `score` came to add after runs were recorded (STEER-ME's perspective): a sample line
+    # written before lacks them, which is no contradiction (verify.py); one that has them must match
+    later_fields: tuple[str, ...] = ()
 
     def metric(self, name: str) -> Metric:
         """The declared metric of that name; an undeclared headline number counts as larger-is-better."""

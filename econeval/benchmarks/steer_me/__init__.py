@@ -372,6 +372,7 @@ class SteerMe(Task):
     protocol_seed = 42  # the authors' package's seed (NOTA placement, few-shot draws); --seed wins
     group_field = "element"
     labels = ("element", "setting", "module", "domain", "perspective", "type")  # the taxonomy an item carries
+    later_fields = ("perspective",)  # a sample line written before econeval recorded it lacks it
     stands_in_for_choices = True  # a later part quotes the letter chosen before it
     metrics = (Metric("acc", paired_exact=True), Metric("norm acc", bounds=(-1.0, 1.0)), Metric("ECE", lower_is_better=True),
                Metric("Brier", lower_is_better=True, bounds=(0.0, 2.0)))
@@ -602,7 +603,8 @@ class SteerMe(Task):
     def score(self, item, outputs, prep):
         k = len(item["options"])
         rec = {"element": item["element"], "setting": item.get("setting"), "module": item.get("module"),
-               "domain": item.get("domain"), "type": item.get("type"), "k": k, "gold": item["correct_index"]}
+               "domain": item.get("domain"), "type": item.get("type"), "perspective": item.get("perspective"), "k": k,
+               "gold": item["correct_index"]}
         if item.get("car_replaced") is not None:
             rec["nota_is_correct"] = item["nota_is_correct"]
         if prep.state["adaptation"] == "free-text":
@@ -685,6 +687,7 @@ class SteerMe(Task):
         return rec
 
     def aggregate(self, records, prep):
+        records = _with_perspective(records, prep)
         groups = {"overall": {"all": records}}
         for key in ("setting", "module", "element"):
             g: dict[str, list] = {}
@@ -730,6 +733,15 @@ class SteerMe(Task):
 
     def resampler(self, records, prep):
         return overall_resampler(records)
+
+
+def _with_perspective(records: list[dict], prep) -> list[dict]:
+    """The records, each with its question's perspective: a line written before econeval recorded
+    it (a folder resumed since) takes it from the question."""
+    if all("perspective" in r for r in records):
+        return records
+    of = {it["id"]: it.get("perspective") for it in (prep.items if prep else [])}
+    return [r if "perspective" in r else {**r, "perspective": of.get(r.get("id"))} for r in records]
 
 
 def overall_resampler(recs: list[dict]):
@@ -785,7 +797,7 @@ def metrics(recs: list[dict]) -> dict:
         out["invalid_top_rate"] = mean([float(f) for f in flags]) if flags else None
     else:
         out["renormalized"] = out["mixed"] = None  # no log-probabilities: calibration is unavailable
-    for key in ("domain", "type"):
+    for key in ("domain", "type", "perspective"):  # the paper's domain and type robustness; perspective alike
         by: dict[str, list[float]] = {}
         for r in answered:
             by.setdefault(r.get(key) or "?", []).append(float(r["correct"]))
