@@ -1,5 +1,6 @@
 """Seeded bootstrap intervals over items for a task's headline numbers (the paper's numbers
-themselves are never changed: intervals sit beside them under `intervals`)."""
+themselves are never changed: intervals sit beside them under `intervals`), and the Wilson
+interval of a share (a task's breakdowns: the share of wrong answers that make one mistake)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,20 @@ def percentile_interval(values: list[float]) -> tuple[float, float] | None:
         return None
     v = sorted(values)
     return v[int((1 - LEVEL) / 2 * (len(v) - 1))], v[int(math.ceil((1 + LEVEL) / 2 * (len(v) - 1)))]
+
+
+Z = 1.959963984540054  # the standard normal's 97.5% point: 95% two-sided
+
+
+def wilson(k: int, n: int) -> tuple[float, float] | None:
+    """The 95% Wilson score interval of a proportion k/n (a share of n independent answers);
+    None over none."""
+    if n <= 0:
+        return None
+    p = k / n
+    centre = (p + Z * Z / (2 * n)) / (1 + Z * Z / n)
+    half = Z * math.sqrt(p * (1 - p) / n + Z * Z / (4 * n * n)) / (1 + Z * Z / n)
+    return 0.0 if k == 0 else max(0.0, centre - half), 1.0 if k == n else min(1.0, centre + half)
 
 
 def finite_numbers(task: Task, records: list[dict], prep: Prepared) -> dict[str, float]:

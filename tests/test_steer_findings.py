@@ -79,3 +79,135 @@ def test_a_folder_written_before_perspectives_were_recorded_is_read_and_resumed(
     edit_samples(run, lambda r: {**r, "perspective": other} if r["id"] == first else r)
     rc, _, err = cli("compare", run, run, "--bootstrap", "100")
     assert rc == 2 and "perspective" in err and "contradicts itself" in err
+
+
+# ---- 2. the mistakes wrong answers make -----------------------------------------------------
+NOTA = "No other option is correct."
+
+
+def shown_options(sample) -> list[str]:
+    """The options as the prompt showed them (`\\nA. …` lines)."""
+    prompt = next(iter(sample["prompts"].values()))
+    return [line[3:] for line in prompt.split("\n") if len(line) > 3 and line[0] in "ABCD" and line[1:3] == ". "]
+
+
+def shares_of(wrong: list[str], offered: list[str]) -> dict:
+    return {m: (wrong.count(m), wrong.count(m) / len(wrong) if wrong else None) for m in offered}
+
+
+def test_a_wrong_choice_records_the_mistake_its_option_encodes_and_results_give_the_shares(cli, tmp_path):
+    res, samples = fake_steer(cli, tmp_path / "run", "--car")
+    qs = questions()
+    by: dict[str, list[str]] = defaultdict(list)
+    for s in samples:
+        q, shown = qs[s["id"]], shown_options(s)
+        assert len(shown) == 4 and shown.count(NOTA) == 1
+        if s["correct"]:
+            assert s["mistake"] is None
+            continue
+        mine = 'chose "No other option is correct."' if shown[s["parsed"]] == NOTA else q["distractor_reasons"][s["parsed"]]
+        assert s["mistake"] == mine and mine != "correct"
+        by[s["element"]].append(mine)
+    got = res["steer-me"]["mistakes"]["element"]
+    assert set(got) == {s["element"] for s in samples}
+    for element, e in got.items():
+        offered = list(e["mistakes"])
+        assert shares_of(by[element], offered) == {m: (v["n"], v["share"]) for m, v in e["mistakes"].items()}
+        assert e["n_wrong"] == len(by[element]) and sum(v["n"] for v in e["mistakes"].values()) == len(by[element])
+        reasons = {r for s in samples if s["element"] == element for r in qs[s["id"]]["distractor_reasons"]} - {"correct"}
+        assert reasons <= set(offered)  # every mistake the questions offer is listed, chosen or not
+    some = next(v for e in got.values() for v in e["mistakes"].values() if v["n"] == 1 and e["n_wrong"] == 3)
+    assert some["interval"] == pytest.approx([0.0615, 0.7923], abs=1e-4)  # Wilson, 1 of 3
+
+
+def test_shares_over_no_wrong_answer_are_null_with_their_count():
+    from econeval.benchmarks.steer_me import SteerMe
+    from econeval.context import RunContext
+
+    task = SteerMe()
+    prep = task.prepare(RunContext())
+    item = next(q for q in prep.items if q["element"] == "deadweight_loss")
+    outputs = {"option_logprobs": {L: (-0.1 if i == item["correct_index"] else -5.0) for i, L in enumerate("ABCD")}}
+    rec = {"id": item["id"], **task.score(item, outputs, prep)}
+    assert rec["correct"] and rec["mistake"] is None
+    e = task.aggregate([rec], prep)["mistakes"]["element"]["deadweight_loss"]
+    assert e["n_wrong"] == 0 and set(e["mistakes"]) == set(item["distractor_reasons"]) - {"correct"}
+    assert all(v == {"n": 0, "share": None, "interval": None} for v in e["mistakes"].values())
+
+
+QUESTIONS_BY_TEXT: dict[str, dict] = {}
+
+
+def kind_of(question: str) -> int:
+    """What the fake model writes for a question: 0 its value, 1 a wrong option's, 2 a number near
+    no option (by the question's text: 13 texts of the bundled set are asked twice)."""
+    import zlib
+
+    return zlib.crc32(question.encode()) % 3
+
+
+def first_wrong(q: dict) -> int:
+    """The wrong option whose label sorts first (the same whatever the options' order)."""
+    return min((r, i) for i, r in enumerate(q["distractor_reasons"]) if r != "correct")[1]
+
+
+def number_writer(prompt: str) -> str:
+    """A fake model's free-text answers (`-M respond=`), as `kind_of` says; a wrong option's value
+    is written 1% off."""
+    if not QUESTIONS_BY_TEXT:
+        QUESTIONS_BY_TEXT.update({q["question"]: q for q in questions().values()})
+    q = QUESTIONS_BY_TEXT[prompt.split("\n")[0][3:]]
+    value = [q["solution"]["value"], float(q["options"][first_wrong(q)].replace(",", "")) * 1.01, 7e9][kind_of(q["question"])]
+    return f"So the answer is \\boxed{{{value:.4f}}}."
+
+
+def test_free_text_names_the_wrong_option_whose_value_the_number_is_within_the_2_percent_rule(cli, tmp_path):
+    res, samples = fake_steer(cli, tmp_path / "run", "--adaptation", "free-text", "-M",
+                              "respond=test_steer_findings:number_writer", model="fake:writer")
+    qs = questions()
+    counted, hits = defaultdict(list), []
+    for s in samples:
+        q = qs[s["id"]]
+        n = kind_of(q["question"])
+        if n == 0:
+            assert s["correct"] and s["mistake"] is None
+            continue
+        values = [float(o.replace(",", "")) for o in q["options"]]
+        v, gold = s["parsed"], q["solution"]["value"]
+        right = abs(v - gold) <= 0.02 * abs(gold) and all(abs(v - gold) < abs(v - x) for j, x in enumerate(values)
+                                                          if j != q["correct_index"])
+        assert s["correct"] == right  # 1% off a wrong option 1.6% from the answer is right (aggregation_of_consumer_demand/2)
+        if right:
+            assert s["mistake"] is None
+            continue
+        # 1% off the wrong option: that option's mistake, unless another option lies nearer
+        near = [i for i, w in enumerate(values) if i != q["correct_index"] and abs(v - w) <= 0.02 * abs(w)
+                and all(abs(v - w) < abs(v - x) for j, x in enumerate(values) if j != i)]
+        mine = q["distractor_reasons"][near[0]] if near else "no option's value"
+        if n == 1:
+            hits.append(mine == q["distractor_reasons"][first_wrong(q)])  # unless another option lies nearer still
+        if n == 2:
+            assert mine == "no option's value"
+        assert s["mistake"] == mine
+        counted[s["element"]].append(mine)
+    assert sum(hits) >= 0.9 * len(hits)
+    got = res["steer-me"]["mistakes"]["element"]
+    for element, e in got.items():
+        assert shares_of(counted[element], list(e["mistakes"])) == {m: (v["n"], v["share"]) for m, v in e["mistakes"].items()}
+    assert sum(e["mistakes"].get("no option's value", {}).get("n", 0) for e in got.values()) == \
+        sum(1 for s in samples if kind_of(qs[s["id"]]["question"]) == 2)
+
+
+def test_under_the_packages_grading_a_number_names_the_option_it_equals_at_3_figures():
+    from econeval.benchmarks.steer_me import SteerMe
+    from econeval.context import RunContext
+
+    task = SteerMe()
+    prep = task.prepare(RunContext(task_options={"adaptation": "free-text", "free_text_grading": "package"}))
+    item = next(q for q in prep.items if q["element"] == "intertemporal_consumption_smoothing")
+    wrong = next(i for i, r in enumerate(item["distractor_reasons"]) if r != "correct")
+    value = float(item["options"][wrong].replace(",", ""))
+    rec = task.score(item, {"response": f"\\boxed{{{value * 1.0004:.6f}}}"}, prep)  # the same at 3 figures
+    assert not rec["correct"] and rec["mistake"] == item["distractor_reasons"][wrong]
+    rec = task.score(item, {"response": f"\\boxed{{{value * 1.01:.6f}}}"}, prep)  # within 2%, not at 3 figures
+    assert rec["mistake"] == "no option's value"

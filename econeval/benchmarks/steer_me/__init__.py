@@ -372,7 +372,7 @@ class SteerMe(Task):
     protocol_seed = 42  # the authors' package's seed (NOTA placement, few-shot draws); --seed wins
     group_field = "element"
     labels = ("element", "setting", "module", "domain", "perspective", "type")  # the taxonomy an item carries
-    later_fields = ("perspective",)  # a sample line written before econeval recorded it lacks it
+    later_fields = ("perspective", "mistake")  # a sample line written before econeval recorded them lacks them
     stands_in_for_choices = True  # a later part quotes the letter chosen before it
     metrics = (Metric("acc", paired_exact=True), Metric("norm acc", bounds=(-1.0, 1.0)), Metric("ECE", lower_is_better=True),
                Metric("Brier", lower_is_better=True, bounds=(0.0, 2.0)))
@@ -620,10 +620,10 @@ class SteerMe(Task):
                 assert gold is not None
                 rec.update(answered=value is not None, parsed=value, correct=same_at_3_figures(value, gold), penalty=0.0,
                            regex_parsed=by_regex, regex_correct=same_at_3_figures(by_regex, gold))
-                return rec
+                return _with_mistake(rec, item, package=True)
             rec.update(answered=value is not None, parsed=value, correct=free_text_correct(value, gold, others),
                        regex_parsed=by_regex, regex_correct=free_text_correct(by_regex, gold, others))
-            return rec
+            return _with_mistake(rec, item)
         if item.get("parts") or item.get("grading", "answer") != "answer":
             rec = self._score_group(item, outputs, rec, prep.state["rule"])
             if rec["answered"] and item.get("car_replaced") is not None:
@@ -648,7 +648,7 @@ class SteerMe(Task):
                        generated_answer=letter is not None)
         if rec["answered"] and item.get("car_replaced") is not None:
             rec["chose_nota"] = rec["parsed"] == item["car_replaced"]
-        return rec
+        return _with_mistake(rec, item)
 
     def item_values(self, record):
         probs = record.get("p_renormalized")
@@ -706,6 +706,9 @@ class SteerMe(Task):
         out["paper"]["overall"] = out["paper"]["overall"]["all"]
         out["heatmap"] = {"rows": "this run's model", "columns": "elements", "metric": "normalized_accuracy",
                           "values": {el: m["normalized_accuracy"] for el, m in out["paper"]["element"].items()}}
+        mistakes = mistake_shares(records, prep)
+        if mistakes:
+            out["mistakes"] = mistakes
         if prep.state.get("extractor") == "judge":
             regex = [r for r in records if "regex_correct" in r]
             out["extras"] = {"regex_extraction": {
@@ -733,6 +736,74 @@ class SteerMe(Task):
 
     def resampler(self, records, prep):
         return overall_resampler(records)
+
+
+# ---- the mistakes wrong answers make (the paper's Fig. 10 and §5.2) ------------------------
+NOTA_MISTAKE = 'chose "No other option is correct."'  # under --car, where another option was right
+OTHER_MISTAKE = "no option's value"  # free text: a wrong number near no option (within the grading's rule)
+
+
+def labelled(item: dict) -> bool:
+    """Whether the question labels each option with the mistake it encodes (a generated one does:
+    `distractor_reasons`; the authors' data package does not)."""
+    reasons = item.get("distractor_reasons")
+    return not item.get("parts") and isinstance(reasons, list) and len(reasons) == len(item["options"])
+
+
+def _with_mistake(rec: dict, item: dict, package: bool = False) -> dict:
+    """The record with `mistake`, for a question whose options are labelled: None when right or
+    unanswered; else the label of the option chosen (NOTA_MISTAKE for "No other option is
+    correct" where it was not). Free text: the label of the wrong option whose value the number is
+    as the grading counts a right one (within 2% and closest of all options; `package`: equal at 3
+    significant figures), else OTHER_MISTAKE."""
+    if not labelled(item):
+        return rec
+    mistake = None
+    if rec["answered"] and not rec["correct"]:
+        if isinstance(rec["parsed"], int):
+            mistake = NOTA_MISTAKE if rec["parsed"] == item.get("car_replaced") else item["distractor_reasons"][rec["parsed"]]
+        else:
+            values = {i: v for i, o in enumerate(item["options"]) if (v := _to_float(o)) is not None}
+            near = [i for i, v in values.items() if i != item["correct_index"] and
+                    (same_at_3_figures(rec["parsed"], v) if package else
+                     free_text_correct(rec["parsed"], v, [w for j, w in values.items() if j != i]))]
+            mistake = item["distractor_reasons"][near[0]] if near else OTHER_MISTAKE
+    rec["mistake"] = mistake
+    return rec
+
+
+def mistake_shares(records: list[dict], prep) -> dict | None:
+    """Per element, the share of its wrong answers that make each mistake its options encode, with
+    a 95% Wilson interval; every mistake the element's questions offer is listed (a share over no
+    wrong answer is null, with its count). None when no record has a mistake label."""
+    from ...intervals import wilson
+
+    mine = [r for r in records if "mistake" in r]
+    if not mine:
+        return None
+    items = {it["id"]: it for it in (prep.items if prep else [])}
+    offered: dict[str, list[str]] = {}
+    for r in mine:
+        labels = offered.setdefault(r["element"], [])
+        item = items.get(r.get("id"), {})
+        for reason in item.get("distractor_reasons", []):
+            if reason != "correct" and reason not in labels:
+                labels.append(reason)
+    for r in mine:  # labels no option of the run's questions offers (NOTA, no option's value) come last
+        if r["mistake"] is not None and r["mistake"] not in offered[r["element"]]:
+            offered[r["element"]].append(r["mistake"])
+    out = {}
+    for element, labels in offered.items():
+        recs = [r for r in mine if r["element"] == element]
+        wrong = [r["mistake"] for r in recs if r["answered"] and not r["correct"]]
+        out[element] = {"n": len(recs), "n_answered": sum(bool(r["answered"]) for r in recs), "n_wrong": len(wrong),
+                        "mistakes": {m: {"n": wrong.count(m), "share": wrong.count(m) / len(wrong) if wrong else None,
+                                         "interval": list(iv) if (iv := wilson(wrong.count(m), len(wrong))) else None}
+                                     for m in labels}}
+    return {"description": "per element, the share of wrong answers (answered, not right) that make each mistake its "
+                           "options encode: the chosen option's label (free text: the wrong option whose value the number is "
+                           "within the grading's rule, else \"" + OTHER_MISTAKE + "\"); 95% Wilson intervals; unanswered "
+                           "questions are not wrong answers here", "element": out}
 
 
 def _with_perspective(records: list[dict], prep) -> list[dict]:
