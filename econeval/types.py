@@ -305,6 +305,10 @@ class TaskOption:
     choices: tuple[str, ...] | None = None
     kind: str = "str"  # str | bool | path | choice
     flag: str | None = None  # a documented command-line shortcut for `-T name=...`, e.g. "--adaptation"
+    # False for an option added after runs were recorded whose default does what the task did
+    # before it: at its default it is left out of the recorded options (run.json, the identity),
+    # so a folder recorded before it is the same run (resumed, compared); read it with .get
+    recorded_at_default: bool = True
 
     def parse(self, value: Any) -> Any:
         """A value from the command line (a string) or from Python; raises ValueError."""

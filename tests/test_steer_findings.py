@@ -16,8 +16,8 @@ def questions() -> dict[str, dict]:
     return {q["id"]: q for q in data.load("steer-me", "questions.jsonl")}
 
 
-def fake_steer(cli, out, *extra, model="fake:a"):
-    rc, _, err = cli("run", "--model", model, "--task", "steer-me", "--limit", "4", "--quiet", "--out", out,
+def fake_steer(cli, out, *extra, model="fake:a", limit=4):
+    rc, _, err = cli("run", "--model", model, "--task", "steer-me", "--limit", str(limit), "--quiet", "--out", out,
                      "--bootstrap", "0", *extra)
     assert rc == 0, err
     return json.loads((out / "results.json").read_text())["tasks"], read_lines(out / "samples.jsonl")
@@ -211,3 +211,60 @@ def test_under_the_packages_grading_a_number_names_the_option_it_equals_at_3_fig
     assert not rec["correct"] and rec["mistake"] == item["distractor_reasons"][wrong]
     rec = task.score(item, {"response": f"\\boxed{{{value * 1.01:.6f}}}"}, prep)  # within 2%, not at 3 figures
     assert rec["mistake"] == "no option's value"
+
+
+# ---- 3. the options' order ------------------------------------------------------------------
+def test_permute_0_is_todays_run_byte_for_byte_and_the_same_run_identity(cli, tmp_path):
+    for extra in ((), ("-T", "permute=0")):
+        out = tmp_path / f"run{len(extra)}"
+        fake_steer(cli, out, "--car", *extra)
+    for name in ("results.json", "samples.jsonl"):
+        assert (tmp_path / "run0" / name).read_bytes() == (tmp_path / "run2" / name).read_bytes()
+    ids = [json.loads((tmp_path / r / "run.json").read_text())["identity"] for r in ("run0", "run2")]
+    assert ids[0] == ids[1] and "permute" not in ids[0]["tasks"]["steer-me"]["options"]
+
+
+def test_permuted_orders_report_accuracy_circular_accuracy_and_letter_bias(cli, tmp_path):
+    res, samples = fake_steer(cli, tmp_path / "run", "-T", "permute=3", "--car")
+    qs = questions()
+    by = defaultdict(dict)
+    for s in samples:
+        base, _, order = s["id"].partition("~")
+        by[base][int(order or 0)] = s
+    assert len(by) == 256 and all(sorted(o) == [0, 1, 2, 3] for o in by.values())
+    for base, orders in by.items():
+        q, shown = qs[base], [shown_options(s) for s in orders.values()]
+        assert len({tuple(x) for x in shown}) == 4 and all(sorted(x) == sorted(shown[0]) for x in shown)  # one set, 4 orders
+        nota = {x.index(NOTA) == s["gold"] for x, s in zip(shown, orders.values())}
+        assert len(nota) == 1  # "No other option" is right in every order or in none
+        if nota == {False}:  # the gold option is the question's answer in every order
+            assert {x[s["gold"]] for x, s in zip(shown, orders.values())} == {q["options"][q["correct_index"]]}
+    o = res["steer-me"]["orders"]
+    first = [s for s in samples if "~" not in s["id"]]
+    assert o["original"]["accuracy"] == pytest.approx(sum(s["correct"] for s in first) / len(first))
+    assert o["all_orders"]["accuracy"] == pytest.approx(sum(s["correct"] for s in samples) / len(samples))
+    circular = sum(all(s["correct"] for s in orders.values()) for orders in by.values()) / len(by)
+    assert o["circular"]["accuracy"] == pytest.approx(circular) and o["circular"]["n"] == 256
+    for i, letter in enumerate("ABCD"):
+        chosen = sum(s["parsed"] == i for s in samples) / len(samples)
+        right = sum(s["gold"] == i for s in samples) / len(samples)
+        assert o["letters"][letter]["chosen"] == pytest.approx(chosen) and o["letters"][letter]["correct"] == pytest.approx(right)
+        assert o["letters"][letter]["bias"] == pytest.approx(chosen - right)
+    car = res["steer-me"]["paper"]["element"]["deadweight_loss"]["car"]
+    assert car["n"] == 16 and car["n_nota_correct"] == 4  # round(4/4) = 1 question of 4, in each of its 4 orders
+    e = o["element"]["deadweight_loss"]
+    mine = [all(s["correct"] for s in orders.values()) for base, orders in by.items() if qs[base]["element"] == "deadweight_loss"]
+    assert e["circular"]["accuracy"] == pytest.approx(sum(mine) / len(mine)) and e["n_questions"] == 4
+
+
+def test_permute_keeps_each_questions_orders_together_under_limit_and_is_refused_for_free_text(cli, tmp_path):
+    _, samples = fake_steer(cli, tmp_path / "run", "-T", "permute=2", limit=2)
+    per_element = defaultdict(set)
+    for s in samples:
+        per_element[s["element"]].add(s["id"].partition("~")[0])
+    assert all(len(v) == 2 for v in per_element.values()) and len(samples) == 64 * 2 * 3
+    rc, _, err = cli("run", "--model", "fake:a", "--task", "steer-me", "--adaptation", "free-text", "-T", "permute=2",
+                     "--limit", "1", "--out", tmp_path / "free")
+    assert rc == 2 and "free text shows no options" in err
+    rc, _, err = cli("run", "--model", "fake:a", "--task", "steer-me", "-T", "permute=24", "--limit", "1", "--out", tmp_path / "x")
+    assert rc == 2 and "out of range" in err

@@ -25,6 +25,7 @@ from ...tables import Metric
 from ...types import JUDGE, MODEL, Generate, OptionLogprobs, Prepared, Task, TaskOption, call_info
 from . import prompts as P
 from .generator import GENERATOR_VERSION, covered, generate
+from .orders import MAX_PERMUTE, across_orders, car_over_orders, limited, with_orders
 
 BENCHMARK = "steer-me"
 LETTERS = "ABCDEFGHIJ"
@@ -411,6 +412,9 @@ class SteerMe(Task):
                    tuple(FREE_TEXT_GRADINGS), "choice"),
         TaskOption("text_answer_tokens", "8", "tokens a model without log-probabilities writes for its letter, read "
                    "from the text (none: the server's limit, as the authors' package leaves it)"),
+        TaskOption("permute", "0", "ask each question again under K seeded permutations of its options (0-23; free text "
+                   "shows none): accuracy in every order, the circular accuracy (right in all) and each letter's rate of being "
+                   "chosen against being right (results' `orders`)", recorded_at_default=False),
         TaskOption("questions", None, "a question set from `econeval steer generate` (a .jsonl file), or the authors' "
                    "released STEER-ME data package (a folder: elements.csv + data/<element>/test.parquet, or the staging layout "
                    "data/<setting>/<module>/<element>/test.parquet; needs pyarrow), instead of the bundled one", kind="path", flag="--questions"),
@@ -439,7 +443,12 @@ class SteerMe(Task):
             _int_option(opts["text_answer_tokens"], "text_answer_tokens", 1, 65536)
         per_part = 1 if P.FORMATS[adaptation] == "mc" else 2
         most_parts = max((len(P.parts_of(it)) for it in items), default=1)
-        seed = ctx.seed_for(self)  # NOTA placement and few-shot draws
+        seed = ctx.seed_for(self)  # NOTA placement, few-shot draws and the options' orders
+        permute = _int_option(opts.get("permute", "0"), "permute", 0, MAX_PERMUTE)
+        if permute and adaptation == "free-text":
+            raise UsageError("-T permute asks the options in other orders: free text shows no options")
+        if permute:
+            items = with_orders(items, permute, seed)
         car = bool(opts["car"])  # applied to the items that run (finalize_items), so --limit keeps its 1/K balance
         label = adaptation + ("+car" if car else "")
         prep = Prepared(items=items, settings={
@@ -459,6 +468,10 @@ class SteerMe(Task):
                   "stop": ("\nQ: ",) if opts["reasoning"] == "econeval" else (), "strip": opts["reasoning"] == "econeval",
                   "text_tokens": text_tokens, "grading": opts["free_text_grading"],
                   "pool": self._shot_pool(qfile) if shots else []})
+        if permute:
+            prep.settings["permute"] = {"orders": permute, "seed": seed, "how": "each single question asked again under this "
+                                        "many distinct seeded permutations of its options (fewer where it has fewer), as "
+                                        "items ID~1, ID~2, ...; the paper's numbers are over every order"}
         if most_parts > 1:
             prep.stages = per_part * most_parts  # each part in turn, in one conversation
         if adaptation == "free-text":
@@ -504,20 +517,18 @@ class SteerMe(Task):
         return None
 
     def finalize_items(self, items, prep):
-        return apply_car(items, prep.state["seed"]) if prep.state["car"] else items
+        if not prep.state["car"]:
+            return items
+        if any("variant_of" in it for it in items):  # -T permute: each order its question after CAR
+            return car_over_orders(items, lambda bases: apply_car(bases, prep.state["seed"]))
+        return apply_car(items, prep.state["seed"])
 
     def strata(self, item):
         return item["element"]  # the paper reports per element
 
     def limit_items(self, items, limit):
-        """--limit N: the first N questions of each element."""
-        seen: dict[str, int] = {}
-        out = []
-        for it in items:
-            seen[it["element"]] = seen.get(it["element"], 0) + 1
-            if seen[it["element"]] <= limit:
-                out.append(it)
-        return out
+        """--limit N: the first N questions of each element (with -T permute, each in all its orders)."""
+        return limited(items, limit)
 
     def answer_options(self, item, prep):
         return tuple(LETTERS[:len(item["options"])])
@@ -607,6 +618,10 @@ class SteerMe(Task):
                "gold": item["correct_index"]}
         if item.get("car_replaced") is not None:
             rec["nota_is_correct"] = item["nota_is_correct"]
+        if "order" in item:  # -T permute
+            rec["order"] = item["order"]
+            if "variant_of" in item:
+                rec["variant_of"] = item["variant_of"]
         if prep.state["adaptation"] == "free-text":
             gold = free_text_gold(item)
             assert gold is not None  # prepare ran only questions with a numeric answer
@@ -709,6 +724,9 @@ class SteerMe(Task):
         mistakes = mistake_shares(records, prep)
         if mistakes:
             out["mistakes"] = mistakes
+        orders = across_orders(records)
+        if orders:
+            out["orders"] = orders
         if prep.state.get("extractor") == "judge":
             regex = [r for r in records if "regex_correct" in r]
             out["extras"] = {"regex_extraction": {
