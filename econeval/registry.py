@@ -135,11 +135,12 @@ def role(name: str) -> Role:
 
 
 def suites() -> dict[str, list[str]]:
-    """Suite → task names, in registration order; `all` holds every task."""
+    """Suite → task names, in registration order; `all` holds every task but those run by name
+    only (`Task.in_all`)."""
     out: dict[str, list[str]] = {}
     for t in tasks().values():
         out.setdefault(t.suite, []).append(t.name)
-    out["all"] = list(TASKS)
+    out["all"] = [n for n, t in TASKS.items() if t.in_all]
     return out
 
 

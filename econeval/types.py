@@ -363,6 +363,7 @@ class Task:
 
     name: str = ""
     suite: str = ""
+    in_all: bool = True  # part of `all`, the default selection (False: a suite run by name, e.g. STEER-ME's paper matrix)
     benchmark: str = ""
     prompt_version: str = ""
     description: str = ""

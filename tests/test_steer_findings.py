@@ -268,3 +268,83 @@ def test_permute_keeps_each_questions_orders_together_under_limit_and_is_refused
     assert rc == 2 and "free text shows no options" in err
     rc, _, err = cli("run", "--model", "fake:a", "--task", "steer-me", "-T", "permute=24", "--limit", "1", "--out", tmp_path / "x")
     assert rc == 2 and "out of range" in err
+
+
+# ---- 4. the paper's experiment matrix -------------------------------------------------------
+PAPER = {"shown": ("cot-shown", False), "shown-car": ("cot-shown", True), "hidden": ("cot-hidden", False),
+         "hidden-car": ("cot-hidden", True), "free": ("free-text", False), "direct": ("direct", False),
+         "direct-car": ("direct", True)}
+
+
+def test_the_paper_suite_lists_each_experiment_with_the_figures_it_feeds_and_stays_out_of_all(cli):
+    from econeval import registry
+
+    rc, out, err = cli("list")
+    assert rc == 0, err
+    lines = {l.split()[0]: l for l in out.splitlines() if l.startswith("  steer-me-paper-")}
+    assert set(lines) == {f"steer-me-paper-{k}" for k in PAPER}
+    assert "Figs. 4, 5, 7, 9" in lines["steer-me-paper-shown"] and "Table 2" in lines["steer-me-paper-shown-car"]
+    assert "Fig. 10" in lines["steer-me-paper-free"] and "o1-preview" in lines["steer-me-paper-direct"]
+    assert "steer-me-paper's" in out.splitlines()[-1]
+    suites = registry.suites()
+    assert suites["steer-me"] == ["steer-me"] and not set(suites["all"]) & set(suites["steer-me-paper"])
+
+
+def test_each_experiment_is_the_public_task_with_its_adaptation_and_car(cli, tmp_path):
+    """A model that does not reason runs the 0-CoT experiments and free text, not the direct ones;
+    each experiment's samples and numbers are the steer-me task's with that adaptation and CAR."""
+    paper = tmp_path / "paper"
+    rc, _, err = cli("run", "--model", "fake:a", "--suite", "steer-me-paper", "--limit", "1", "--quiet", "--out", paper,
+                     "--bootstrap", "0")
+    assert rc == 0, err
+    doc = json.loads((paper / "results.json").read_text())
+    ran = {k for k in PAPER if f"steer-me-paper-{k}" in doc["tasks"]}
+    assert ran == {"shown", "shown-car", "hidden", "hidden-car", "free"}
+    assert set(doc["not_run"]) == {"steer-me-paper-direct", "steer-me-paper-direct-car"}
+    samples = defaultdict(dict)
+    for s in read_lines(paper / "samples.jsonl"):
+        samples[s["task"]][s["id"]] = s
+    for k in sorted(ran):
+        adaptation, car = PAPER[k]
+        alone = tmp_path / k
+        rc, _, err = cli("run", "--model", "fake:a", "--task", "steer-me", "--adaptation", adaptation,
+                         *(["--car"] if car else []), "--limit", "1", "--quiet", "--out", alone, "--bootstrap", "0")
+        assert rc == 0, err
+        mine = json.loads((alone / "results.json").read_text())["tasks"]["steer-me"]
+        theirs = doc["tasks"][f"steer-me-paper-{k}"]
+        assert theirs["paper"] == mine["paper"] and theirs["adaptation"] == mine["adaptation"]
+        for s in read_lines(alone / "samples.jsonl"):
+            other = samples[f"steer-me-paper-{k}"][s["id"]]
+            assert {**other, "task": "steer-me"} == s
+    options = json.loads((paper / "run.json").read_text())["tasks"]["steer-me-paper-shown"]["options"]
+    assert "adaptation" not in options and "car" not in options  # the experiment's, not options
+    rc, _, err = cli("run", "--model", "fake:a", "--suite", "steer-me-paper", "-T", "adaptation=direct", "--limit", "1",
+                     "--out", tmp_path / "x")
+    assert rc == 2 and "adaptation" in err
+
+
+def test_a_reasoning_model_runs_the_papers_direct_experiments_only(cli, tmp_path):
+    out = tmp_path / "r"
+    rc, _, err = cli("run", "--model", "fake:r", "-M", "answers=<think>so</think>B", "--suite", "steer-me-paper",
+                     "--limit", "1", "--quiet", "--out", out, "--bootstrap", "0")
+    assert rc == 0, err
+    doc = json.loads((out / "results.json").read_text())
+    assert set(doc["tasks"]) == {"steer-me-paper-direct", "steer-me-paper-direct-car", "steer-me-paper-free"}
+    assert doc["tasks"]["steer-me-paper-direct-car"]["adaptation"] == "direct+car"
+    assert set(doc["not_run"]) == {f"steer-me-paper-{k}" for k in ("shown", "shown-car", "hidden", "hidden-car")}
+
+
+def test_the_report_sets_the_experiments_side_by_side(cli, tmp_path):
+    paper = tmp_path / "paper"
+    rc, _, err = cli("run", "--model", "fake:a", "--suite", "steer-me-paper", "--limit", "1", "--quiet", "--out", paper,
+                     "--bootstrap", "0")
+    assert rc == 0, err
+    rc, out, err = cli("report", paper, "--format", "json")
+    assert rc == 0, err
+    tables = {t["id"]: t for t in json.loads(out)["tables"]}
+    assert tables["steer-me-element"]["columns"] == ["a cot-shown", "a cot-shown+car", "a cot-hidden",
+                                                     "a cot-hidden+car", "a free-text"]
+    assert "rows a cot-shown." in tables["steer-me-element"]["figures"][0]["caption"]
+    assert [r.get("setting") for r in tables["steer-me-table2"]["rows"] if r["source"] == "run"] == ["cot-shown+car",
+                                                                                                     "cot-hidden+car"]
+    assert tables["steer-me-mistakes"]["columns"] == tables["steer-me-element"]["columns"]

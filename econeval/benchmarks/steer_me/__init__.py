@@ -375,6 +375,7 @@ class SteerMe(Task):
     labels = ("element", "setting", "module", "domain", "perspective", "type")  # the taxonomy an item carries
     later_fields = ("perspective", "mistake")  # a sample line written before econeval recorded them lacks them
     stands_in_for_choices = True  # a later part quotes the letter chosen before it
+    fixed: dict[str, Any] = {}  # option values an experiment of the paper's matrix fixes (matrix.py)
     metrics = (Metric("acc", paired_exact=True), Metric("norm acc", bounds=(-1.0, 1.0)), Metric("ECE", lower_is_better=True),
                Metric("Brier", lower_is_better=True, bounds=(0.0, 2.0)))
     # over all items (an unanswered question counts as wrong; the paper's acc is over the answered
@@ -390,7 +391,7 @@ class SteerMe(Task):
             return ", ".join(str(letter(v)) for v in value)
         return letter(value) or super().shown(value, record)
 
-    options = (
+    options: tuple[TaskOption, ...] = (
         TaskOption("adaptation", "direct", "direct | cot-shown | cot-hidden (0-CoT, options shown or hidden while "
                    "reasoning) | free-text (no options; the final number is read)", ADAPTATIONS, "choice", flag="--adaptation"),
         TaskOption("car", False, 'calibrated answer replacement: one option per question becomes "No other option is correct."',
@@ -425,7 +426,7 @@ class SteerMe(Task):
         return shots if isinstance(shots, int) and not isinstance(shots, bool) else None
 
     def prepare(self, ctx) -> Prepared:
-        opts = ctx.options_for(self)
+        opts = {**ctx.options_for(self), **self.fixed}
         adaptation = opts["adaptation"]
         qfile = opts["questions"]
         items, source = _questions(qfile)
@@ -915,3 +916,5 @@ def car_table(recs: list[dict]) -> dict:
     return {"n": len(recs), "n_nota_correct": sum(truth), "n_chose_nota": sum(chose),
             "precision": precision, "recall": recall, "f1": f1}
 
+
+from . import matrix as _matrix  # noqa: E402,F401  the paper's experiments, tasks of their own

@@ -28,7 +28,8 @@ def permutations(item: dict, k: int, seed: int) -> list[list[int]]:
     n = len(item["options"])
     want = min(k, math.factorial(n) - 1)
     rng = random.Random(P.stable_hash(seed, "permute", item["id"]))
-    seen, out = {tuple(range(n))}, []
+    seen: set[tuple[int, ...]] = {tuple(range(n))}
+    out: list[list[int]] = []
     while len(out) < want:
         p = tuple(rng.sample(range(n), n))
         if p not in seen:
