@@ -348,3 +348,74 @@ def test_the_report_sets_the_experiments_side_by_side(cli, tmp_path):
     assert [r.get("setting") for r in tables["steer-me-table2"]["rows"] if r["source"] == "run"] == ["cot-shown+car",
                                                                                                      "cot-hidden+car"]
     assert tables["steer-me-mistakes"]["columns"] == tables["steer-me-element"]["columns"]
+
+
+# ---- 5. the same questions under two adaptations (§5.3) -------------------------------------
+def test_newcombes_paired_interval_is_the_papers_method_10():
+    from econeval.intervals import newcombe_paired
+
+    # Newcombe (1998), Statistics in Medicine 17:2635, Table II, method 10
+    assert newcombe_paired(36, 12, 2, 0) == pytest.approx((0.0569, 0.3404), abs=1e-4)
+    assert newcombe_paired(263, 3, 0, 0) == pytest.approx((-0.0048, 0.0326), abs=1e-4)
+    assert newcombe_paired(0, 0, 0, 0) is None
+
+
+def counts(before: dict, after: dict, only=None) -> tuple[int, int, int, int]:
+    right = lambda s: bool(s["answered"]) and s["correct"] is True  # noqa: E731
+    ids = [i for i in before if i in after and (only is None or i in only)]
+    a = sum(right(before[i]) and right(after[i]) for i in ids)
+    b = sum(right(before[i]) and not right(after[i]) for i in ids)
+    c = sum(not right(before[i]) and right(after[i]) for i in ids)
+    return a, b, c, len(ids) - a - b - c
+
+
+def test_the_report_pairs_one_models_adaptations_by_question(cli, tmp_path):
+    from econeval.intervals import newcombe_paired
+
+    paper = tmp_path / "paper"
+    rc, _, err = cli("run", "--model", "fake:writer", "-M", "respond=test_steer_findings:number_writer", "--suite",
+                     "steer-me-paper", "--limit", "2", "--quiet", "--out", paper, "--bootstrap", "0")
+    assert rc == 0, err
+    by = defaultdict(dict)
+    for s in read_lines(paper / "samples.jsonl"):
+        by[s["task"].removeprefix("steer-me-paper-")][s["id"]] = s
+    rc, out, err = cli("report", paper, "--format", "json")
+    assert rc == 0, err
+    tables = {t["id"]: t for t in json.loads(out)["tables"]}
+    rows = {r["setting"]: r for r in tables["steer-me-transitions"]["rows"]}
+    nota = {i for i, s in by["shown-car"].items() if s["nota_is_correct"]}
+    assert len(nota) == 64  # round(2/4) = 1 question of each element
+    for setting, before, after, only in (("cot-shown → cot-hidden", "shown", "hidden", None),
+                                         ("cot-shown+car → cot-hidden+car", "shown-car", "hidden-car", None),
+                                         ('cot-shown → cot-shown+car, where "No other option" is right', "shown", "shown-car", nota),
+                                         ("cot-hidden → free-text", "hidden", "free", None)):
+        a, b, c, d = counts(by[before], by[after], only)
+        n = a + b + c + d
+        row = rows[setting]
+        assert row["n"] == n and row["values"] == pytest.approx([(a + b) / n, (a + c) / n, (b - c) / n])
+        assert row["intervals"][2] == pytest.approx(list(newcombe_paired(a, b, c, d)))
+    qs = questions()
+    gap = [i for i, s in by["hidden"].items() if s["correct"] and not by["free"][i]["correct"]]
+    closest = 0
+    for i in gap:
+        v, q = by["free"][i]["parsed"], qs[i]
+        values = [float(o.replace(",", "")) for o in q["options"]]
+        closest += min(range(4), key=lambda k: (abs(v - values[k]), k)) == q["correct_index"]
+    fig15 = tables["steer-me-fig15"]["rows"][0]
+    assert 0 < closest < len(gap) and fig15["values"] == pytest.approx([len(gap), closest, closest / len(gap)])
+
+
+def test_runs_of_one_model_that_differ_in_adaptation_only_are_paired_and_others_not(cli, tmp_path):
+    runs = {}
+    for name, extra in (("shown", ("--adaptation", "cot-shown")), ("hidden", ("--adaptation", "cot-hidden")),
+                        ("other", ("--adaptation", "cot-hidden", "-T", "prompts=econeval1"))):
+        _, samples = fake_steer(cli, tmp_path / name, *extra, limit=2)
+        runs[name] = {s["id"]: s for s in samples}
+    rc, out, err = cli("report", tmp_path / "shown", tmp_path / "hidden", "--format", "json")
+    assert rc == 0, err
+    row, = next(t for t in json.loads(out)["tables"] if t["id"] == "steer-me-transitions")["rows"]
+    a, b, c, d = counts(runs["shown"], runs["hidden"])
+    assert row["label"] == "a" and row["values"][2] == pytest.approx((b - c) / (a + b + c + d))
+    rc, out, err = cli("report", tmp_path / "shown", tmp_path / "other", "--format", "json")
+    assert rc == 0, err
+    assert "steer-me-transitions" not in {t["id"] for t in json.loads(out)["tables"]}  # other prompts: not paired

@@ -769,6 +769,11 @@ def labelled(item: dict) -> bool:
     return not item.get("parts") and isinstance(reasons, list) and len(reasons) == len(item["options"])
 
 
+def option_values(item: dict) -> dict[int, float]:
+    """The options that are numbers, by index ("No other option is correct." is none)."""
+    return {i: v for i, o in enumerate(item["options"]) if (v := _to_float(str(o))) is not None}
+
+
 def _with_mistake(rec: dict, item: dict, package: bool = False) -> dict:
     """The record with `mistake`, for a question whose options are labelled: None when right or
     unanswered; else the label of the option chosen (NOTA_MISTAKE for "No other option is
@@ -782,7 +787,7 @@ def _with_mistake(rec: dict, item: dict, package: bool = False) -> dict:
         if isinstance(rec["parsed"], int):
             mistake = NOTA_MISTAKE if rec["parsed"] == item.get("car_replaced") else item["distractor_reasons"][rec["parsed"]]
         else:
-            values = {i: v for i, o in enumerate(item["options"]) if (v := _to_float(o)) is not None}
+            values = option_values(item)
             near = [i for i, v in values.items() if i != item["correct_index"] and
                     (same_at_3_figures(rec["parsed"], v) if package else
                      free_text_correct(rec["parsed"], v, [w for j, w in values.items() if j != i]))]

@@ -104,7 +104,9 @@ def paper_tables(runs: list[Any]) -> list[Table]:
                              "values": [c.get("recall"), c.get("precision"), c.get("f1")], "intervals": None, "n": c.get("n")})
         tab.notes = [NOTE, "Published: aggregated over 20 elements; random guessing gives 0.25."]
         out.append(tab)
-    return out + [t for t in (mistakes_table(mine), orders_table(mine)) if t]
+    from .transitions import transitions_tables
+
+    return out + [t for t in (mistakes_table(mine), orders_table(mine)) if t] + transitions_tables(mine)
 
 
 def mistakes_table(mine: list[tuple[Any, str, dict, str, str | None]]) -> Table | None:
