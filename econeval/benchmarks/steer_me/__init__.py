@@ -26,6 +26,8 @@ from ...types import JUDGE, MODEL, Generate, OptionLogprobs, Prepared, Task, Tas
 from . import prompts as P
 from .generator import GENERATOR_VERSION, covered, generate
 from .orders import MAX_PERMUTE, across_orders, car_over_orders, limited, with_orders
+from .values import option_values
+from .values import to_float as _to_float
 
 BENCHMARK = "steer-me"
 LETTERS = "ABCDEFGHIJ"
@@ -100,13 +102,6 @@ def number_from_text(text: str) -> float | None:
             return _to_float(m.group(0))
     nums = re.findall(_NUMBER, text)
     return _to_float(nums[-1]) if nums else None
-
-
-def _to_float(s: str) -> float | None:
-    try:
-        return float(s.replace("$", "").replace(",", ""))
-    except ValueError:
-        return None
 
 
 # The paper's evaluator prompt (its Appendix C.3) is not in the text we have; this one asks for what
@@ -375,7 +370,7 @@ class SteerMe(Task):
     labels = ("element", "setting", "module", "domain", "perspective", "type")  # the taxonomy an item carries
     later_fields = ("perspective", "mistake")  # a sample line written before econeval recorded them lacks them
     stands_in_for_choices = True  # a later part quotes the letter chosen before it
-    fixed: dict[str, Any] = {}  # option values an experiment of the paper's matrix fixes (matrix.py)
+    fixed: dict[str, Any] = {}  # option values an experiment of the paper's matrix fixes (steer_me_paper.py)
     metrics = (Metric("acc", paired_exact=True), Metric("norm acc", bounds=(-1.0, 1.0)), Metric("ECE", lower_is_better=True),
                Metric("Brier", lower_is_better=True, bounds=(0.0, 2.0)))
     # over all items (an unanswered question counts as wrong; the paper's acc is over the answered
@@ -769,11 +764,6 @@ def labelled(item: dict) -> bool:
     return not item.get("parts") and isinstance(reasons, list) and len(reasons) == len(item["options"])
 
 
-def option_values(item: dict) -> dict[int, float]:
-    """The options that are numbers, by index ("No other option is correct." is none)."""
-    return {i: v for i, o in enumerate(item["options"]) if (v := _to_float(str(o))) is not None}
-
-
 def _with_mistake(rec: dict, item: dict, package: bool = False) -> dict:
     """The record with `mistake`, for a question whose options are labelled: None when right or
     unanswered; else the label of the option chosen (NOTA_MISTAKE for "No other option is
@@ -920,6 +910,3 @@ def car_table(recs: list[dict]) -> dict:
         if precision is not None and recall is not None else None
     return {"n": len(recs), "n_nota_correct": sum(truth), "n_chose_nota": sum(chose),
             "precision": precision, "recall": recall, "f1": f1}
-
-
-from . import matrix as _matrix  # noqa: E402,F401  the paper's experiments, tasks of their own

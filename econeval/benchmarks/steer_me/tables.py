@@ -41,7 +41,7 @@ def reliability(run: Any, bins: int = 10, task: str = TASK, label: str | None = 
 
 def results(runs: list[Any]) -> list[tuple[Any, str, dict, str, str | None]]:
     """Every STEER-ME result of the runs (the public task's and the paper matrix's,
-    matrix.py): (run, task, result, its column label, its setting). A run with one STEER-ME task
+    steer_me_paper.py): (run, task, result, its column label, its setting). A run with one STEER-ME task
     is labelled as itself; a run with several, as itself and the adaptation."""
     from ... import registry
 

@@ -24,7 +24,7 @@ from ...errors import UsageError
 from ...intervals import newcombe_paired, wilson
 from ...tables import Table
 from ...types import is_scored
-from . import option_values
+from .values import option_values
 
 ADAPTATION_KEYS = ("adaptation", "car", "scoring", "free_text_grading", "free_text_extractor", "evaluator_prompt",
                    "permute")  # the settings that say which adaptation ran: runs differing in these only are paired

@@ -14,8 +14,8 @@ docs/fidelity.md. The public `steer-me` task (`--adaptation`, `--car`) is unchan
 
 from __future__ import annotations
 
-from ... import registry
-from . import SteerMe
+from .. import registry
+from .steer_me import SteerMe
 
 SUITE = "steer-me-paper"
 
