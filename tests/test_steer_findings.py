@@ -332,6 +332,7 @@ def test_a_reasoning_model_runs_the_papers_direct_experiments_only(cli, tmp_path
     assert set(doc["tasks"]) == {"steer-me-paper-direct", "steer-me-paper-direct-car", "steer-me-paper-free"}
     assert doc["tasks"]["steer-me-paper-direct-car"]["adaptation"] == "direct+car"
     assert set(doc["not_run"]) == {f"steer-me-paper-{k}" for k in ("shown", "shown-car", "hidden", "hidden-car")}
+    assert all("steer-me-paper-direct" in why for why in doc["not_run"].values())
 
 
 def test_the_report_sets_the_experiments_side_by_side(cli, tmp_path):

@@ -27,6 +27,13 @@ class PaperExperiment(SteerMe):
     in_all = False  # seven runs of every question: asked for by name
     options = tuple(o for o in SteerMe.options if o.name not in ("adaptation", "car"))
 
+    def not_for(self, prep, reasoning):
+        why = super().not_for(prep, reasoning)
+        if why and prep.state["adaptation"] in ("cot-shown", "cot-hidden"):  # named in the suite's terms, not steer-me's flags
+            return ("the paper ran no 0-CoT experiment for a model that reasons (o1-preview): it asked for the letter "
+                    "directly (steer-me-paper-direct, -direct-car)")
+        return why
+
 
 def experiment(name: str, adaptation: str, car: bool, figures: str, reasoning_only: bool = False):
     """Register the experiment `steer-me-paper-NAME`."""
