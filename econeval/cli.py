@@ -59,11 +59,17 @@ def _fmt(v) -> str:
     return f"{v:.3f}" if isinstance(v, float) else str(v)
 
 
+def _apart() -> str:
+    """What `all` leaves out: the suites run by name only (`Task.in_all`)."""
+    apart = list(dict.fromkeys(t.suite for t in registry.tasks().values() if not t.in_all))
+    return f" but {', '.join(apart)}'s: run with --suite" if apart else ""
+
+
 def _help() -> str:
     suites = registry.suites()
     lines = [f"  {name} ({', '.join(tasks)})" for name, tasks in suites.items() if name != "all"]
     return ("Evaluate language models on economics and finance reasoning, offline.\n\n\b\nSuites:\n"
-            + "\n".join(lines) + "\n  all (every task)\nRun `econeval list --verbose` for tasks and their options.\n\n\b\n"
+            + "\n".join(lines) + f"\n  all (every task{_apart()})\nRun `econeval list --verbose` for tasks and their options.\n\n\b\n"
             f"Quick start (the README's command 1):\n  {QUICK_START}\n\n\b\n"
             "Environment:\n" + "\n".join(f"  {k:<19} {v}" for k, v in ENVIRONMENT.items()))
 
@@ -721,17 +727,18 @@ def list_cmd(verbose, as_json):
                                                            for m in t.metrics]}
                                            for n, t in tasks.items()}})
         return
+    width = max([22, *map(len, tasks)])
     for suite, names in s.items():
         if suite == "all":
             continue
         click.echo(f"{suite}")
         for n in names:
-            click.echo(f"  {n:<22} {tasks[n].description}")
+            click.echo(f"  {n:<{width}} {tasks[n].description}")
             for o in tasks[n].options if verbose else ():
                 choices = f" [{'|'.join(o.choices)}]" if o.choices else ""
                 flag = f" (shortcut {o.flag})" if o.flag else ""
                 click.echo(f"      -T {o.name}=...{choices} (default {o.default}){flag}: {o.help}")
-    click.echo("all: every task above")
+    click.echo(f"all: every task above{_apart()}")
 
 
 @cli.group()

@@ -37,7 +37,8 @@ class RunContext:
     _made: dict[str, Any] = field(default_factory=dict)
 
     def options_for(self, task: Task) -> dict[str, Any]:
-        """The task's option values: the ones given (parsed by the option), defaults for the rest."""
+        """The task's option values: the ones given (parsed by the option), defaults for the rest;
+        an option added after runs were recorded is left out at its default (`recorded_at_default`)."""
         out = {}
         given = {**self.task_options, **self.per_task.get(task.name, {})}
         for opt in task.options:
@@ -48,6 +49,8 @@ class RunContext:
                     raise UsageError(f"task option {opt.name} of {task.name}: {exc}") from None
             else:
                 out[opt.name] = opt.default
+            if not opt.recorded_at_default and out[opt.name] == opt.default:
+                del out[opt.name]
         return out
 
     def prepare(self, task: Task) -> Prepared:

@@ -157,14 +157,14 @@ def role(name: str) -> Role:
 
 
 def suites() -> dict[str, list[str]]:
-    """Suite → task names, in registration order; `all` holds every task of a suite. A tool's
-    tasks (`Task.in_suites` False: auto-STEER's writer and checker) are in none: their commands
-    run them."""
+    """Suite → task names, in registration order; `all` holds every task of a suite but those run
+    by name only (`Task.in_all`). A tool's tasks (`Task.in_suites` False: auto-STEER's writer and
+    checker) are in no suite: their commands run them."""
     out: dict[str, list[str]] = {}
     for t in tasks().values():
         if t.in_suites:
             out.setdefault(t.suite, []).append(t.name)
-    out["all"] = [n for n, t in TASKS.items() if t.in_suites]
+    out["all"] = [n for n, t in TASKS.items() if t.in_suites and t.in_all]
     return out
 
 

@@ -308,6 +308,10 @@ class TaskOption:
     choices: tuple[str, ...] | None = None
     kind: str = "str"  # str | bool | path | choice
     flag: str | None = None  # a documented command-line shortcut for `-T name=...`, e.g. "--adaptation"
+    # False for an option added after runs were recorded whose default does what the task did
+    # before it: at its default it is left out of the recorded options (run.json, the identity),
+    # so a folder recorded before it is the same run (resumed, compared); read it with .get
+    recorded_at_default: bool = True
 
     def parse(self, value: Any) -> Any:
         """A value from the command line (a string) or from Python; raises ValueError."""
@@ -362,6 +366,7 @@ class Task:
 
     name: str = ""
     suite: str = ""
+    in_all: bool = True  # part of `all`, the default selection (False: a suite run by name, e.g. STEER-ME's paper matrix)
     benchmark: str = ""
     prompt_version: str = ""
     description: str = ""
@@ -389,6 +394,9 @@ class Task:
     labels: tuple[str, ...] = ()
     gold_field: str = "gold"  # the sample field that holds the gold answer, as `score` stores it
     answer_field: str = "parsed"  # the sample field that holds what the parse read from the reply
+    # fields `score` came to add after runs were recorded (STEER-ME's perspective): a sample line
+    # written before lacks them, which is no contradiction (verify.py); one that has them must match
+    later_fields: tuple[str, ...] = ()
 
     def metric(self, name: str) -> Metric:
         """The declared metric of that name; an undeclared headline number counts as larger-is-better."""

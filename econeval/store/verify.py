@@ -75,6 +75,8 @@ def check_records(task: Task, prep: Prepared, records: dict[str, dict], where: P
                 derived = _plain(task.score(final.get(item_id, by_id[item_id]), rec, prep))
             except Exception:  # noqa: BLE001 - a record the scorer cannot read is a contradiction too
                 derived = None
+            if derived is not None:  # a field the scorer came to add later is not asked of a line written before it
+                derived = {k: v for k, v in derived.items() if k in rec or k not in task.later_fields}
             if derived is not None and all(_same(value, _plain(rec.get(key))) for key, value in derived.items()) \
                     and _same_prompts(task, final.get(item_id, by_id[item_id]), prep, rec):
                 break
