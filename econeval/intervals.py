@@ -36,6 +36,18 @@ def wilson(k: int, n: int) -> tuple[float, float] | None:
     return 0.0 if k == 0 else max(0.0, centre - half), 1.0 if k == n else min(1.0, centre + half)
 
 
+def newcombe(k1: int, n1: int, k2: int, n2: int) -> tuple[float, float] | None:
+    """The 95% interval of p1 − p2 for two independent proportions k1/n1 and k2/n2 (Newcombe
+    1998's hybrid score interval, method 10, from their Wilson intervals); None over none."""
+    w1, w2 = wilson(k1, n1), wilson(k2, n2)
+    if w1 is None or w2 is None:
+        return None
+    (l1, u1), (l2, u2) = w1, w2
+    p1, p2 = k1 / n1, k2 / n2
+    d = p1 - p2
+    return d - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2), d + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2)
+
+
 def newcombe_paired(a: int, b: int, c: int, d: int) -> tuple[float, float] | None:
     """The 95% interval of p1 − p2 for paired answers (Newcombe 1998, method 10: Wilson intervals
     of both, their correlation φ corrected as the paper does): a right in both, b right only in

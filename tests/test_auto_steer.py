@@ -458,7 +458,7 @@ def _smol_from_wheel():
 
 
 def test_newcombe_interval_matches_the_papers_example():
-    from econeval.plugins.auto_steer.contamination import newcombe
+    from econeval.intervals import newcombe
 
     lo, hi = newcombe(56, 70, 48, 80)  # Newcombe (1998), Table II, example (a): 0.0524 to 0.3339
     assert abs(lo - 0.0524) < 5e-4 and abs(hi - 0.3339) < 5e-4
