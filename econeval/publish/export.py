@@ -33,7 +33,7 @@ from typing import Any
 from .. import registry
 from ..version import __version__
 from ..errors import UsageError
-from ..results import check_output, dumps, read_regular, write_output
+from ..results import check_output, check_place, dumps, read_regular, write_output
 from .export_read import interval, obj, text
 from ..store.items import ERROR, SCORED, SKIPPED, UNPARSED
 from ..types import as_text
@@ -317,6 +317,7 @@ def _export_inspect(folder: Path, out: Path) -> int:
 
     if out.is_symlink() or (out.exists() and not out.is_dir()):
         raise UsageError(f"--out {out}: an Inspect export is a folder of logs, and this is not a folder", hint="name a new folder")
+    check_place(out)  # the staging folder is made beside it
     if out.exists() and any(out.iterdir()) and not (out / FOLDER_MARK).is_file():
         raise UsageError(f"--out {out} is a folder that is not an earlier export of econeval's: it is left as it is",
                          hint="name a new folder")
