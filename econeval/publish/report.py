@@ -19,11 +19,13 @@ from ..tables import as_dict, cell, has_setting
 
 
 def _open(folder: Path) -> FinishedRun:
-    """A run folder as a report reads it: a field of another type in an edited run.json read as absent."""
+    """A run folder as a report reads it: a field of another type in an edited run.json read as
+    absent; its records re-derived and its results recomputed from them (FinishedRun.verified), as
+    the exports check them: a number a report shows is one its samples make."""
     run = open_run(folder, strict=False)
     if not run.results:
         raise UsageError(f"{folder} has no results yet (the run did not finish; rerun it to resume)")
-    return run
+    return run.verified()
 
 
 def _settings(record: RunRecord) -> dict[str, Any]:

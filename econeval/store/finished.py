@@ -4,22 +4,24 @@ tasks prepared as the run prepared them are read when first asked for, each once
 
 `checked()` is what gate, compare, merge and the exports trust: every task known to this
 econeval, no sample line of a task the run does not have, every scored record re-derived from its
-stored response with the task's own scorer (verify.py).
+stored response with the task's own scorer (verify.py). `verified()` is what report and the
+exports publish: that, and every number of the results files recomputed from the records it counts.
 """
 
 from __future__ import annotations
 
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 from .. import registry
 from ..errors import UsageError
 from .folder import read_samples
 from .items import ItemView, item_view
 from .record import RoleEntry, RunRecord
-from .runfiles import SAMPLES, folder_results
+from .runfiles import SAMPLES, ResultSource, folder_results
 from ..types import Prepared
-from .verify import check_records, prepared_from
+from .verify import EDITED, check_records, check_result, counted_records, prepared_from
 
 
 class FinishedRun:
@@ -35,9 +37,18 @@ class FinishedRun:
             self.__dict__["preps"] = preps
 
     @cached_property
+    def _results(self) -> tuple[dict[str, Any], dict[str, ResultSource]]:
+        return folder_results(self.path)
+
+    @property
     def results(self) -> dict[str, dict]:
         """Each task's result in the folder's results files (runfiles.folder_results)."""
-        return folder_results(self.path)
+        return self._results[0]
+
+    @property
+    def result_sources(self) -> dict[str, ResultSource]:
+        """Where each task's result was read: its file and that file's selection."""
+        return self._results[1]
 
     @cached_property
     def samples(self) -> dict[str, dict[str, dict]]:
@@ -86,6 +97,21 @@ class FinishedRun:
             check_records(registry.get_task(name), prep, self.samples.get(name, {}), self.path)
         return self
 
+    def verified(self) -> "FinishedRun":
+        """The run checked (checked()), and each task's results recomputed from the records they
+        count (or one clear line): what report and the exports publish are numbers its samples make.
+        (gate and compare judge the samples themselves, never the results' numbers.)"""
+        self.checked()
+        for name, result in self.results.items():
+            source = self.result_sources[name]
+            if name not in self.preps:
+                raise UsageError(f"{source.file} holds results of {name}, a task the run does not have: the folder "
+                                 "contradicts itself", hint=EDITED)
+            task = registry.get_task(name)
+            counted = counted_records(task, self.preps[name], self.samples.get(name, {}), source, self.record.run_seed)
+            check_result(task, self.preps[name], result, counted, source.file)
+        return self
+
 
 def open_run(path: Path | str, strict: bool = True) -> FinishedRun:
     """A run folder, its record read (`strict`: a field of another type than econeval writes is
@@ -96,3 +122,8 @@ def open_run(path: Path | str, strict: bool = True) -> FinishedRun:
 def open_checked(path: Path | str) -> FinishedRun:
     """A run folder to judge: its record strict, its samples present and re-derived."""
     return open_run(path).checked()
+
+
+def open_verified(path: Path | str) -> FinishedRun:
+    """A run folder to publish: checked, and its results recomputed from its samples (verified())."""
+    return open_run(path).verified()
