@@ -1,12 +1,13 @@
 """What leaves econeval is what the samples make: the exports and `econeval report` recompute each
 task's table from the records it counts and refuse a folder whose results.json says otherwise (in
 one line, exit 2, as the gate refuses a folder that contradicts itself), whatever type the edit
-left."""
+left; a folder of another run format or prompt version is named as another econeval's."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import re
 
 import pytest
 from conftest import fake_run, one_line, read_lines
@@ -86,3 +87,45 @@ def test_results_of_a_smaller_limit_and_a_sample_in_one_folder_are_recomputed_fr
         assert rc == 0, (args, err)
     _edit_results(run, lambda d, r: _set(d, r, paper__Average__f1=0.95))
     one_line(*cli("report", run), 2, "results.json", "paper.Average.f1 is 0.95")
+
+
+def _as_run_format_2(folder) -> None:
+    """The folder as econeval 0.1.0 wrote it in run format 2 (2026-11-30 to 2026-12-01): run_format
+    2, the judge and embedder at the top of run.json, econnli-zero's prompts of version 1 (a run of
+    spaces in its instruction was one space) in run.json and in every sample line."""
+    meta = json.loads((folder / "run.json").read_text())
+    meta.pop("roles", None)
+    meta.update(run_format=2, econeval_version="0.1.0", judge=None, embedder=None)
+    meta["tasks"][TASK]["prompt_version"] = "econnli-zero/1"
+    (folder / "run.json").write_text(json.dumps(meta))
+    rows = read_lines(folder / "samples.jsonl")
+    for r in rows:
+        r["prompts"] = {k: re.sub(r" {2,}", " ", v) for k, v in r["prompts"].items()}
+    (folder / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_a_folder_of_run_format_2_is_named_with_the_econeval_that_reads_it(cli, tmp_path):
+    """Issue #56 item 4: a run folder of econeval 0.1.0 (run format 2) was refused as edited ("its
+    stored prompts are not the prompts econnli-zero sends ... contradicts itself"). Now every reader
+    that re-derives it names its layout and the econeval that reads it."""
+    old = fake_run(cli, tmp_path / "old", n=8)
+    new = fake_run(cli, tmp_path / "new", n=8)
+    _as_run_format_2(old)
+    for args in (("export", old, "--format", "lm-eval", "--out", tmp_path / "l.json"), ("report", old),
+                 ("compare", old, new), ("gate", old, "--replay", new)):
+        line = one_line(*cli(*args), 2, "is in run format 2", "written by econeval 0.1.0",
+                        "econeval 0.1.0 from commit cf16fc0 (2026-11-30) until d6cfabe (2026-12-01) reads it",
+                        "reads run format 3")
+        assert "contradicts itself" not in line
+
+
+def test_a_task_run_with_another_prompt_version_is_named_as_such(cli, tmp_path):
+    """A folder of this run format whose task ran with an earlier prompt version (econeval 0.1.0
+    after run format 3 began) is another econeval's to re-derive, not an edited one."""
+    run = fake_run(cli, tmp_path / "run", n=8)
+    _as_run_format_2(run)
+    meta = json.loads((run / "run.json").read_text())
+    (run / "run.json").write_text(json.dumps({**meta, "run_format": 3}))
+    line = one_line(*cli("export", run, "--format", "lm-eval", "--out", tmp_path / "l.json"), 2,
+                    "econnli-zero was run with its prompts of econnli-zero/1", "sends econnli-zero/2")
+    assert "contradicts itself" not in line

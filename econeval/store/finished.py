@@ -21,6 +21,7 @@ from .items import ItemView, item_view
 from .record import RoleEntry, RunRecord
 from .runfiles import SAMPLES, ResultSource, folder_results
 from ..types import Prepared
+from ..version import __version__
 from .verify import EDITED, check_records, check_result, counted_records, prepared_from
 
 
@@ -88,7 +89,12 @@ class FinishedRun:
         return self.record.role(name)
 
     def checked(self) -> "FinishedRun":
-        """The run, its records re-derived from their stored responses (or one clear line)."""
+        """The run, its records re-derived from their stored responses (or one clear line): a folder
+        of another run format, or a task run with another prompt version, is named as such (another
+        econeval's)."""
+        self.record.check_format(self.path)
+        for name in self.record.tasks:
+            self._check_prompt_version(name)
         strays = sorted(set(self.samples) - set(self.record.tasks))
         if strays:
             raise UsageError(f"{self.path}: samples.jsonl holds items of {', '.join(map(str, strays))}, a task the run does "
@@ -111,6 +117,16 @@ class FinishedRun:
             counted = counted_records(task, self.preps[name], self.samples.get(name, {}), source, self.record.run_seed)
             check_result(task, self.preps[name], result, counted, source.file)
         return self
+
+    def _check_prompt_version(self, name: str) -> None:
+        """A task run with another prompt version than this econeval's sends other prompts: its
+        records are another econeval's to re-derive, said as such (not as an edit)."""
+        task = registry.tasks().get(name)
+        ran = self.record.task(name).prompt_version
+        if task is not None and isinstance(ran, str) and ran != task.prompt_version:
+            raise UsageError(f"{self.path}: {name} was run with its prompts of {ran} (econeval {self.record.econeval_version or '?'}); "
+                             f"this econeval ({__version__}) sends {task.prompt_version}, so it cannot re-derive its records",
+                             hint="read it with the econeval that wrote it, or rerun the task into a new folder")
 
 
 def open_run(path: Path | str, strict: bool = True) -> FinishedRun:
