@@ -24,7 +24,7 @@ from .run import runner, shards
 from .run import roles as role_specs
 from .run.roles import role_args
 from .run.spec import RunSpec
-from .context import DEFAULT_SEED, RunContext, check_task_options, given_seed
+from .context import DEFAULT_SEED, RunContext, check_bootstrap, check_task_options, given_seed
 from .scoring import aggregate, score_records, select_items
 from .run.selection import Full, Selection
 from .backends.base import Settings
@@ -88,6 +88,10 @@ def evaluate(model: str | config.ModelSpec | RunSpec | None = None, tasks: Seque
     Returns the results document with one key added: `run_folder`, the folder written."""
     run = model if isinstance(model, RunSpec) else RunSpec(model=model)
     seed, seed_given = given_seed(seed)
+    check_bootstrap(bootstrap)
+    if selection is not None and not isinstance(selection, Selection):
+        raise UsageError(f"selection {selection!r}: a Selection (Full(), Limit(n), StratifiedSample(spec), Shard(...); "
+                         "run/selection.py), or None for every item")
     selected = registry.select(suite, list(tasks))
     spec, named = _models(run)
     settings = Settings(seed=seed, n_ctx=run.n_ctx)
@@ -270,6 +274,7 @@ def score_predictions(task: str, predictions: str | Path, seed: int | None = Non
     t = registry.get_task(task)
     predictions = Path(predictions)
     seed, seed_given = given_seed(seed)
+    check_bootstrap(bootstrap)
     ctx = RunContext(seed=seed, seed_given=seed_given, task_options=dict(task_options or {}))
     named = {name: role_specs.resolve(arg, name) for name, arg in role_args(roles, judge, embedder).items()}
     _role_factories(ctx, named, seed, model_fills=False)

@@ -22,6 +22,8 @@ from . import data, registry, runconfig, signals
 from .version import __version__
 from .run import roles
 from .config import N_CTX_RANGE
+from .context import MAX_BOOTSTRAP, MAX_SEED
+from .sampling import MAX_SAMPLE
 from .errors import EconevalError, Interrupted, UsageError, clean, hide_credentials, hide_credentials_tree
 from .types import TaskOption
 from .results import check_output, dumps, write_atomic, write_output
@@ -367,7 +369,7 @@ def _run_spec_options(candidate: bool = False):
               help="Suite to run: " + ", ".join(registry.suites()) + " (default: all).")
 @click.option("--task", "-t", "tasks", multiple=True, shell_complete=complete_tasks,
               help="Run only this task (repeatable); instead of --suite.")
-@click.option("--limit", "-n", type=click.IntRange(min=1, max=10**9),
+@click.option("--limit", "-n", type=click.IntRange(min=1, max=MAX_SAMPLE),
               help="Evaluate only the first N items of each task (a task may count them per sub-task or element).")
 @click.option("--sample", metavar="N|F", help="Evaluate a seeded stratified sample of each task: N items, or a fraction F "
               "(0.1); numbers are estimates of the full set's, with intervals to match. A folder extends to a larger "
@@ -376,7 +378,7 @@ def _run_spec_options(candidate: bool = False):
               "the model's loading counts): the items run in a seeded order that grows a stratified sample of every task, "
               "the tasks taking turns, and the numbers are estimates of the full set's, with intervals. The same command "
               "without --budget continues the folder to the full set.")
-@click.option("--seed", type=click.IntRange(min=0, max=2**63 - 1),
+@click.option("--seed", type=click.IntRange(min=0, max=MAX_SEED),
               help="Seed for few-shot draws and --sample (recorded in run.json; default 1234, and for a benchmark whose "
                    "authors' protocol names a seed, its draws use that one: the task's settings in run.json say which).")
 @click.option("--out", "-o", type=click.Path(file_okay=False, path_type=Path),
@@ -388,7 +390,7 @@ def _run_spec_options(candidate: bool = False):
                    "run folder OUT/epoch-K (resumed as any run folder); the summary and `econeval report OUT` show each "
                    "number as the mean ± std over the epochs.")
 @_task_options
-@click.option("--bootstrap", "n_boot", type=click.IntRange(min=0, max=100000), default=1000, show_default=True,
+@click.option("--bootstrap", "n_boot", type=click.IntRange(min=0, max=MAX_BOOTSTRAP), default=1000, show_default=True,
               help="Bootstrap resamples for the 95% intervals of the headline numbers (0: none).")
 @click.option("--shard", metavar="K/N|auto", help="Run only shard K of N (the chunks whose index is K-1 mod N) into "
               "OUT/shard-K-of-N; auto: from a Slurm job array or a Kubernetes Indexed Job. `econeval merge` joins them.")
@@ -496,7 +498,7 @@ def _check_outcome(doc: Mapping[str, Any]) -> None:
 @click.option("--predictions", "-p", required=True, type=click.Path(dir_okay=False, path_type=Path),
               help='JSON Lines: {"id": "...", "response": "raw model text"} per item, optionally "option_logprobs"; '
                    "or a run's samples.jsonl (its lines of this task).")
-@click.option("--seed", type=click.IntRange(min=0, max=2**63 - 1),
+@click.option("--seed", type=click.IntRange(min=0, max=MAX_SEED),
               help="Seed the predictions were made with (few-shot draws; default as for run).")
 @click.option("--embedder", "-e", shell_complete=complete_embedders,
               help="Sentence embedder for tasks scored by similarity (default: the registry's default).")
@@ -505,7 +507,7 @@ def _check_outcome(doc: Mapping[str, Any]) -> None:
 @_role_option
 @click.option("--out", "-o", type=click.Path(file_okay=False, path_type=Path),
               help="Also write a run folder (run.json, samples.jsonl, results.json), e.g. for `econeval compare`.")
-@click.option("--bootstrap", "n_boot", type=click.IntRange(min=0, max=100000), default=1000, show_default=True,
+@click.option("--bootstrap", "n_boot", type=click.IntRange(min=0, max=MAX_BOOTSTRAP), default=1000, show_default=True,
               help="Bootstrap resamples for the 95% intervals of the headline numbers (0: none).")
 @_task_options
 def score(task_name, predictions, seed, embedder, judge, role, out, n_boot, task_option, **kw):
@@ -959,9 +961,9 @@ def data_verify():
 @click.option("--file", "file_name", help="Which file of the benchmark (default: its evaluation items).")
 @click.option("--prompts", is_flag=True, help="NAME is a task: write each item's prompt(s) as econeval sends them "
               "(seeded few-shot demonstrations included; a model's chat template is applied by the backend on top).")
-@click.option("--seed", type=click.IntRange(min=0, max=2**63 - 1),
+@click.option("--seed", type=click.IntRange(min=0, max=MAX_SEED),
               help="With --prompts: the seed of the few-shot draws (default as for run).")
-@click.option("--limit", "-n", type=click.IntRange(min=1, max=10**9), help="With --prompts: the items `run --limit N` would run.")
+@click.option("--limit", "-n", type=click.IntRange(min=1, max=MAX_SAMPLE), help="With --prompts: the items `run --limit N` would run.")
 @_task_options
 def data_export(name, out, file_name, prompts, seed, limit, task_option, **kw):
     """Write a benchmark's normalised items (ids included), or with --prompts a task's prompts, as JSON Lines."""

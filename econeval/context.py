@@ -15,10 +15,30 @@ from .types import Prepared, Task
 DEFAULT_SEED = 1234
 
 
+MAX_SEED = 2**63 - 1  # a seed is stored as JSON's and the samplers' signed 64-bit integer
+MAX_BOOTSTRAP = 100_000  # resamples for the intervals
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def given_seed(seed: int | None) -> tuple[int, bool]:
     """(the run's seed, whether one was given): no --seed is DEFAULT_SEED, and lets a task whose
-    authors' protocol names a seed use that one (RunContext.seed_for)."""
-    return (DEFAULT_SEED, False) if seed is None else (seed, True)
+    authors' protocol names a seed use that one (RunContext.seed_for). A seed that is no whole
+    number from 0 to MAX_SEED is refused (UsageError) before anything is written."""
+    if seed is None:
+        return DEFAULT_SEED, False
+    if not _whole(seed) or not 0 <= seed <= MAX_SEED:
+        raise UsageError(f"seed {seed!r}: a whole number from 0 to 2**63 - 1")
+    return seed, True
+
+
+def check_bootstrap(n: int) -> int:
+    """The resamples for the intervals, a whole number from 0 (none) to MAX_BOOTSTRAP, or UsageError."""
+    if not _whole(n) or not 0 <= n <= MAX_BOOTSTRAP:
+        raise UsageError(f"bootstrap {n!r}: a whole number of resamples from 0 (none) to {MAX_BOOTSTRAP:,}")
+    return n
 
 
 @dataclass

@@ -42,6 +42,7 @@ CHARS_PER_TOKEN = 128  # a stored text is cut at max_tokens × this (no token de
 MAX_COUNT = 1 << 53  # a token count past this is no count (JSON readers lose integers beyond it)
 SHOWN = 80  # characters of a value a server sent (a model name, a fingerprint) shown in a message
 _SURROGATE = re.compile("[\ud800-\udfff]")  # what json.loads leaves of a lone "\\ud800" escape
+MIN_SECRET = 8  # characters: a shorter key is a placeholder (EMPTY, ollama), left in the answers it would change
 
 
 class Answer:
@@ -196,20 +197,41 @@ def split_credentials(url: str) -> tuple[str, tuple[str, str] | None]:
 
 
 class Redactor:
-    """Removes credentials from anything a server sends back before it is shown or stored."""
+    """Removes credentials from anything a server sends back before it is shown or stored: the
+    secrets this client sends (`secrets`), wherever they appear, from every answer (`answer`); and
+    from a server's error text (`__call__`) also anything that looks like a credential."""
 
     PATTERNS = (re.compile(r"(?i)(bearer\s+)[^\s\"',}]+"), re.compile(r"\bsk-[A-Za-z0-9_\-]{6,}"),
                 re.compile(r"(?i)((?:api[_-]?key|authorization|token|secret)[\"']?\s*[:=]\s*[\"']?)[^\s\"',}]+"))
 
-    def __init__(self, key: str):
-        self.key = key
+    def __init__(self, key: str, auth: Sequence[tuple[str, str]] = ()):
+        import base64
+
+        sent = [key]
+        for user, password in auth:  # a URL's user:password@, sent as HTTP basic authentication
+            pair = f"{user}:{password}"
+            sent += [pair, base64.b64encode(pair.encode()).decode(), password or user]
+        self.secrets = sorted({s for s in sent if s}, key=len, reverse=True)  # the longest first: no part of one is left
+
+    def _exact(self, text: str, shortest: int = 1) -> str:
+        for secret in self.secrets:
+            if len(secret) >= shortest:
+                text = text.replace(secret, "[redacted]")
+        return text
 
     def __call__(self, text: str) -> str:
-        if self.key:
-            text = text.replace(self.key, "[redacted]")
+        text = self._exact(text)
         for p in self.PATTERNS:
             text = p.sub(lambda m: (m.group(1) if m.groups() else "") + "[redacted]", text)
         return text
+
+    def answer(self, doc: Any) -> Any:
+        """A server's JSON answer with every secret this client sends replaced in each of its strings
+        (a server that echoes a header): the answer, its reasoning, a model list's entry, a fingerprint,
+        before anything reads it. Only those secrets, and only those of MIN_SECRET characters or more
+        (a shorter one is a placeholder for a server that takes no key, EMPTY or ollama, and
+        replacing it would change the model's answers): the rest of the text is left as it was."""
+        return errors.map_strings(lambda text: self._exact(text, MIN_SECRET), doc) if self.secrets else doc
 
 
 def same_model(answered: str, asked: str) -> bool:
@@ -240,7 +262,7 @@ class ServedClient:
         self.limiter = Limiter(self.policy)
         self.timeout = options.timeout or DEFAULT_TIMEOUT
         self.max_retries = DEFAULT_MAX_RETRIES if options.max_retries is None else options.max_retries
-        self.redact = Redactor(options.key())
+        self.redact = Redactor(options.key(), list(self.auth.values()))
         self.answer = answer
         self.client = httpx.Client(headers=headers, follow_redirects=False,
                                    timeout=httpx.Timeout(self.timeout, connect=min(10.0, self.timeout)),
@@ -295,7 +317,7 @@ class ServedClient:
         if resp.status_code != 200:
             return None  # no model list here (some gateways): the first request will tell
         try:
-            models = [m for m in resp.json().get("data", []) if isinstance(m, dict)]
+            models = [m for m in self.redact.answer(resp.json()).get("data", []) if isinstance(m, dict)]
         except (ValueError, AttributeError, TypeError):  # not JSON, or not a model list
             return None
         for m in models:
@@ -341,7 +363,7 @@ class ServedClient:
         try:
             resp = self._send(base + path, body, self.auth.get(base), timeout=min(15.0, self.timeout))
             self.count("template_reads")
-            return resp.json() if resp.status_code == 200 else None
+            return self.redact.answer(resp.json()) if resp.status_code == 200 else None
         except (self._httpx.HTTPError, ModelError, ValueError):
             return None
 
@@ -438,7 +460,7 @@ class ServedClient:
                     raise self._redirect_error(url, resp)
                 if code == 200:
                     try:
-                        doc = resp.json()
+                        doc = self.redact.answer(resp.json())
                     except TooDeep:  # what the server meant to send (a cut answer is not valid JSON at all)
                         raise ItemError(f"{url} answered JSON nested too deep to read") from None
                     except ValueError:
@@ -463,7 +485,7 @@ class ServedClient:
                     if after is not None:
                         wait = min(after, RETRY_AFTER_CAP)
                 else:
-                    raise HTTPError(code, f"{url} answered HTTP {code}: {self._detail(resp)}", error_of(resp))
+                    raise HTTPError(code, f"{url} answered HTTP {code}: {self._detail(resp)}", self.redact.answer(error_of(resp)))
             if attempt == self.max_retries:
                 break
             self.count("retries")

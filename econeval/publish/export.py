@@ -1,5 +1,6 @@
-"""Results other tools open (`econeval export`): a run folder, read and verified as `compare`
-reads it (finished.open_checked), written in another tool's shape.
+"""Results other tools open (`econeval export`): a run folder, read and checked as `compare`
+reads it and its results recomputed from its samples (finished.open_verified), written in another
+tool's shape.
 
 - `table`: one row per item and task, flat columns of stable names and types (table_columns():
   TABLE_COLUMNS with the labels the tasks declare after `group`, then one `metric_<name>` column
@@ -33,11 +34,11 @@ from typing import Any
 from .. import registry
 from ..version import __version__
 from ..errors import UsageError
-from ..results import check_output, dumps, read_regular, write_output
+from ..results import check_output, check_place, dumps, read_regular, write_output
 from .export_read import interval, judged_by, obj, text
 from ..store.items import ERROR, SCORED, SKIPPED, UNPARSED
 from ..types import as_text
-from ..store.finished import FinishedRun, open_checked
+from ..store.finished import FinishedRun, open_verified
 
 MARK = "econeval_export"  # in every export: what a later export may replace
 TABLE_VERSION = 2  # 2: the judge column
@@ -64,7 +65,7 @@ def table_columns() -> list[tuple[str, str]]:
     head = 5  # run, model, task, item_id, group
     return [*TABLE_COLUMNS[:head], *((k, "string") for k in label_columns()), *TABLE_COLUMNS[head:]]
 def _finished(folder: Path) -> FinishedRun:
-    run = open_checked(folder)
+    run = open_verified(folder)
     status = run.record.status
     if status != "complete":
         raise UsageError(f"{folder} is not a finished run (its status is {status!r})",
@@ -319,6 +320,7 @@ def _export_inspect(folder: Path, out: Path) -> int:
 
     if out.is_symlink() or (out.exists() and not out.is_dir()):
         raise UsageError(f"--out {out}: an Inspect export is a folder of logs, and this is not a folder", hint="name a new folder")
+    check_place(out)  # the staging folder is made beside it
     if out.exists() and any(out.iterdir()) and not (out / FOLDER_MARK).is_file():
         raise UsageError(f"--out {out} is a folder that is not an earlier export of econeval's: it is left as it is",
                          hint="name a new folder")

@@ -21,12 +21,15 @@ from ..tables import as_dict, cell, has_setting
 
 def _open(folder: Path) -> FinishedRun:
     """A run folder as a report reads it: a field of another type in an edited run.json read as
-    absent; an --epochs parent as one run (its epochs' means)."""
+    absent; an --epochs parent as one run (its epochs' means); each run's (each epoch's) records
+    re-derived and its results recomputed from them (FinishedRun.verified), as the exports check
+    them: a number a report shows is one its samples make."""
     group = open_group(folder, strict=False)
     run = group if group is not None else open_run(folder, strict=False)
     for one in group.epochs if group is not None else [run]:
         if not one.results:
             raise UsageError(f"{one.path} has no results yet (the run did not finish; rerun it to resume)")
+        one.verified()
     return run
 
 

@@ -93,11 +93,19 @@ class Full(Selection):
     pass
 
 
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 @dataclass
 class Limit(Selection):
     n: int
 
     def __post_init__(self):
+        from ..sampling import MAX_SAMPLE
+
+        if not _whole(self.n) or not 1 <= self.n <= MAX_SAMPLE:
+            raise UsageError(f"Limit({self.n!r}): the items of each task, a whole number from 1 to {MAX_SAMPLE:,}")
         self.limit = self.n
 
     def items(self, task, prep, seed):
@@ -108,6 +116,16 @@ class Limit(Selection):
 class StratifiedSample(Selection):
     spec: float | int
     designs: dict[str, dict] = field(default_factory=dict)  # task → its sample design (run.json)
+
+    def __post_init__(self):
+        from ..sampling import parse
+
+        try:
+            self.spec = parse(self.spec)  # type: ignore[assignment]  # a spec parse refuses is never None
+        except ValueError as exc:
+            raise UsageError(f"StratifiedSample({self.spec!r}): {str(exc).split(': ', 1)[-1]}") from None
+        if self.spec is None:
+            raise UsageError("StratifiedSample(None): give a number of items (e.g. 200) or a fraction (e.g. 0.1)")
 
     def items(self, task, prep, seed):
         from ..sampling import stratified
@@ -139,6 +157,10 @@ class Ordered(Selection):
 
     interleave = True
     watches = True
+
+    def __post_init__(self):
+        if self.order not in ("nested", "random"):
+            raise UsageError(f"Ordered({self.order!r}): the order is 'nested' (a budget's) or 'random' (a gate's)")
 
     def items(self, task, prep, seed):
         from ..sampling import nested_order, random_order
@@ -177,6 +199,11 @@ class Shard(Selection):
     n: int
 
     def __post_init__(self):
+        if not isinstance(self.inner, (Full, Limit, StratifiedSample)):
+            raise UsageError(f"Shard({self.inner!r}, ...): a shard is of Full(), Limit(n) or StratifiedSample(spec)",
+                             hint="a budget's or a gate's order spans every shard")
+        if not (_whole(self.k) and _whole(self.n) and 1 <= self.k <= self.n):
+            raise UsageError(f"Shard(k={self.k!r}, n={self.n!r}): shard {self.k} of {self.n} does not exist (1 ≤ K ≤ N)")
         self.limit = self.inner.limit
 
     def items(self, task, prep, seed):

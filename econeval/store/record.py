@@ -34,6 +34,13 @@ if TYPE_CHECKING:
     from ..reasoning import ReasoningKey
 
 RUN_FORMAT = 3  # run.json / samples.jsonl layout; folders of another format are refused, never mixed
+# each run format: the econeval that writes and reads it, and what tells its layout (docs/run-folders.md)
+RUN_FORMATS = {
+    1: ("econeval 0.1.0 before commit cf16fc0 (2026-11-30)", "run.json has no run_format"),
+    2: ("econeval 0.1.0 from commit cf16fc0 (2026-11-30) until d6cfabe (2026-12-01)",
+        "its identity has no backend settings or schedule version; judge and embedder at the top of run.json"),
+    3: ("econeval 0.1.0 since commit d6cfabe (2026-12-01), and 0.2.0", "this layout"),
+}
 
 
 def now() -> str:
@@ -319,6 +326,19 @@ class RunRecord:
             raise UsageError(f"{path} is not a run description written by econeval ({what})",
                              hint=hint or "the folder was edited or written by another tool")
         return record
+
+    def check_format(self, folder: Path) -> None:
+        """Refuse, in one line naming its layout and the econeval that reads it, a folder of another
+        run format: its records are that econeval's to re-derive (prompts and scorers changed)."""
+        fmt = self.run_format if _whole(self.run_format) else 1
+        if fmt == RUN_FORMAT:
+            return
+        from ..version import __version__
+
+        readers, layout = RUN_FORMATS.get(fmt, ("another econeval", "a layout this econeval does not know"))  # type: ignore[arg-type]
+        raise UsageError(f"{folder} is in run format {fmt} ({layout}), written by econeval {self.econeval_version or '?'}: "
+                         f"{readers} reads it; this econeval ({__version__}) reads run format {RUN_FORMAT}",
+                         hint="read it with that econeval, or rerun its tasks into a new folder")
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
