@@ -48,6 +48,11 @@ class Interrupted(EconevalError):
         super().__init__(f"interrupted by {signal.Signals(signum).name}")
 
 
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """A count with its noun in the right number: "1 task", "2 tasks", "1,026 items"."""
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
+
+
 def warn(message: str) -> None:
     """The one way econeval prints a warning (stderr, one line)."""
     import sys

@@ -229,7 +229,8 @@ def test_a_fifth_benchmark_from_a_plugin_lists_runs_reports_and_compares(cli, tm
     rows = {r["metric"]: r for r in json.loads(out)["rows"]}
     assert rows["error"]["diff"] == pytest.approx(0.5) and rows["error"]["verdict"] == "regression"
     assert rows["accuracy"]["verdict"] == "regression" and rows["accuracy"]["p_mcnemar"] is not None
-    rc, out, err = cli("compare", cand, base, "--format", "json", "--bootstrap", "200", env=plugins)
+    # the other way round, at a margin 40 items can resolve for the unanswered share (3.7/40 of it not ruled out)
+    rc, out, err = cli("compare", cand, base, "--format", "json", "--bootstrap", "200", "--max-drop", "0.1", env=plugins)
     assert rc == 0 and {r["metric"]: r["verdict"] for r in json.loads(out)["rows"]}["error"] == "improvement"
 
 
