@@ -619,8 +619,9 @@ def compare_cmd(baseline, candidate, max_drop, metrics, n_boot, seed, allow_miss
     """Compare two runs item by item (a release gate): exit 0 pass, 1 when a metric regresses,
     3 inconclusive (too few items to rule out a drop of --max-drop), 2 when the runs cannot be
     compared (or the candidate lacks what the baseline has)."""
-    from .judge.compare import compare, junit as junit_xml, render
+    from .judge.compare import compare, junit as junit_xml, render, terminal
     from .judge.junit import check_target, write as write_junit
+    from .judge.terminal import show
 
     if junit:
         check_target(junit)
@@ -630,8 +631,10 @@ def compare_cmd(baseline, candidate, max_drop, metrics, n_boot, seed, allow_miss
         write_junit(junit, junit_xml(result))
     if fmt == "json":
         _echo_json({"baseline": str(baseline), "candidate": str(candidate), **result.as_dict()})
+    elif fmt == "md":
+        click.echo(clean(render(result)))
     else:
-        click.echo(clean(render(result, fmt)))
+        show(terminal(result))
     if result.verdict == "regression":
         bad = [f"{r.task} {r.metric}" for r in result.rows if r.verdict == "regression"]
         click.echo(f"econeval: regression: {', '.join(bad)}", err=True)
@@ -665,8 +668,9 @@ def gate_cmd(baseline, flags, max_drop, alpha, budget, metrics, replay, junit, p
     """Sequential release gate: run the candidate on BASELINE's items in a seeded random order and
     stop as soon as every gated metric is decided. Exit 0 pass, 1 regression, 3 inconclusive (at
     the budget or the end of the items), 2 usage."""
-    from .judge.gate import gate, junit as junit_xml, render
+    from .judge.gate import gate, junit as junit_xml, terminal
     from .judge.junit import check_target, write as write_junit
+    from .judge.terminal import show
 
     if replay and (flags.model or out or budget):
         raise UsageError("--replay with --model, --out or --budget: a replay runs no model", hint="pass one of them")
@@ -690,7 +694,7 @@ def gate_cmd(baseline, flags, max_drop, alpha, budget, metrics, replay, junit, p
     if fmt == "json":
         _echo_json(result.as_dict())
     else:
-        click.echo(clean(render(result)))
+        show(terminal(result))
         click.echo(clean(f"candidate run folder: {result.candidate}"))
     sys.exit({"pass": 0, "regression": 1, "inconclusive": 3}[result.verdict])
 

@@ -24,7 +24,7 @@ import math
 import random
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from .. import registry
 from .junit import Case, suite
@@ -488,23 +488,32 @@ def _notes(comparison: Comparison) -> list[str]:
     return notes + [f"{r.task} {r.metric}: {r.note}" for r in comparison.rows if r.note]
 
 
-def render(comparison: Comparison, fmt: str) -> str:
-    """The rows, then what was dropped, what else differs, and the closing verdict line."""
-    rows = comparison.rows
-    if fmt == "md":
-        lines = ["| " + " | ".join(SHOWN) + " |", "|" + "---|" * len(SHOWN)]
-        lines += ["| " + " | ".join(_cells(r).values()) + " |" for r in rows]
-        bullet = "- "
-    else:
-        cells = [_cells(r) for r in rows]
-        width = [max(len(c), *(len(x[c]) for x in cells)) for c in SHOWN]
-        lines = ["  ".join(c.ljust(w) for c, w in zip(SHOWN, width))]
-        lines += ["  ".join(x[c].ljust(w) for c, w in zip(SHOWN, width)) for x in cells]
-        bullet = "  "
+def render(comparison: Comparison) -> str:
+    """Markdown (`--format md`, a report's comparison): the rows, the notes, the closing verdict line."""
+    lines = ["| " + " | ".join(SHOWN) + " |", "|" + "---|" * len(SHOWN)]
+    lines += ["| " + " | ".join(_cells(r).values()) + " |" for r in comparison.rows]
     notes = _notes(comparison)
     if notes:
-        lines += [""] + [bullet + n for n in notes]
+        lines += [""] + ["- " + n for n in notes]
     return "\n".join(lines + ["", comparison.verdict_line()])
+
+
+def terminal(comparison: Comparison) -> Callable[[int], list]:
+    """The text output for a console of a given width (judge/terminal.py lays it out): the rows as
+    a table that fits, the notes, the verdict line in the verdict's colour."""
+    from .terminal import Col, lines, table, verdict
+
+    cols = [Col("task", "task", number=False), Col("metric", "metric", number=False), Col("n", "n", drop=1),
+            *(Col(c, c) for c in ("baseline", "candidate", "diff", "low", "high")), Col("p_mcnemar", "p_mcnemar", drop=2),
+            Col("detectable", "detectable", drop=3), Col("verdict", "verdict", number=False)]
+
+    def build(width: int) -> list:
+        parts = table(cols, [_cells(r) for r in comparison.rows], width)
+        notes = _notes(comparison)
+        if notes:
+            parts += [None, *lines(notes)]
+        return parts + [None, verdict(comparison.verdict_line(), comparison.verdict)]
+    return build
 
 
 def junit(comparison: Comparison) -> str:
@@ -537,4 +546,4 @@ def report_entry(baseline: Path, candidate: Path) -> dict[str, Any]:
 def render_entry(entry: dict[str, Any]) -> str:
     """A report's comparison entry (report_entry's dict) as Markdown."""
     rows = [Row(**r) for r in entry["rows"]]
-    return render(Comparison(rows, entry["dropped"], entry["differences"], entry["max_drop"]), "md")
+    return render(Comparison(rows, entry["dropped"], entry["differences"], entry["max_drop"]))

@@ -31,7 +31,7 @@ import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -120,7 +120,7 @@ class Gated:
     def row(self, final: bool) -> Row:
         n, span = self.n, self.hi - self.lo
         low, high = self.shown.bounds() if n else (None, None)
-        to_diff = (lambda w: self.direction * span * w)
+        to_diff = (lambda w: self.direction * span * w + 0.0)  # + 0.0: a zero of a lower-is-better metric is 0, not -0
         lo_hi = sorted((to_diff(low), to_diff(high))) if n else (None, None)
         verdict = self.verdict(final)
         return Row(self.task, self.metric, n, self.baseline_sum / n if n else None, self.candidate_sum / n if n else None,
@@ -536,25 +536,33 @@ def _result(base: FinishedRun, cand: FinishedRun, g: Gate, population: dict[str,
                       round(took, 1), g.progress())
 
 
-def render(result: GateResult) -> str:
-    cols = ("task", "metric", "n", "of", "failed", "baseline", "candidate", "diff", "low", "high", "verdict")
-    # the interval's ends are the means it rules out (at or beyond them): shown as "above" and "below"
-    heads = tuple({"low": "above", "high": "below"}.get(c, c) for c in cols)
-    fmt = (lambda v: "-" if v is None else f"{v:.4f}" if isinstance(v, float) else str(v))
-    table = [heads] + [tuple(fmt(getattr(r, c)) for c in cols) for r in result.rows]
-    width = [max(len(x[i]) for x in table) for i in range(len(cols))]
-    out = ["  ".join(x[i].ljust(width[i]) for i in range(len(cols))) for x in table]
-    for r in result.rows:
-        if r.verdict == "inconclusive" and r.further_items is not None:
-            out.append(f"  {r.task} {r.metric}: about {counted(r.further_items, 'more item')} would decide it at the "
-                       "observed spread")
-    out += [f"  {n}" for n in result.notes]
-    if result.not_gated:
-        out += ["", "not gated (paired bootstrap over the paired items; not means over items):"]
-        out += [f"  {x.task} {x.metric}: {x.note}" if x.diff is None else
-                f"  {x.task} {x.metric}: baseline {fmt(x.baseline)}, candidate {fmt(x.candidate)}, diff {fmt(x.diff)} "
-                f"[{fmt(x.low)}, {fmt(x.high)}]" for x in result.not_gated]
-    return "\n".join(out + ["", result.verdict_line])
+def _fmt(v) -> str:
+    return "-" if v is None else f"{v:.4f}" if isinstance(v, float) else str(v)
+
+
+def terminal(result: GateResult) -> Callable[[int], list]:
+    """The text output for a console of a given width (judge/terminal.py lays it out): the gated
+    rows as a table that fits (the interval's ends are the means it rules out, at or beyond them:
+    shown as "above" and "below"), the items that would decide an open metric, the notes, the
+    numbers not gated (each with why, where it cannot be computed), the verdict line."""
+    from .terminal import Col, lines, table, verdict
+
+    cols = [Col("task", "task", number=False), Col("metric", "metric", number=False), Col("n", "n"), Col("of", "of", drop=1),
+            Col("failed", "failed", drop=2), *(Col(c, c) for c in ("baseline", "candidate", "diff")), Col("low", "above"),
+            Col("high", "below"), Col("verdict", "verdict", number=False)]
+
+    def build(width: int) -> list:
+        parts = table(cols, [{c.key: _fmt(getattr(r, c.key)) for c in cols} for r in result.rows], width)
+        notes = [f"{r.task} {r.metric}: about {counted(r.further_items, 'more item')} would decide it at the observed "
+                 "spread" for r in result.rows if r.verdict == "inconclusive" and r.further_items is not None]
+        parts += lines(notes + result.notes)
+        if result.not_gated:
+            parts += [None, "not gated (paired bootstrap over the paired items; not means over items):"]
+            parts += lines([f"{x.task} {x.metric}: {x.note}" if x.diff is None else
+                            f"{x.task} {x.metric}: baseline {_fmt(x.baseline)}, candidate {_fmt(x.candidate)}, diff "
+                            f"{_fmt(x.diff)} [{_fmt(x.low)}, {_fmt(x.high)}]" for x in result.not_gated])
+        return parts + [None, verdict(result.verdict_line, result.verdict)]
+    return build
 
 
 def junit(rows: list[Row], max_drop: float) -> str:
