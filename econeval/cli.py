@@ -22,7 +22,8 @@ from . import data, registry, runconfig, signals
 from .version import __version__
 from .run import roles
 from .config import N_CTX_RANGE
-from .errors import EconevalError, Interrupted, UsageError, clean, hide_credentials, hide_credentials_tree
+from .errors import (EconevalError, Interrupted, UsageError, clean, counted, hide_credentials, hide_credentials_tree,
+                     saved_words)
 from .types import TaskOption
 from .results import check_output, dumps, write_atomic, write_output
 
@@ -597,8 +598,8 @@ def export_cmd(runs, fmt, out, developer):
     from .publish.export import export
 
     n = export(list(runs), fmt, out, developer=developer)
-    what = {"table": "rows", "lm-eval": "tasks", "inspect": "task logs", "every-eval-ever": "evaluation results"}[fmt]
-    click.echo(clean(f"econeval: {n:,} {what} written to {'standard output' if out == STDOUT else out}"), err=True)
+    what = {"table": "row", "lm-eval": "task", "inspect": "task log", "every-eval-ever": "evaluation result"}[fmt]
+    click.echo(clean(f"econeval: {counted(n, what)} written to {'standard output' if out == STDOUT else out}"), err=True)
 
 
 @cli.command("compare")
@@ -964,8 +965,8 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(2 if isinstance(exc, click.UsageError) else exc.exit_code)
     except Interrupted as exc:
         marked = "; run.json is marked interrupted" if getattr(exc, "marked", False) else ""
-        if getattr(exc, "saved", None):
-            marked += f"; {exc.saved[0]:,} of {exc.saved[1]:,} items are saved" if exc.saved else ""
+        if exc.saved:
+            marked += f"; {saved_words(*exc.saved)}"
         try:
             click.echo(f"econeval: {exc}{marked}" + (f"; {exc.hint}" if exc.hint else ""), err=True)
         except OSError:  # the terminal is gone (SIGHUP): the folder is marked all the same

@@ -135,7 +135,7 @@ def test_runs_lists_past_runs_and_view_writes_their_answers(cli, tmp_path, tiny_
     rc, out, err = cli("runs", env=env)
     assert rc == 0, err
     [folder] = _folders(home)
-    assert f"{folder.name}  complete  tiny  2 task(s)  130 items saved" in out and re.search(r"econnli-zero\s+P \d\.\d{3}", out)
+    assert f"{folder.name}  complete  tiny  2 tasks  130 items saved" in out and re.search(r"econnli-zero\s+P \d\.\d{3}", out)
     rc, out, _ = cli("runs", "--json", env=env)
     [row] = json.loads(out)
     assert row["items_saved"] == 130 and set(row["headline"]) == {"econnli-zero", "steer-me"}

@@ -202,6 +202,7 @@ def test_check_review_generate_and_run_the_written_set(written, cli, tmp_path):
     page = (written / "review.html").read_text()
     assert flagged[0] in page and "ANSWER: A" in page and "--accept" in page
     assert page.index(flagged[-1]) < page.index(passed[0])  # flagged first
+    assert "<ol" not in page  # the options carry their letters: a numbered list read "1. A. ..."
     # decisions: accept a flagged one, reject a passed one
     rc, _, err = cli("steer", "review", written, "--accept", flagged[0], "--reject", passed[0])
     assert rc == 0, err
@@ -227,6 +228,13 @@ def test_check_review_generate_and_run_the_written_set(written, cli, tmp_path):
     assert rc == 0, err
     source = json.loads((run / "run.json").read_text())["tasks"]["steer-me"]["settings"]["source"]
     assert source["template_set"]["sha256"] == ts["sha256"] and source["questions_file"] == str(q)
+
+
+def test_an_empty_writer_folder_says_no_template_was_written(cli, tmp_path):
+    (tmp_path / "w").mkdir()
+    (tmp_path / "w" / "writer.json").write_text("{}")
+    rc, _, err = cli("steer", "review", tmp_path / "w")
+    assert rc == 0 and err.strip() == f"{tmp_path / 'w'}: no template written; 0 usable", err  # was "w: ; 0 usable"
 
 
 def test_bad_input_is_one_line_without_a_traceback(cli, tmp_path, written):

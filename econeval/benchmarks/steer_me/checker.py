@@ -157,7 +157,7 @@ def review_page(ws: WrittenSet) -> str:
             opts = "".join(f"<li{' class=right' if i == q['correct_index'] else ''}>{e(LETTERS[i])}. {e(str(o))}</li>"
                            for i, o in enumerate(q["options"]))
             chosen = "none" if q["mc_choice"] is None else LETTERS[q["mc_choice"]]
-            qs.append(f"<div class=q><p>{e(q['question'])}</p><ol class=opts>{opts}</ol>"
+            qs.append(f"<div class=q><p>{e(q['question'])}</p><ul class=opts style='list-style:none'>{opts}</ul>"
                       f"<p>closed form: <b>{e(str(q['answer']))}</b> <code>{e(str(q.get('formula') or ''))}</code></p>"
                       f"<p>multiple choice: chose <b>{chosen}</b> ({'agrees' if q['mc_agrees'] else 'disagrees'})</p>"
                       f"<pre>{e(q['mc_reply'] or '')}</pre>"

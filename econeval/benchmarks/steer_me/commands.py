@@ -235,7 +235,7 @@ def steer_review(folder, accept, reject, note):
         states[s] = states.get(s, 0) + 1
         if not (accept or reject):
             click.echo(f"{s:<9} {t['id']}")
-    click.echo(f"{folder}: " + ", ".join(f"{n} {s}" for s, n in sorted(states.items())) +
+    click.echo(f"{folder}: " + (", ".join(f"{n} {s}" for s, n in sorted(states.items())) or "no template written") +
                f"; {sum(len(ts) for ts in ws.usable().values())} usable", err=True)
 
 
