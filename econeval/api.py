@@ -152,6 +152,14 @@ def _run_epochs(parent: Path, epochs: int, run: RunSpec, planned: role_specs.Pla
             "epochs": [{k: d[k] for k in ("epoch", "seed", "run_folder")} for d in docs]}
 
 
+def _loaded_on(info) -> str:
+    """Where and how the model runs, as the load line says it: its device, how many requests it
+    takes together and its context, each where there is one (a stand-in model has no device, a
+    served one no context)."""
+    parts = [f"parallel {info.parallel_note or info.parallel}", *([f"n_ctx {info.n_ctx}"] if info.n_ctx else [])]
+    return (f" on {info.device_note or info.device}" if info.device and info.device != "none" else "") + f" ({', '.join(parts)})"
+
+
 def _run_in(out: Path, run: RunSpec, planned: role_specs.Planned, selected: list, preps: dict[str, Prepared],
             ctx: RunContext, selection: Selection) -> dict:
     """The run in its folder (locked; refused before the model loads if it holds another run)."""
@@ -169,8 +177,8 @@ def _run_in(out: Path, run: RunSpec, planned: role_specs.Planned, selected: list
             t0 = time.monotonic()
             backend = ctx.role_made(MODEL, planned.build())
             info = backend.info()
-            say(f"econeval: model {spec.name} loaded in {time.monotonic() - t0:.1f} s on {info.device_note or info.device}"
-                f" (parallel {info.parallel_note or info.parallel}, n_ctx {info.n_ctx}); tasks: {', '.join(t.name for t in selected)}")
+            say(f"econeval: model {spec.name} loaded in {time.monotonic() - t0:.1f} s{_loaded_on(info)}; "
+                f"tasks: {', '.join(t.name for t in selected)}")
         return runner.run(selected, backend, folder, ctx, preps, selection, argv=list(run.argv) or None, config=run.config_file,
                           show_progress=show, say=say, on_progress=run.progress if callable(run.progress) else None)
     except Interrupted as exc:

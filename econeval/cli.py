@@ -24,7 +24,8 @@ from .run import roles
 from .config import N_CTX_RANGE
 from .context import MAX_BOOTSTRAP, MAX_SEED
 from .sampling import MAX_SAMPLE
-from .errors import EconevalError, Interrupted, UsageError, clean, hide_credentials, hide_credentials_tree
+from .errors import (EconevalError, Interrupted, UsageError, clean, counted, hide_credentials, hide_credentials_tree,
+                     saved_words)
 from .types import TaskOption
 from .results import check_output, dumps, write_atomic, write_output
 
@@ -615,8 +616,8 @@ def export_cmd(runs, fmt, out, developer):
     from .publish.export import export
 
     n = export(list(runs), fmt, out, developer=developer)
-    what = {"table": "rows", "lm-eval": "tasks", "inspect": "task logs", "every-eval-ever": "evaluation results"}[fmt]
-    click.echo(clean(f"econeval: {n:,} {what} written to {'standard output' if out == STDOUT else out}"), err=True)
+    what = {"table": "row", "lm-eval": "task", "inspect": "task log", "every-eval-ever": "evaluation result"}[fmt]
+    click.echo(clean(f"econeval: {counted(n, what)} written to {'standard output' if out == STDOUT else out}"), err=True)
 
 
 @cli.command("compare")
@@ -637,8 +638,9 @@ def compare_cmd(baseline, candidate, max_drop, metrics, n_boot, seed, allow_miss
     """Compare two runs item by item (a release gate): exit 0 pass, 1 when a metric regresses,
     3 inconclusive (too few items to rule out a drop of --max-drop), 2 when the runs cannot be
     compared (or the candidate lacks what the baseline has)."""
-    from .judge.compare import compare, junit as junit_xml, render
+    from .judge.compare import compare, junit as junit_xml, render, terminal
     from .judge.junit import check_target, write as write_junit
+    from .judge.terminal import show
 
     if junit:
         check_target(junit)
@@ -648,8 +650,10 @@ def compare_cmd(baseline, candidate, max_drop, metrics, n_boot, seed, allow_miss
         write_junit(junit, junit_xml(result))
     if fmt == "json":
         _echo_json({"baseline": str(baseline), "candidate": str(candidate), **result.as_dict()})
+    elif fmt == "md":
+        click.echo(clean(render(result)))
     else:
-        click.echo(clean(render(result, fmt)))
+        show(terminal(result))
     if result.verdict == "regression":
         bad = [f"{r.task} {r.metric}" for r in result.rows if r.verdict == "regression"]
         click.echo(f"econeval: regression: {', '.join(bad)}", err=True)
@@ -683,8 +687,9 @@ def gate_cmd(baseline, flags, max_drop, alpha, budget, metrics, replay, junit, p
     """Sequential release gate: run the candidate on BASELINE's items in a seeded random order and
     stop as soon as every gated metric is decided. Exit 0 pass, 1 regression, 3 inconclusive (at
     the budget or the end of the items), 2 usage."""
-    from .judge.gate import gate, junit as junit_xml, render
+    from .judge.gate import gate, junit as junit_xml, terminal
     from .judge.junit import check_target, write as write_junit
+    from .judge.terminal import show
 
     if replay and (flags.model or out or budget):
         raise UsageError("--replay with --model, --out or --budget: a replay runs no model", hint="pass one of them")
@@ -708,7 +713,7 @@ def gate_cmd(baseline, flags, max_drop, alpha, budget, metrics, replay, junit, p
     if fmt == "json":
         _echo_json(result.as_dict())
     else:
-        click.echo(clean(render(result)))
+        show(terminal(result))
         click.echo(clean(f"candidate run folder: {result.candidate}"))
     sys.exit({"pass": 0, "regression": 1, "inconclusive": 3}[result.verdict])
 
@@ -1025,8 +1030,8 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(2 if isinstance(exc, click.UsageError) else exc.exit_code)
     except Interrupted as exc:
         marked = "; run.json is marked interrupted" if getattr(exc, "marked", False) else ""
-        if getattr(exc, "saved", None):
-            marked += f"; {exc.saved[0]:,} of {exc.saved[1]:,} items are saved" if exc.saved else ""
+        if exc.saved:
+            marked += f"; {saved_words(*exc.saved)}"
         try:
             click.echo(f"econeval: {exc}{marked}" + (f"; {exc.hint}" if exc.hint else ""), err=True)
         except OSError:  # the terminal is gone (SIGHUP): the folder is marked all the same

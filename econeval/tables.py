@@ -34,6 +34,12 @@ class Metric:
         return 0 if self.count else (-1 if self.lower_is_better else 1)
 
 
+# Every task's share of items without a valid answer: unparsed, an error or skipped (`store.items.unanswered`).
+# `compare` and `gate` hold it against the baseline's like a metric, so that a paper's number that leaves
+# unparsed answers out (a classification F1 over the parsed answers) cannot pass a candidate that answers nothing.
+UNANSWERED = Metric("unanswered", lower_is_better=True, paired_exact=True)
+
+
 @dataclass(frozen=True)
 class CellView:
     """How a task's ratio metrics (per-class precision, recall, F1) are estimated from a sample:

@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence, TypedDict, Union
 
-from .tables import CellView, Metric
+from .tables import UNANSWERED, CellView, Metric
 
 # ---- requests --------------------------------------------------------------------------------
 MODEL, JUDGE, EMBEDDER = "model", "judge", "embedder"  # the roles a request can be sent to (the shared ones)
@@ -399,8 +399,9 @@ class Task:
     later_fields: tuple[str, ...] = ()
 
     def metric(self, name: str) -> Metric:
-        """The declared metric of that name; an undeclared headline number counts as larger-is-better."""
-        return next((m for m in self.metrics if m.name == name), Metric(name))
+        """The declared metric of that name (every task's `unanswered` share included); an
+        undeclared headline number counts as larger-is-better."""
+        return next((m for m in (*self.metrics, UNANSWERED) if m.name == name), Metric(name))
 
     def lead_metric(self) -> str | None:
         """The headline metric a reader sees first (the paper's main number): `lead`, else the first declared."""

@@ -210,6 +210,7 @@ def test_check_review_generate_and_run_the_written_set(written, cli, tmp_path):
     page = (written / "review.html").read_text()
     assert flagged[0] in page and "ANSWER: A" in page and "--accept" in page and "rewritten from:" in page
     assert page.index(flagged[-1]) < page.index(passed[0])  # flagged first
+    assert "<ol" not in page  # the options carry their letters: a numbered list read "1. A. ..."
     # decisions: accept a flagged one, reject a passed one
     rc, _, err = cli("steer", "review", written, "--accept", flagged[0], "--reject", passed[0])
     assert rc == 0, err
@@ -242,6 +243,12 @@ def test_check_review_generate_and_run_the_written_set(written, cli, tmp_path):
     el.write_text(json.dumps(doc))
     rc, out, err = cli("steer", "review", written)
     assert rc == 0 and f"unchecked {passed[1]}" in out, (out, err)
+
+
+def test_an_empty_writer_folder_says_no_template_was_kept(cli, tmp_path):
+    (tmp_path / "w" / "templates").mkdir(parents=True)
+    rc, _, err = cli("steer", "review", tmp_path / "w")
+    assert rc == 0 and err.strip() == f"{tmp_path / 'w'}: no kept template; 0 usable", err  # was "w: ; 0 usable"
 
 
 def test_bad_input_is_one_line_without_a_traceback(cli, tmp_path, written):

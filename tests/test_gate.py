@@ -189,11 +189,12 @@ def test_a_planted_regression_is_caught_by_the_gate_and_by_compare(cli, tmp_path
     assert rc == 1 and doc["verdict"] == "regression", (out, err)
     assert doc["items_used"] < len(items) / 4  # decided long before the end
     # the e-processes step by step: a chunk a step, the regression's crossing its threshold at the last one only
-    (prog,) = doc["progress"]
+    assert [p["metric"] for p in doc["progress"]] == ["accuracy", "unanswered"]  # the unanswered share is gated too
+    prog = doc["progress"][0]
     steps = prog["steps"]
     assert (prog["task"], prog["metric"], prog["verdict"]) == ("econnli-zero", "accuracy", "regression")
     assert [x["items"] for x in steps] == list(range(16, 16 * len(steps) + 1, 16)) and steps[-1]["items"] == doc["items_used"]
-    assert prog["threshold_regression"] == pytest.approx(np.log(1 / 0.05))
+    assert prog["threshold_regression"] == pytest.approx(np.log(2 / 0.05))  # alpha split over the two gated metrics
     crossed = [x["log_wealth_regression"] is None or x["log_wealth_regression"] >= prog["threshold_regression"] for x in steps]
     assert crossed[-1] and not any(crossed[:-1])
     page = (tmp_path / "gate.html").read_text()
@@ -364,7 +365,7 @@ def test_a_metric_the_baseline_cannot_provide_is_not_gated_and_the_task_says_whi
     recs = {f"steer-me/x/{i}": {"id": f"steer-me/x/{i}", "task": "steer-me", "correct": bool(i % 2), "parsed": "A"}
             for i in range(64)}
     g = Gate.build(1, ["steer-me"], {"steer-me": recs}, 0.05, 0.05)
-    assert [r.metric for tg in g.tasks.values() for r in tg.rows] == ["accuracy"]
+    assert [r.metric for tg in g.tasks.values() for r in tg.rows] == ["accuracy", "unanswered"]
     assert "steer-me Brier" in g.not_gated
     g.replay({"steer-me": recs})
     assert verdict_of(r.verdict for r in g.rows()) == "pass"  # the baseline against itself

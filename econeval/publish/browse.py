@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import config, registry
-from ..errors import UsageError, clean_tree
+from ..errors import UsageError, clean_tree, counted
 from ..store.epochs import epochs_in
 from ..store.finished import open_run
 from ..store.items import UNPARSED, ItemView, item_view, line_task
@@ -108,11 +108,13 @@ def render_runs(rows: list[dict]) -> str:
     for r in rows:
         items = "-" if r["items_saved"] is None else f"{r['items_saved']:,}"
         limit = f"  --limit {r['limit']}" if r["limit"] else ""
-        out.append(f"{Path(r['folder']).name}  {r['status']}  {r['model']}  {len(r['tasks'])} task(s)  {items} items saved  "
+        saved = f"{items} items saved" if r["items_saved"] != 1 else "1 item saved"
+        out.append(f"{Path(r['folder']).name}  {r['status']}  {r['model']}  {counted(len(r['tasks']), 'task')}  {saved}  "
                    f"{(r['started'] or '?')[:16].replace('T', ' ')}{limit}")
         for task in r["tasks"]:
-            nums = "  ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}" for k, v in r["headline"].get(task, {}).items()
-                             if v is not None)
+            # a finished task's numbers that could not be computed (nothing parsed) are shown as "-", not as "no results"
+            nums = "  ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {'-' if v is None else v}"
+                             for k, v in r["headline"].get(task, {}).items())
             out.append(f"    {task:<22} {nums or '(no results yet)'}")
         out.append(f"    {r['folder']}")
     return "\n".join(out)

@@ -16,7 +16,7 @@ from ..errors import UsageError, clean_tree
 from ..store.epochs import EpochGroup, open_group, spread
 from ..store.finished import FinishedRun, open_run
 from ..store.record import RunRecord
-from ..tables import as_dict, cell, has_setting
+from ..tables import Table, as_dict, cell, has_setting, limit_notes, task_rows
 
 
 def _open(folder: Path) -> FinishedRun:
@@ -85,6 +85,8 @@ def tables(runs: list[FinishedRun]) -> list:
 
 
 def _tables(runs: list[FinishedRun]) -> list:
+    """Every registered benchmark's tables for these runs, in registration order; then, for each
+    task of a benchmark that registers none (a plugin's), a table of its headline metrics."""
     out: list = []
     for bench in registry.extensions():
         if bench.tables is None:
@@ -94,6 +96,11 @@ def _tables(runs: list[FinishedRun]) -> list:
         except (KeyError, TypeError, AttributeError, IndexError, ValueError) as exc:
             raise UsageError(f"the results of benchmark {bench.name} in these run folders are not as econeval writes "
                              f"them ({type(exc).__name__}: {exc})", hint="the folder was edited or written by another tool") from None
+    for name in dict.fromkeys(t for r in runs for t in r.results):
+        task = registry.tasks().get(name)
+        declared = registry.benchmarks().get(task.benchmark) if task else None
+        if task is not None and (declared is None or declared.tables is None):
+            out.append(headline_table(task, runs))
     return out
 
 
@@ -137,6 +144,27 @@ def _spread(out: list, group: EpochGroup) -> None:
                 row["intervals"] = None
         t.notes.append(f"{label}: each number the mean ± std over {len(group.epochs)} epochs (seeds "
                        f"{', '.join(map(str, group.seeds))}; {group.path}/epoch-K), in place of an interval over items.")
+
+
+def headline_table(task, runs: list[FinishedRun]) -> Table:
+    """A task whose benchmark registers no paper tables: each run's headline metrics as its
+    results.json holds them, with their intervals and the items they rest on."""
+    columns = list(dict.fromkeys(m for r in runs if isinstance(r.results.get(task.name), dict)
+                                 for m in _headline(task, r.results[task.name])))
+    t = Table(f"{task.name}-headline", f"{task.name}: headline metrics", columns, 3)
+    try:
+        rows = task_rows(runs, {task.name: None}, lambda res: [_headline(task, res).get(c) for c in columns], columns)
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        raise UsageError(f"the results of task {task.name} in these run folders are not as econeval writes them "
+                         f"({type(exc).__name__}: {exc})", hint="the folder was edited or written by another tool") from None
+    t.rows = [row for *_, row in rows]
+    t.notes = [f"{task.benchmark or task.name} registers no paper table: each run's headline metrics (results.json), "
+               "with no published rows beside them.", *limit_notes([(run, res) for run, _, res, _ in rows])]
+    return t
+
+
+def _headline(task, result: dict) -> dict:
+    return task.headline(result) if isinstance(result, dict) else {}
 
 
 def estimates(runs: list[FinishedRun]) -> list[dict[str, Any]]:

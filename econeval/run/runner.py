@@ -19,7 +19,7 @@ from typing import Any, Callable
 from .. import registry
 from ..version import __version__
 from ..context import RunContext, check_task_options
-from ..errors import Interrupted, UsageError
+from ..errors import Interrupted, UsageError, saved_words
 from ..signals import Guard
 from ..store.folder import RunFolder
 from ..metrics import logprob_problem
@@ -260,6 +260,7 @@ class _Run:
         self.stopped: set[str] = set()  # tasks the watcher needs no more items of
         self.budget_spent = False
         self.chunk_no = 0
+        self.running: int | None = None  # the chunk in progress (its number), None between chunks
         self.log = folder.samples()  # what the folder holds already
         self.built: dict[str, dict[str, dict]] = {}  # task → item id → its first-stage requests (built once)
         self.lines: list[TaskLine] = [self._line(task) for task in tasks]
@@ -351,10 +352,14 @@ class _Run:
         return refused
 
     def _ack(self, signum: int, writing: bool) -> None:
-        doing = (f"finishing the write of chunk {self.chunk_no}" if writing else
-                 f"the model stops within its current step; chunk {self.chunk_no} (in progress) is dropped and runs again on resume")
+        if self.running is None:  # before the first chunk, between chunks or after the last one
+            doing = "finishing a write to the run folder" if writing else "no chunk is in progress"
+        elif writing:
+            doing = f"finishing the write of chunk {self.running}"
+        else:
+            doing = f"the model stops within its current step; chunk {self.running} (in progress) is dropped and runs again on resume"
         self.prog.say(f"econeval: {signal.Signals(signum).name}: stopping: {doing}; "
-                      f"{self.prog.snapshot()['saved']:,} of {self.total:,} items are saved")
+                      f"{saved_words(self.prog.snapshot()['saved'], self.total)}")
 
     def _project(self, show_progress: bool) -> None:
         """What the rest will cost, at the rates this device has now."""
@@ -404,11 +409,13 @@ class _Run:
                     spent.setdefault(task.name, {"seconds": 0.0, "counters": {}}).update(c0=backend.counters(), t0=time.monotonic())
                     current = task.name
                 self.chunk_no += 1
+                self.running = self.chunk_no
                 prep = self.preps[task.name]
                 outputs = run_chunk(task, chunk, prep, self.ctx, progress=prog.advance, first=self.built[task.name],
                                     refused=self.refused.get(task.name, frozenset()), budget=self.budgets.get(task.name))
                 records = score_records(task, chunk, outputs, prep)
                 sig.write(self.log.append, records)
+                self.running = None
                 prog.saved(len(chunk), sum(len(str(p)) for o in outputs for p in (o.get("prompts") or {}).values()))
                 if selection.watches:  # a budget's progress note, a gate's verdicts
                     self._watch(task, records)

@@ -14,7 +14,7 @@ from .written import WrittenSet
 STYLE = ("body{font:14px sans-serif;max-width:60em;margin:auto;padding:0 1em} section{border-top:1px solid #ccc;padding:.5em 0} "
          ".flagged h2{color:#b00} .rejected{opacity:.5} .state{font-size:70%;border:1px solid;padding:0 .3em} "
          "pre{white-space:pre-wrap;background:#f6f6f6;padding:.4em} .right{font-weight:bold} .tpl{background:#ffd} "
-         ".src{background:#eef} code{word-break:break-all}")
+         ".src{background:#eef} code{word-break:break-all} .opts{list-style:none}")
 
 
 def e(value: object) -> str:
@@ -29,7 +29,7 @@ def _question(q: dict) -> str:
     opts = "".join(f"<li{' class=right' if i == q['correct_index'] else ''}>{e(LETTERS[i])}. {e(o)}</li>"
                    for i, o in enumerate(q["options"]))
     chosen = "none" if q["mc_choice"] is None else LETTERS[q["mc_choice"]]
-    return (f"<div class=q><p>{e(q['question'])}</p><ol class=opts type=A>{opts}</ol>"
+    return (f"<div class=q><p>{e(q['question'])}</p><ul class=opts>{opts}</ul>"
             f"<p>closed form: <b>{e(q['solution']['value'])}</b> <code>{e(q['solution'].get('formula') or '')}</code></p>"
             f"<p>multiple choice: chose <b>{e(chosen)}</b> ({'agrees' if q['mc_agrees'] else 'disagrees'})</p>"
             f"<pre>{e(q.get('mc_reply') or '')}</pre>"
