@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 
 import pytest
 
@@ -236,3 +237,36 @@ def test_a_sample_runs_estimates_are_plotted_with_their_intervals(cli, tmp_path)
     rc, _, err = cli("report", run, "--format", "html", "--out", tmp_path / "r.html")
     page = (tmp_path / "r.html").read_text()
     assert rc == 0 and "<h2>Estimates: m</h2>" in page and "econnli-zero F1 (30 of 1,026)" in page
+
+
+def slow_answer(prompt: str) -> str:
+    """A fake model's answer after a pause (`-M respond=test_report:slow_answer`): a --budget of a
+    second stops a task of 1,026 items long before its end, on any machine."""
+    time.sleep(0.02)
+    return "Yes"
+
+
+def _run(cli, out, *args):
+    rc, _, err = cli("run", *args, "-q", "--out", out)
+    assert rc == 0, err
+    return out
+
+
+def test_runs_are_labelled_by_what_they_are_not_by_a_dash_or_a_path(cli, tmp_path):
+    """Issue #59: a --budget run beside a --limit run was labelled "a (limit -)", a run of a
+    written question set "a (steer-me questions /the/absolute/q.jsonl)" beside "a (steer-me
+    questions -)"; the labels are every format's (md, json, csv, html)."""
+    slow = ("--model", "fake:a", "-M", "respond=test_report:slow_answer", "-t", "econnli-zero")
+    limited, budget = _run(cli, tmp_path / "limited", *slow, "--limit", "8"), _run(cli, tmp_path / "budget", *slow, "--budget", "1s")
+    est = json.loads((budget / "results-partial.json").read_text())["tasks"]["econnli-zero"]["estimate"]
+    assert 0 < est["from"] < est["of"] == 1026
+    rc, text, err = cli("report", limited, budget, "--format", "json")
+    assert rc == 0, err
+    assert [r["label"] for r in json.loads(text)["runs"]] == ["a (limit 8)", f"a (budget 1s, {est['from']:,} of 1,026 items)"]
+    q = tmp_path / "sets" / "q.jsonl"
+    q.parent.mkdir()
+    assert cli("steer", "generate", "--elements", "consumer_surplus", "--per-element", "4", "--out", q)[0] == 0
+    bundled = _run(cli, tmp_path / "bundled", "--model", "fake:a", "-t", "steer-me", "--limit", "4")
+    written = _run(cli, tmp_path / "written", "--model", "fake:a", "-t", "steer-me", "-T", f"questions={q}", "--limit", "4")
+    rc, text, err = cli("report", bundled, written, "--format", "json")
+    assert [r["label"] for r in json.loads(text)["runs"]] == ["a (steer-me questions not set)", "a (steer-me questions q.jsonl)"]
