@@ -15,7 +15,7 @@ from typing import Any, Callable
 from .. import registry
 from ..errors import UsageError, clean_tree
 from ..store.finished import FinishedRun, open_run
-from ..tables import as_dict, cell, has_setting
+from ..tables import as_dict, cell, has_setting, interval_text
 
 
 def _open(folder: Path) -> FinishedRun:
@@ -185,8 +185,8 @@ def build(folders: list[Path], compare: Comparer | None = None) -> dict[str, Any
 
 # ---- text formats -----------------------------------------------------------------------------
 def cell_iv(value, iv, decimals: int) -> str:
-    text = cell(value, decimals)
-    return f"{text} [{iv[0]:.{decimals}f}, {iv[1]:.{decimals}f}]" if iv and value is not None else text
+    shown = interval_text(iv, value, decimals)
+    return f"{cell(value, decimals)} {shown}" if shown else cell(value, decimals)
 
 
 def _row_cells(t: dict, row: dict) -> list[str]:

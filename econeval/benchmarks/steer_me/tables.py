@@ -69,7 +69,8 @@ def paper_tables(runs: list[Any]) -> list[Table]:
             tab.figures = [{"kind": "heatmap", "caption": "STEER-ME: normalized accuracy, models × elements (empty cells: not run).",
                             "rows": [run.label for run, _ in mine], "columns": keys, "colorbar": "normalized accuracy",
                             "values": [[(res["paper"]["element"].get(e) or {}).get("normalized_accuracy") for e in keys]
-                                       for _, res in mine]}]
+                                       for _, res in mine],
+                            "n": [[(res["paper"]["element"].get(e) or {}).get("n") for e in keys] for _, res in mine]}]
         out.append(tab)
     pub = published(PUBLISHED)["tables"]["table2"]
     car = [(r, res) for r, res in mine if res["paper"]["overall"].get("car")]
