@@ -696,20 +696,16 @@ def gate_cmd(baseline, flags, max_drop, alpha, budget, metrics, replay, junit, p
     if junit:
         check_target(junit)  # before the model runs
     if plot:
-        from .publish.report_html import figure_page, plots_available
+        from .publish import figures, gate_page
 
         check_output(plot, "--plot")
-        if not plots_available():
+        if not figures.available():
             raise UsageError("--plot needs matplotlib", hint='pip install "econeval[report]"')
     result = gate(baseline, flags.spec(), max_drop=max_drop, alpha=alpha, budget=budget, metrics=metrics, replay=replay, out=out)
     if junit:
         write_junit(junit, junit_xml(result.rows, result.max_drop))
     if plot:
-        page = figure_page({"kind": "gate-progress", "metrics": result.progress,
-                            "caption": f"{clean(result.verdict_line)}. Solid: each e-process's running maximum log wealth after "
-                                       "each step; dashed: its threshold log(1/alpha), where that verdict is reached."},
-                           f"econeval gate: {result.verdict}")
-        write_atomic(plot, (page or "").encode())
+        write_atomic(plot, gate_page.render(result.progress, result.verdict, result.verdict_line).encode())
     if fmt == "json":
         _echo_json(result.as_dict())
     else:

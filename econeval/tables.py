@@ -62,7 +62,9 @@ class Table:
     the paper's repeated runs, a run over its --epochs (report.py).
     figures: plots that belong beside the table, each {"kind", "caption", ...data}; kinds the
     HTML report draws: `bars` (grouped bars per row, optional intervals and reference marks),
-    `heatmap` (rows × columns), `reliability` (confidence against accuracy bins)."""
+    `heatmap` (rows × columns; `n`: the items each cell rests on), `reliability` (confidence
+    against accuracy bins). A figure of nothing but zeros is not drawn, and what a drawn one rests
+    on (single items, zero-width intervals) is said under it (publish/figures.py)."""
 
     id: str
     title: str
@@ -149,6 +151,11 @@ def cell(value, decimals: int) -> str:
     if isinstance(value, float):
         return f"{value:.{decimals}f}"
     return str(value)
+
+
+def interval_text(iv: Any, value: Any, decimals: int) -> str | None:
+    """A cell's 95% interval as text ("[0.372, 0.737]"), None where it has none (or no value)."""
+    return f"[{iv[0]:.{decimals}f}, {iv[1]:.{decimals}f}]" if iv and value is not None else None
 
 
 def as_dict(obj: Any) -> Any:

@@ -4,6 +4,7 @@ checker as tasks run into ordinary run folders, every file auto-STEER reads as u
 
 import json
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -505,7 +506,9 @@ def test_contamination_compares_one_model_on_the_bundled_and_the_written_set(wri
     assert list(rows) == [*doc["elements"], "all elements"] and rows["all elements"]["n"] == "24/24"
     assert rows["all elements"]["values"] == [o["bundled"]["accuracy"], o["written"]["accuracy"], o["difference"]]
     assert rows["all elements"]["intervals"][2] == o["interval"]
-    assert any("writer w" in n for n in tab["notes"])
+    note = next(n for n in tab["notes"] if "writer w" in n)
+    # the review state in words and the runs by their question file's name (issue #59: "review {'passed': 6}", absolute paths)
+    assert re.search(r"review: \d+ \w+", note) and "{" not in note and str(tmp_path) not in note, note
     rc, _, err = cli("report", runs["bundled"], runs["other"], "--format", "json", "--out", tmp_path / "r2.json")
     assert rc == 0 and "steer-me-contamination" not in (tmp_path / "r2.json").read_text()
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 from pathlib import Path
 from typing import Any, Callable
 
@@ -15,8 +16,7 @@ from .. import registry
 from ..errors import UsageError, clean_tree
 from ..store.epochs import EpochGroup, open_group, spread
 from ..store.finished import FinishedRun, open_run
-from ..store.record import RunRecord
-from ..tables import Table, as_dict, cell, has_setting, limit_notes, task_rows
+from ..tables import Table, as_dict, cell, has_setting, interval_text, limit_notes, task_rows
 
 
 def _open(folder: Path) -> FinishedRun:
@@ -33,25 +33,75 @@ def _open(folder: Path) -> FinishedRun:
     return run
 
 
-def _settings(record: RunRecord) -> dict[str, Any]:
+def _flag(command: Any, name: str) -> str | None:
+    """The value of a flag in a run's recorded command line (`--budget 10m` or `--budget=10m`)."""
+    words = [str(w) for w in command] if isinstance(command, list) else []
+    for i, w in enumerate(words):
+        if w == name and i + 1 < len(words):
+            return words[i + 1]
+        if w.startswith(name + "="):
+            return w[len(name) + 1:]
+    return None
+
+
+def selection(run: FinishedRun) -> str:
+    """Which of its items a run evaluated, as its label says it: "limit 8", "budget 10m, 32 of
+    1,026 items" (the items its estimates rest on, of the tasks' items), "sample 30, ...", "all
+    items"; another part of the items (a shard, a gate's, a stopped run) by the items it scored."""
+    rec = run.record
+    if rec.limit:
+        return f"limit {rec.limit}"
+    results = [r for r in run.results.values() if isinstance(r, dict)]
+    est = [r["estimate"] for r in results if isinstance(r.get("estimate"), dict)]
+    counts = [(e["from"], e["of"]) for e in est if isinstance(e.get("from"), int) and isinstance(e.get("of"), int)]
+    items = f", {sum(n for n, _ in counts):,} of {sum(of for _, of in counts):,} items" if counts else ""
+    if est and isinstance(rec.stopped_early, dict) and rec.stopped_early.get("why") == "budget spent":
+        budget = _flag(rec.command, "--budget")
+        return (f"budget {budget}" if budget else "a budget") + items
+    if est:
+        specs = sorted(str(s) for s in rec.sample_specs() if s is not None)
+        return (f"sample {specs[0]}" if len(specs) == 1 else "a sample") + items
+    if rec.whole:
+        return "all items"
+    if rec.shard:
+        return f"shard {rec.shard_index} of {rec.shard_count}"
+    scored = sum(r["n"] for r in results if isinstance(r.get("n"), int) and not isinstance(r.get("n"), bool))
+    return f"{scored:,} items"
+
+
+def _settings(run: FinishedRun) -> dict[str, Any]:
     """What a run is, in the user's terms: each differing entry labels the runs of a report."""
     def obj(value: Any) -> dict:
         return value if isinstance(value, dict) else {}
 
+    record = run.record
     model = record.model_identity
     lora = ",".join(f"{Path(str(a.get('path'))).name}:{a.get('scale')}" for a in record.lora) or None
     out = {"n_ctx": model.get("n_ctx"), "chat": model.get("chat_mode"), **obj(model.get("settings")), "lora": lora,
-           "seed": record.seed, "limit": record.limit, "econeval": record.econeval_version, "data": record.data_version}
+           "seed": record.seed, "limit": selection(run), "econeval": record.econeval_version, "data": record.data_version}
     for task, opts in (record.options or {}).items():
         for k, v in obj(opts).items():
             out[f"{task} {k}"] = v
     return out
 
 
+def _part(key: str, value: Any) -> str:
+    """One difference in a label: the items a run evaluated as they are named ("limit 8", "budget
+    10m, 32 of 1,026 items"), a setting by its name and value, a path by its last part (a file's
+    or folder's name: the label is no place for a machine's paths), an unset one as such."""
+    if key == "limit":
+        return str(value)
+    if value is None:
+        return f"{key} not set"
+    if isinstance(value, str) and os.path.isabs(value):
+        value = Path(value).name or value
+    return f"{key} {value}"
+
+
 def _labels(runs: list[FinishedRun]) -> None:
     """Each run's label: its model, and what differs between it and the others (parallel 8,
-    --limit 2, ...); the folder's name where nothing else tells two runs apart."""
-    settings = [_settings(r.record) for r in runs]
+    limit 2, ...); the folder's name where nothing else tells two runs apart."""
+    settings = [_settings(r) for r in runs]
     keys = sorted({k for s in settings for k in s})
     # a setting tells runs apart where the runs that have it differ in it: a task option of a task only one run has
     # (the tasks of the two differ) is no difference, and would put every option of both into both labels
@@ -60,8 +110,7 @@ def _labels(runs: list[FinishedRun]) -> None:
     plain = all(k.plain for k in keys_)  # no run reasoned or set a mode: no label
     differ = [k for k in differ if k != "reasoning"]
     for r, s, key in zip(runs, settings, keys_):
-        parts = [f"{k} {s.get(k) if s.get(k) is not None else '-'}" for k in differ if k in s
-                 and not (k == "seed" and isinstance(r, EpochGroup))]
+        parts = [_part(k, s.get(k)) for k in differ if k in s and not (k == "seed" and isinstance(r, EpochGroup))]
         if not plain:
             parts.append(key.describe())
         if isinstance(r, EpochGroup):
@@ -225,10 +274,11 @@ def build(folders: list[Path], compare: Comparer | None = None) -> dict[str, Any
 
 # ---- text formats -----------------------------------------------------------------------------
 def cell_iv(value, iv, decimals: int, std=None) -> str:
-    text = cell(value, decimals)
+    """A cell as text: a mean over repeats with its std (`± s`), else the value with its interval."""
     if std is not None and value is not None:
-        return f"{text} ± {std:.{decimals}f}"
-    return f"{text} [{iv[0]:.{decimals}f}, {iv[1]:.{decimals}f}]" if iv and value is not None else text
+        return f"{cell(value, decimals)} ± {std:.{decimals}f}"
+    shown = interval_text(iv, value, decimals)
+    return f"{cell(value, decimals)} {shown}" if shown else cell(value, decimals)
 
 
 def _row_cells(t: dict, row: dict) -> list[str]:

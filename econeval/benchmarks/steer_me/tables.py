@@ -91,7 +91,8 @@ def paper_tables(runs: list[Any]) -> list[Table]:
             tab.figures = [{"kind": "heatmap", "caption": caption,
                             "rows": [lab for _, _, _, lab, _ in mine], "columns": keys, "colorbar": "normalized accuracy",
                             "values": [[(res["paper"]["element"].get(e) or {}).get("normalized_accuracy") for e in keys]
-                                       for _, _, res, _, _ in mine]}]
+                                       for _, _, res, _, _ in mine],
+                            "n": [[(res["paper"]["element"].get(e) or {}).get("n") for e in keys] for _, _, res, _, _ in mine]}]
         out.append(tab)
     pub = published(PUBLISHED)["tables"]["table2"]
     car = [(r, res, setting) for r, _, res, _, setting in mine if res["paper"]["overall"].get("car")]

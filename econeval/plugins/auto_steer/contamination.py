@@ -170,6 +170,13 @@ def pairs(runs: list[FinishedRun]) -> tuple[list[tuple[FinishedRun, FinishedRun]
     return out, why
 
 
+def _states(review: Any) -> str:
+    """A written set's review state as words: "6 passed, 2 accepted" (the counts of each state)."""
+    if not isinstance(review, dict) or not review:
+        return "none"
+    return ", ".join(f"{n:,} {state}" if isinstance(n, int) else f"{state} {n}" for state, n in review.items())
+
+
 def report_table(runs: list[FinishedRun]) -> Table | None:
     """Beside the paper's tables, where the report holds one model's runs on the bundled set and on
     a written set (`steer generate --templates`): `econeval steer contamination`'s numbers."""
@@ -191,7 +198,7 @@ def report_table(runs: list[FinishedRun]) -> Table | None:
         ts = template_set(written) or {}
         tab.notes.append(f"{label} against {base}: written set {str(ts.get('sha256', ''))[:12]} (writer "
                          f"{(ts.get('writer') or {}).get('name')}, checker {(ts.get('checker') or {}).get('name') or 'none'}, "
-                         f"review {ts.get('review')}).")
+                         f"review: {_states(ts.get('review'))}).")
     if tab.rows:
         tab.notes += why
     return tab if tab.rows else None
