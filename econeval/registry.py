@@ -71,9 +71,9 @@ def benchmark(name: str, build: Callable | None = None, tables: Callable | None 
 
 
 def plugin(name: str, tables: Callable | None = None, commands: str | None = None) -> None:
-    """Register a plugin's report tables and CLI commands (a tool that is no benchmark: built-in,
-    auto-STEER in `econeval.plugins.auto_steer`). Its commands may add subcommands to a group a
-    benchmark registers under the same name."""
+    """Register the report tables and CLI commands of a plugin that is no benchmark (built-in:
+    auto-STEER in `econeval.plugins.auto_steer`) or of a backend (the ONNX embedder's `models
+    add-embedder`). A group of commands adds its subcommands to the CLI's group of the same name."""
     PLUGINS[name] = Benchmark(name, None, tables, commands)
 
 

@@ -38,7 +38,7 @@ def _setup(run: Any, task: str) -> str:
     settings = {k: v for k, v in run.record.task(task).settings.items() if k not in ADAPTATION_KEYS}
     if isinstance(settings.get("source"), dict):
         settings["source"] = {k: v for k, v in settings["source"].items() if not k.startswith("not_run")}
-    return json.dumps([run.record.identity.get("model"), run.model, settings], sort_keys=True, default=str)
+    return json.dumps([run.record.model_identity, run.model, settings], sort_keys=True, default=str)
 
 
 def _scored(run: Any, task: str) -> dict[str, dict]:

@@ -17,6 +17,7 @@ from ...benchmarks.steer_me.generator import covered, generate, lexicon
 from ...errors import UsageError
 from ...results import check_output, dumps, write_atomic, write_output
 from ...run.spec import RunSpec
+from ...store.runfiles import RUN_JSON
 from ...store.finished import open_run
 from . import written
 from .check_task import TASK as CHECK_TASK
@@ -148,7 +149,7 @@ def steer_check(folder, checker, n_questions, threshold, tokens, seed, model_opt
 
 def sources(folder: Path) -> dict[str, str]:
     """Template id → the text the writer rewrote into it (from the writer run, where the folder has one)."""
-    if not (folder / written.WRITE_RUN / "run.json").exists():
+    if not (folder / written.WRITE_RUN / RUN_JSON).exists():
         return {}
     from .write_task import jobs
 
