@@ -21,7 +21,7 @@ def pct(x: object) -> str:
 def _question(q: dict) -> dict[str, Any]:
     return {"text": q["question"], "options": [{"letter": LETTERS[i], "text": o, "right": i == q["correct_index"]}
                                                for i, o in enumerate(q["options"])],
-            "value": q["solution"]["value"], "formula": q["solution"].get("formula") or "",
+            "value": format(q["solution"]["value"], ",.6g"), "formula": q["solution"].get("formula") or "",
             "chose": "none" if q["mc_choice"] is None else LETTERS[q["mc_choice"]], "mc_agrees": q["mc_agrees"],
             "mc_reply": q.get("mc_reply") or "", "ft_value": q["ft_value"], "ft_agrees": q["ft_agrees"], "ft_reply": q.get("ft_reply") or ""}
 
