@@ -139,3 +139,23 @@ def test_the_eta_follows_the_tokens_the_backend_counts_within_a_chunk():
     assert prog.snapshot()["eta_s"] == pytest.approx(65.0)
     c["tokens_evaluated"], c["tokens_generated"] = 5000, 3000  # far more than expected: the chunk counts whole at most
     assert prog.snapshot()["eta_s"] == pytest.approx(40.0)
+
+
+def test_a_budget_takes_first_the_tasks_the_projection_costs_least_per_item(tmp_path, monkeypatch, clock):
+    """The tasks took turns by their items' size (prompt and generation budget), which put
+    econnli-gen (16 items: 775 s on the default model) before econnli-zero (15 s) in a 2 min
+    budget; with a projection, by its seconds per item. Here econnli-cot's items are the larger
+    but projected the cheaper: it goes first."""
+    from econeval.backends.fake import FakeBackend
+
+    def project(self, chunks, lengths, seed):
+        per_item = {"econnli-zero": 2.0, "econnli-cot": 1.0}
+        return {"tasks": {t: {"seconds_low": per_item[t] * sum(map(len, c)), "seconds_high": per_item[t] * sum(map(len, c)),
+                              "seconds_likely": None, "prompt_tokens": 0, "generation_budget": 0} for t, c in chunks.items()},
+                "cost_model": {}, "measured_in_s": 0.0}
+
+    monkeypatch.setattr(FakeBackend, "project", project)
+    econeval.evaluate(RunSpec(model="fake:slow", model_options={"respond": "fake_clock:slow"}, progress=False),
+                      ["econnli-zero", "econnli-cot"], selection=budget(1000.0), out=tmp_path / "run", bootstrap=0)
+    tasks = [r["task"] for r in read_lines(tmp_path / "run" / "samples.jsonl")]
+    assert tasks[0] == "econnli-cot" and "econnli-zero" in tasks

@@ -213,8 +213,8 @@ def _plan(tasks: list[Task], preps: dict[str, Prepared], selection: Selection, s
 def _schedule(tasks: list[Task], plan: dict[str, list[list[dict]]], interleave: bool,
               cost: Callable[[Task], float] | None = None) -> list[tuple[Task, list[dict]]]:
     """The chunks in the order they run: task after task, or (interleave) one chunk of each task
-    in turn, the tasks whose chunks cost least first (`cost`), so that a short budget reaches as
-    many tasks as it can."""
+    in turn, the tasks whose items cost least first (`cost`: the projected seconds per item, or
+    without a projection their size), so that a short budget reaches as many tasks as it can."""
     if not interleave:
         return [(t, ch) for t in tasks for ch in plan[t.name]]
     if cost:
@@ -226,10 +226,21 @@ def _schedule(tasks: list[Task], plan: dict[str, list[list[dict]]], interleave: 
 
 
 def _item_cost(line: TaskLine, n: int = 16) -> float:
-    """A task's estimated cost per item over its next n items: prompt tokens (4 characters
-    each) plus the generation budget."""
+    """A task's estimated cost per item over its next n items, where the run has no projection:
+    prompt tokens (4 characters each) plus the generation budget."""
     k = min(n, len(line.chars))
     return line.units(4.0, 0, k) / k if k else 0.0
+
+
+def _projected_per_item(projection: dict) -> dict[str, float]:
+    """Each projected task's seconds per item (the order of a budget's tasks): its likely time, else
+    the middle of its range."""
+    out = {}
+    for name, t in projection["tasks"].items():
+        s = t["seconds"]
+        if t["items"]:
+            out[name] = (s["likely"] if s["likely"] is not None else (s["low"] + s["high"]) / 2) / t["items"]
+    return out
 
 
 def _prior(projection: dict, lines: list[TaskLine], chars_per_token: float) -> dict[str, float]:
@@ -291,6 +302,7 @@ class _Run:
         if saved:
             say(f"econeval: resuming {folder.path}: {saved:,} of {self.total:,} items done, {self.total - saved:,} to run")
         self.refused: dict[str, frozenset[str]] = {}  # items longer than the context, by task (found when the run starts)
+        self.per_item: dict[str, float] = {}  # task → its projected seconds per item (none: no projection)
         self.clock = selection.clock
         self.prog = RunProgress(self.lines, counters=backend.counters, show=show_progress, callback=on_progress, clock=self.clock)
 
@@ -401,6 +413,7 @@ class _Run:
         if (projection := project(items, sampled, lengths, self.backend, self.ctx.seed)) is not None:
             self.record = self.record.projected(projection)
             self.prog.prior = _prior(projection, self.lines, self.prog.chars_per_token())
+            self.per_item = _projected_per_item(projection)
             left = None if self.selection.deadline is None else max(0.0, self.selection.deadline - self.clock())
             for text in projection_lines(projection, self.record.device or "this machine", budget_left=left):
                 if show_progress:
@@ -419,7 +432,8 @@ class _Run:
         by_name = {x.name: x for x in self.lines}
         try:
             for task, whole in _schedule(self.tasks, self.plan, interleave=selection.interleave,
-                                         cost=lambda t: _item_cost(by_name[t.name])):
+                                         cost=(lambda t: self.per_item.get(t.name, 0.0)) if self.per_item else
+                                         (lambda t: _item_cost(by_name[t.name]))):
                 chunk = [it for it in whole if (task.name, it["id"]) not in self.log.done]
                 if not chunk or task.name in self.stopped or task.name in self.late:
                     continue
