@@ -375,8 +375,9 @@ def _run_spec_options(candidate: bool = False):
 @click.option("--sample", metavar="N|F", help="Evaluate a seeded stratified sample of each task: N items, or a fraction F "
               "(0.1); numbers are estimates of the full set's, with intervals to match. A folder extends to a larger "
               "sample or the full set without re-running.")
-@click.option("--budget", metavar="DURATION", help="Stop taking new items once this much time is spent (300, 90s, 10m, 1h; "
-              "the model's loading counts): the items run in a seeded order that grows a stratified sample of every task, "
+@click.option("--budget", metavar="DURATION", help="Run what fits in this much time (300, 90s, 10m, 1h; the model's loading "
+              "counts): no chunk starts that is projected to end after it, and the chunk in flight at its end is cut off "
+              "and runs again on resume; the items run in a seeded order that grows a stratified sample of every task, "
               "the tasks taking turns, and the numbers are estimates of the full set's, with intervals. The same command "
               "without --budget continues the folder to the full set.")
 @click.option("--seed", type=click.IntRange(min=0, max=MAX_SEED),
@@ -433,7 +434,7 @@ def run(flags, suite, tasks, limit, sample, budget, seed, out, epochs, task_opti
                 click.echo(f"  {r['task']:<22} n {r['n']:>5}  unparsed {r['unparsed']:>4}  skipped {r['skipped']:>3}  "
                            f"errors {r['errors']:>3}  {'  '.join(r['cells'])}{r['estimate']}")
         for name in doc.get("not_reached", []):
-            click.echo(f"  {name:<22} not reached: the budget was spent before its first chunk (a larger --budget runs it)")
+            click.echo(f"  {name:<22} not reached: the budget left no time for its first chunk (a larger --budget runs it)")
     if tables:
         from .publish.report import build, render
 
@@ -488,7 +489,7 @@ def _check_outcome(doc: Mapping[str, Any]) -> None:
     if problems:
         raise EconevalError("; ".join(problems), hint="see samples.jsonl; the results are written")
     if not doc["tasks"] and doc.get("not_reached"):
-        raise EconevalError(f"nothing was evaluated: the budget was spent before the first chunk of "
+        raise EconevalError(f"nothing was evaluated: the budget left no time for the first chunk of "
                             f"{', '.join(doc['not_reached'])}", hint="a larger --budget (the model's loading counts)")
 
 
@@ -670,7 +671,7 @@ def compare_cmd(baseline, candidate, max_drop, metrics, n_boot, seed, allow_miss
 @click.option("--alpha", type=click.FloatRange(min=0, max=1, min_open=True, max_open=True), default=0.05, show_default=True,
               help="The chance that the verdict is wrong, however early the gate stops (pass: each metric at alpha; "
                    "regression: alpha split over the gated metrics).")
-@click.option("--budget", metavar="DURATION", help="Stop taking new items once this much time is spent (300, 90s, 10m, 1h): "
+@click.option("--budget", metavar="DURATION", help="Run what fits in this much time (300, 90s, 10m, 1h; as run's --budget): "
               "metrics still open are inconclusive.")
 @click.option("--metric", "metrics", multiple=True, help="Gate only these item metrics (repeatable; default: every task's).")
 @click.option("--replay", type=click.Path(file_okay=False, exists=True, path_type=Path),

@@ -212,7 +212,11 @@ def test_a_planted_regression_is_caught_by_the_gate_and_by_compare(cli, tmp_path
     assert rc == 2 and "item metrics of these tasks: accuracy" in err, err
 
 
-def test_a_budget_run_stops_on_time_reports_estimates_for_every_task_and_continues_to_the_full_set(cli, tmp_path, tiny_model):
+def test_a_budget_run_stops_on_time_reports_estimates_for_every_task_and_continues_to_the_full_set(cli, tmp_path, tiny_model,
+                                                                                                  monkeypatch):
+    from econeval.run import selection
+    from fake_clock import CLOCK, on_clock
+
     q = _questions(cli, tmp_path, per_element=40)
     folder = tmp_path / "budget"
     base = ("run", "--model", tiny_model, "-t", "steer-me", "-t", "econnli-cot", "-T", f"questions={q}", "-P", "2",
@@ -221,8 +225,16 @@ def test_a_budget_run_stops_on_time_reports_estimates_for_every_task_and_continu
     assert rc == 1 and out.count("not reached") == 2 and not (folder / "results.json").exists(), (out, err)
     assert "nothing was evaluated" in err
     assert json.loads((folder / "results-partial.json").read_text())["not_reached"] == ["steer-me", "econnli-cot"]
-    rc, out, err = cli(*base, "--budget", "12s")
+    # a fake model whose answers take a second each of the tests' clock: the budget binds the same on any machine
+    # (econnli-cot's chunks take 16 s of it, steer-me's, scored by log-probabilities, none)
+    CLOCK.reset()
+    monkeypatch.setattr(selection, "from_flags", on_clock(selection.from_flags))
+    folder = tmp_path / "fake"
+    base = ("run", "--model", "fake:m", "-M", "respond=fake_clock:slow", "-t", "steer-me", "-t", "econnli-cot",
+            "-T", f"questions={q}", "--quiet", "--out", folder)
+    rc, out, err = cli(*base, "--budget", "40s")
     assert rc == 0, err
+    assert CLOCK.now() <= 40.0
     meta = json.loads((folder / "run.json").read_text())
     assert meta["stopped_early"]["why"] == "budget spent"
     doc = json.loads((folder / "results-partial.json").read_text())
@@ -231,10 +243,10 @@ def test_a_budget_run_stops_on_time_reports_estimates_for_every_task_and_continu
     for res in doc["tasks"].values():
         est = res.get("estimate")
         assert est is None or (0 < est["from"] < est["of"] and res["intervals"] and "stratified sample" in est["note"])
-    cot = doc["tasks"]["econnli-cot"]["estimate"]  # 1,026 items of up to 200 tokens each: far more than 12 s
+    cot = doc["tasks"]["econnli-cot"]["estimate"]  # 1,026 items of a second each: far more than 40 s
     assert cot["of"] == 1026 and cot["strata"] == 2 and not (folder / "results.json").exists()
     assert f"(estimates: {cot['from']:,} of 1,026 items)" in out
-    rc, out, err = cli(*base[:5], *base[7:])  # steer-me alone (a task of the folder) to its full set
+    rc, out, err = cli(*base[:7], *base[9:])  # steer-me alone (a task of the folder) to its full set
     assert rc == 0, err
     full = json.loads((folder / "results.json").read_text())
     assert full["tasks"]["steer-me"]["n"] == 80 and "estimate" not in full["tasks"]["steer-me"]

@@ -8,7 +8,9 @@ one object the runner executes.
   fraction; its numbers are estimates of the full set's; results-sample-SPEC.json.
 - `Ordered(order, ...)`: every item in a seeded order ("nested": `--budget`'s growing stratified
   samples; "random": the gate's uniformly random order), the tasks' chunks interleaved, the
-  cheapest per item first; no chunk starts after `deadline`; `watch(task, records)`, fed each
+  cheapest per item first; until `deadline` (on `clock`: no chunk starts that is projected to end
+  after it, and the chunk in flight at it is cut off where the model allows: the runner's rule,
+  docs/statistics.md); `watch(task, records)`, fed each
   chunk's new records (a resumed run's saved ones first), says whether the task needs more items
   (the gate's e-processes, a budget's progress note); `only` keeps the item ids a gate's baseline
   scored. What stopped early is reported as estimates in results-partial.json.
@@ -41,7 +43,8 @@ class Selection:
 
     interleave = False  # the tasks take turns a chunk at a time (cheapest per item first)
     watches = False  # watch() is asked after every chunk
-    deadline: float | None = None  # time.monotonic(): no chunk starts after it
+    deadline: float | None = None  # on `clock`: the run's chunks end by it (the runner's budget rule)
+    clock: Callable[[], float] = time.monotonic  # the clock of the deadline and of the run's timing
     limit: int | None = None  # what run.json and results.json record as the run's --limit
 
     def items(self, task: Task, prep: Prepared, seed: int) -> list[dict]:
@@ -154,6 +157,7 @@ class Ordered(Selection):
     deadline: float | None = None
     watcher: Watch | None = None
     only: dict[str, set[str]] | None = None
+    clock: Callable[[], float] = time.monotonic
 
     interleave = True
     watches = True
