@@ -25,9 +25,9 @@ def every_suite(tmp_path_factory):
 
 
 def _csv_rows(path: Path) -> list[dict]:
-    lines = path.read_text().splitlines()
-    assert lines[0].startswith("# econeval_export table/2")
-    return list(csv.DictReader(lines[1:]))
+    rows = list(csv.DictReader(path.read_text().splitlines()))
+    assert rows and all(r["econeval_export"].startswith("table/3 econeval ") for r in rows)
+    return rows
 
 
 def test_the_table_holds_every_item_and_the_item_metrics(cli, tmp_path, every_suite):
@@ -68,10 +68,11 @@ def test_the_table_holds_every_item_and_the_item_metrics(cli, tmp_path, every_su
     cf = [r for r in rows if r["task"].startswith("cfbenchmark")]
     assert cf and all(r["parsed"] == (by_key[(r["task"], r["item_id"])].get("answer") or None) for r in cf)
     assert all(r["subtask"] == r["group"] for r in cf)
-    # pandas reads both as they are, with the same types (docs/exports.md's worked example)
+    # pandas reads both as they are, with no option, the same columns and types (docs/exports.md's worked example)
     pd = pytest.importorskip("pandas")
-    for frame in (pd.read_parquet(tmp_path / "t.parquet"), pd.read_csv(tmp_path / "t.csv", comment="#")):
-        assert len(frame) == len(samples)
+    for frame in (pd.read_parquet(tmp_path / "t.parquet"), pd.read_csv(tmp_path / "t.csv")):
+        assert list(frame.columns) == [f.name for f in table.schema] and frame.columns[-1] == "econeval_export"
+        assert len(frame) == len(samples) and frame["econeval_export"].str.startswith("table/3 econeval ").all()
         by = frame[frame.task == "steer-me"].groupby("element")["metric_accuracy"].agg(["mean", "count"])
         assert by["count"].sum() == len(steer) and by["mean"].between(0, 1).all()
         assert frame["metric_accuracy"].dtype == "float64" and frame["n_prompt_tokens"].dropna().astype(int).ge(0).all()
@@ -185,11 +186,14 @@ def test_export_refusals(cli, tmp_path, every_suite):
         rc, _, err = cli(*args)
         assert rc == 2 and says in err and len(err.strip().splitlines()) == 1, (args, err)
     assert other.read_text() == "mine" and not (tmp_path / "x.csv").exists()
-    # an earlier export is replaced
+    # an earlier export is replaced, an older table format's (a `# econeval_export table/2` first line) too
     out = tmp_path / "again.csv"
     for _ in range(2):
         rc, _, err = cli("export", every_suite, "--format", "table", "--out", out)
         assert rc == 0, err
+    out.write_text("# econeval_export table/2 econeval 0.2.0\nrun,model\nr,m\n")
+    rc, _, err = cli("export", every_suite, "--format", "table", "--out", out)
+    assert rc == 0 and not out.read_text().startswith("#"), err
 
 
 def test_a_gate_folder_is_no_lm_eval_result(cli, tmp_path):

@@ -41,7 +41,10 @@ from ..types import as_text
 from ..store.finished import FinishedRun, open_verified
 
 MARK = "econeval_export"  # in every export: what a later export may replace
-TABLE_VERSION = 2  # 2: the judge column
+# the table's format (a public interface): 2: the judge column; 3: the marker is the table's last
+# column, `econeval_export` (`table/3 econeval VERSION` in every row), no longer a `#` first line,
+# so that a plain pandas.read_csv reads the CSV
+TABLE_VERSION = 3
 # the table's fixed columns and their types; one `metric_<name>` (float) column per item metric follows
 # (the item's labels, a string column each, stand after `group`: label_columns())
 TABLE_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -79,7 +82,9 @@ def metric_column(name: str) -> str:
 
 
 def table_rows(runs: list[FinishedRun]) -> tuple[list[str], list[dict[str, Any]]]:
-    """The table's column names and its rows, in each run's task and samples order."""
+    """The table's column names and its rows, in each run's task and samples order; the last
+    column is the marker `econeval_export` (the table's format and the econeval that wrote it)."""
+    mark = f"table/{TABLE_VERSION} econeval {__version__}"
     metrics: list[str] = []
     rows: list[dict[str, Any]] = []
     for run in runs:
@@ -101,13 +106,13 @@ def table_rows(runs: list[FinishedRun]) -> tuple[list[str], list[dict[str, Any]]
                 for m in task.item_metrics:
                     v = item.values.get(m.name)
                     row[metric_column(m.name)] = float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+                row[MARK] = mark
                 rows.append(row)
-    return [c for c, _ in table_columns()] + metrics, rows
+    return [c for c, _ in table_columns()] + metrics + [MARK], rows
 
 
 def _csv(columns: list[str], rows: list[dict]) -> bytes:
     buf = io.StringIO()
-    buf.write(f"# {MARK} table/{TABLE_VERSION} econeval {__version__}\n")  # pandas: comment="#"; R: comment.char="#"
     writer = csv.DictWriter(buf, columns, lineterminator="\n")
     writer.writeheader()
     for row in rows:
@@ -121,7 +126,7 @@ def _parquet(columns: list[str], rows: list[dict]) -> bytes:
         import pyarrow.parquet as pq
     except ImportError:
         raise UsageError("writing Parquet needs pyarrow", hint="pip install 'econeval[export]', or name a .csv file") from None
-    kinds = dict(table_columns())
+    kinds = {**dict(table_columns()), MARK: "string"}
     types = {"string": pa.string(), "bool": pa.bool_(), "int": pa.int64()}
     schema = pa.schema([(c, types[kinds[c]] if c in kinds else pa.float64()) for c in columns],
                        metadata={MARK: f"table/{TABLE_VERSION}", "econeval_version": __version__})
@@ -246,7 +251,9 @@ def _previous(path: Path, fmt: str) -> bool:
             return MARK.encode() in (pq.read_schema(io.BytesIO(head)).metadata or {})
         except Exception:  # noqa: BLE001 - not a Parquet file pyarrow reads: not ours
             return False
-    return head.startswith(f"# {MARK} ".encode())
+    # a CSV whose header names the marker column (table/3), or an older one's `# econeval_export` first line
+    first = head.split(b"\n", 1)[0].decode("utf-8", "replace")
+    return first.startswith(f"# {MARK} ") or MARK in next(csv.reader([first]), [])
 
 
 def _table(runs: list[FinishedRun], out: Path) -> bytes:
