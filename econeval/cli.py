@@ -608,8 +608,9 @@ def view_cmd(run_dir, tasks, out):
 @click.option("--out", "-o", required=True, type=click.Path(path_type=Path, allow_dash=True),
               help="The file (a folder for inspect) to write; an earlier export there is replaced, anything else left alone. "
                    "-: standard output (a table as CSV).")
-@click.option("--developer", help="every-eval-ever: who made the model (e.g. google), where the run does not say "
-                                  "(models.toml's `developer`, the model file's own metadata); otherwise \"unknown\".")
+@click.option("--developer", help="every-eval-ever and lm-eval: who made the model (e.g. google), where the run does not say "
+                                  "(models.toml's `developer`, the model file's own metadata); otherwise \"unknown\" "
+                                  "(lm-eval: the bare model name in model_args).")
 def export_cmd(runs, fmt, out, developer):
     """Write finished runs in a shape other tools open: a tidy per-item table for pandas and R,
     lm-eval's results.json, Inspect eval logs, or an Every Eval Ever record (docs/exports.md)."""

@@ -142,7 +142,9 @@ def test_lm_eval_results_pass_lm_evals_own_schema(cli, tmp_path, every_suite, lm
     assert left_out > 0  # the fake model leaves econnli-cot unparsed: the case the schema refused as null
     assert doc["n-shot"]["econlogicqa-5shot"] == 5 and doc["n-shot"]["cfbenchmark-few"] == 3
     assert doc["higher_is_better"]["steer-me"]["ECE"] is False
-    assert doc["config"]["model_args"] == "m"
+    # the model as lm-eval writes model_args (key=value), read as Every Eval Ever's `convert lm_eval` reads it:
+    # a model whose developer nothing names is its bare name (the converter then asks for a developer)
+    assert doc["config"]["model_args"] == "pretrained=m" and doc["model_name"] == "m"
     started = json.loads((every_suite / "run.json").read_text())["started"]
     from datetime import datetime
 
@@ -154,6 +156,40 @@ def test_lm_eval_results_pass_lm_evals_own_schema(cli, tmp_path, every_suite, lm
                 {**doc, "results": {**doc["results"], "steer-me": {**doc["results"]["steer-me"], "acc,none": None}}}):
         with pytest.raises(Exception, match="validation error"):
             lm_eval_schema.validate_python(bad)
+
+
+def _as_eee_reads_model_args(model_args: str) -> dict[str, str]:
+    """lm-eval's model_args as Every Eval Ever 0.3.0's lm-eval converter parses it
+    (converters/lm_eval/utils.py, parse_model_args: comma-separated key=value pairs)."""
+    out: dict[str, str] = {}
+    for part in model_args.split(","):
+        if "=" in part:
+            key, value = part.split("=", 1)
+            out[key.strip()] = value.strip()
+        elif out:
+            out[list(out)[-1]] += "," + part
+    return out
+
+
+def test_lm_eval_model_args_name_the_model_and_its_developer(cli, tmp_path, every_suite, organised_gguf_run, lm_eval_schema):
+    """Every Eval Ever's `convert lm_eval` takes the model's id from model_args' `pretrained` and its
+    developer from the part before the `/`, and refuses a record without one: model_args is
+    lm-eval's key=value form, the developer named as the Every Eval Ever export names it."""
+    cases = [(organised_gguf_run[0], [], "TinyLab/tiny-llama-1K"), (every_suite, ["--developer", "fake-lab"], "fake-lab/m")]
+    for run, more, model in cases:
+        out = tmp_path / "r.json"
+        rc, _, err = cli("export", run, "--format", "lm-eval", *more, "--out", out)
+        assert rc == 0, err
+        doc = json.loads(out.read_text())
+        lm_eval_schema.validate_python(doc)
+        args = _as_eee_reads_model_args(doc["config"]["model_args"])
+        assert args == {"pretrained": model} and args["pretrained"].split("/")[0] == model.split("/")[0]
+        assert doc["model_name"] == model and doc["model_name_sanitized"] == model.replace("/", "__")
+        # the same model id as the Every Eval Ever export's
+        eee = _eee_path(tmp_path, *model.split("/"))
+        rc, _, err = cli("export", run, "--format", "every-eval-ever", *more, "--out", eee)
+        assert rc == 0, err
+        assert json.loads(eee.read_text())["model_info"]["id"] == model
 
 
 def test_a_sample_runs_intervals_become_standard_errors(cli, tmp_path, lm_eval_schema):
@@ -375,7 +411,7 @@ def test_every_eval_ever_records_hold_the_headline_numbers(cli, tmp_path, every_
     for bad in ("", "a/b"):
         rc, _, err = cli("export", every_suite, "--format", "every-eval-ever", "--developer", bad, "--out", out)
         assert rc == 2 and "--developer" in err and len(err.strip().splitlines()) == 1, err
-    rc, _, err = cli("export", every_suite, "--format", "lm-eval", "--developer", "x", "--out", tmp_path / "r.json")
+    rc, _, err = cli("export", every_suite, "--format", "table", "--developer", "x", "--out", tmp_path / "r.csv")
     assert rc == 2 and "every-eval-ever" in err, err
 
 
@@ -475,3 +511,28 @@ def test_every_eval_ever_records_pass_the_packages_own_validator(cli, tmp_path, 
     check = subprocess.run([str(eee_validator), "-m", "every_eval_ever.validator.validate", "--format", "json",
                             str(flat.relative_to(tmp_path / "flat"))], capture_output=True, text=True, timeout=300, cwd=tmp_path / "flat")
     assert check.returncode == 2 and "model_info" in check.stdout, check.stdout[-3000:]
+
+
+@pytest.mark.slow  # a Python 3.12 environment with the every-eval-ever package
+def test_every_eval_ever_converts_and_validates_the_lm_eval_export(cli, tmp_path, every_suite, eee_validator, organised_gguf_run):
+    """Every Eval Ever's own `convert lm_eval` reads the lm-eval export (it refused a bare model
+    name: "model_info.developer is required"), and its validator passes what it writes."""
+    import subprocess
+
+    tool = eee_validator.with_name("every_eval_ever")
+    cases = [(organised_gguf_run[0], [], "TinyLab/tiny-llama-1K"), (every_suite, ["--developer", "fake-lab"], "fake-lab/m")]
+    for n, (run, more, model) in enumerate(cases):
+        out = tmp_path / f"results-{n}.json"
+        rc, _, err = cli("export", run, "--format", "lm-eval", *more, "--out", out)
+        assert rc == 0, err
+        got = subprocess.run([str(tool), "convert", "lm_eval", "--log_path", str(out), "--output_dir", f"data-{n}/data"],
+                             capture_output=True, text=True, timeout=300, cwd=tmp_path)
+        assert got.returncode == 0, got.stdout[-2000:] + got.stderr[-2000:]
+        files = sorted(str(p.relative_to(tmp_path / f"data-{n}")) for p in (tmp_path / f"data-{n}").rglob("*.json"))
+        # one record per task with a number (econnli-cot: every answer unparsed, no number to convert)
+        numbers = [t for t, r in json.loads(out.read_text())["results"].items() if any(k.endswith(",none") for k in r)]
+        assert len(files) == len(numbers) > 0, (files, numbers)
+        assert {json.loads((tmp_path / f"data-{n}" / f).read_text())["model_info"]["id"] for f in files} == {model}
+        check = subprocess.run([str(tool), "validate", "--format", "json", *files], capture_output=True, text=True,
+                               timeout=300, cwd=tmp_path / f"data-{n}")
+        assert check.returncode == 0, check.stdout[-3000:] + check.stderr[-2000:]

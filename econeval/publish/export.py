@@ -154,12 +154,24 @@ def _unix(stamp: Any) -> float | None:
         return None
 
 
-def lm_eval_doc(run: FinishedRun) -> dict[str, Any]:
+def lm_eval_model_args(run: FinishedRun, developer: str | None = None) -> str:
+    """The model as lm-eval's `config.model_args` names it: `key=value` pairs, `pretrained=` the
+    model's `<developer>/<name>` as the Every Eval Ever record files it (export_eee.model_identity:
+    --developer, models.toml's, the GGUF's, a served name's prefix), the bare name where nothing
+    names the developer. lm-eval takes its `model_name` from it, and Every Eval Ever's
+    `convert lm_eval` its model id and developer (the part before the `/`)."""
+    from .export_eee import UNKNOWN, model_identity
+
+    dev, name, _ = model_identity(run.record, developer)
+    return f"pretrained={name if dev == UNKNOWN else f'{dev}/{name}'}"
+
+
+def lm_eval_doc(run: FinishedRun, developer: str | None = None) -> dict[str, Any]:
     """The run's headline numbers in lm-eval's results.json layout, as lm-eval's own result schema
     (lm_eval/result_schema.py, EvalResults) types it: each task's `name`, `alias` and `sample_len`;
     a metric as a number, left out where the run computed none (named in the task's config's
     `not_computed`), its `_stderr` only where the run has an interval; a config's values as text;
-    `date` a UNIX time."""
+    `date` a UNIX time; the model as lm-eval's `model_args` (`pretrained=DEVELOPER/MODEL`)."""
     if run.record.gate:
         raise UsageError(f"{run.path} is a gate's folder: its items are the gate's sample, not a task's results",
                          hint="export the baseline or candidate run, or use --format table")
@@ -204,7 +216,8 @@ def lm_eval_doc(run: FinishedRun) -> dict[str, Any]:
             "seed": text(run.preps[name].settings.get("seed", rec.seed)),
             "options": text(dict(entry.options) or None),
             "judge": judged_by(run, name)}  # "self-judged": the evaluated model judged its own answers
-    config: dict[str, Any] = {"model": str(rec.backend_kind or "econeval"), "model_args": rec.model_name, "limit": rec.limit,
+    model_args = lm_eval_model_args(run, developer)
+    config: dict[str, Any] = {"model": str(rec.backend_kind or "econeval"), "model_args": model_args, "limit": rec.limit,
                               "gen_kwargs": None}
     for key, value in (("random_seed", rec.seed), ("bootstrap_iters", rec.bootstrap)):
         if isinstance(value, int):
@@ -213,9 +226,9 @@ def lm_eval_doc(run: FinishedRun) -> dict[str, Any]:
         config["model_sha"] = rec.model_sha256
     doc["config"] = config
     doc["model_source"] = str(rec.backend_kind or "econeval")
-    if rec.model_name:
-        doc["model_name"] = rec.model_name
-        doc["model_name_sanitized"] = re.sub(r"[^A-Za-z0-9._-]+", "__", rec.model_name)
+    # as lm-eval names the model: the `pretrained` of its model_args, sanitized by its own rule (lm_eval/utils.py)
+    doc["model_name"] = model_args.partition("=")[2]
+    doc["model_name_sanitized"] = re.sub(r"[\"<>:/|\\?*\[\]]+", "__", doc["model_name"])
     if (date := _unix(rec.started)) is not None:
         doc["date"] = date
         end = _unix(rec.finished)
@@ -267,9 +280,9 @@ FOLDER_MARK = ".econeval_export"  # in an Inspect export's folder: a later expor
 
 def export(folders: list[Path], fmt: str, out: Path, developer: str | None = None) -> int:
     """Write the runs in `fmt` to `out`; returns the rows (table), tasks (lm-eval) or logs (inspect) written
-    (`developer`: who made the model, for an Every Eval Ever record whose run does not say)."""
-    if developer is not None and fmt != "every-eval-ever":
-        raise UsageError("--developer is for --format every-eval-ever", hint="leave it out")
+    (`developer`: who made the model, for an Every Eval Ever record or lm-eval's model_args, where the run does not say)."""
+    if developer is not None and fmt not in ("every-eval-ever", "lm-eval"):
+        raise UsageError("--developer is for --format every-eval-ever and lm-eval", hint="leave it out")
     if developer is not None and (not developer.strip() or "/" in developer):
         raise UsageError(f"--developer {developer!r}: a name such as google, one path component", hint="name the organisation")
     to_stdout = str(out) == "-"  # `--out -`: standard output (a table as CSV)
@@ -304,7 +317,7 @@ def export(folders: list[Path], fmt: str, out: Path, developer: str | None = Non
                                                   "checksum": hashlib.sha256(body).hexdigest(), "total_rows": len(lines)}
         data, count = dumps(doc) + b"\n", len(doc["evaluation_results"])
     else:
-        doc = lm_eval_doc(runs[0])
+        doc = lm_eval_doc(runs[0], developer)
         data, count = dumps(doc) + b"\n", len(doc["results"])
     if to_stdout:
         import sys
