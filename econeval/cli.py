@@ -611,12 +611,15 @@ def view_cmd(run_dir, tasks, out):
 @click.option("--developer", help="every-eval-ever and lm-eval: who made the model (e.g. google), where the run does not say "
                                   "(models.toml's `developer`, the model file's own metadata); otherwise \"unknown\" "
                                   "(lm-eval: the bare model name in model_args).")
-def export_cmd(runs, fmt, out, developer):
+@click.option("--log-format", type=click.Choice(["eval", "json"]),
+              help="inspect: the logs' format, Inspect's own: eval (the default: `inspect view` lists each log's samples, "
+                   "tokens, duration and task arguments) or json (plain JSON; written faster for a task of thousands of items).")
+def export_cmd(runs, fmt, out, developer, log_format):
     """Write finished runs in a shape other tools open: a tidy per-item table for pandas and R,
     lm-eval's results.json, Inspect eval logs, or an Every Eval Ever record (docs/exports.md)."""
     from .publish.export import export
 
-    n = export(list(runs), fmt, out, developer=developer)
+    n = export(list(runs), fmt, out, developer=developer, log_format=log_format)
     what = {"table": "row", "lm-eval": "task", "inspect": "task log", "every-eval-ever": "evaluation result"}[fmt]
     click.echo(clean(f"econeval: {counted(n, what)} written to {'standard output' if out == STDOUT else out}"), err=True)
 

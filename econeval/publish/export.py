@@ -5,8 +5,9 @@ tool's shape.
 - `table`: one row per item and task, flat columns of stable names and types (table_columns():
   TABLE_COLUMNS with the labels the tasks declare after `group`, then one `metric_<name>` column
   per item metric), as CSV or Parquet (by --out's suffix; Parquet needs pyarrow: the `export` extra). pandas, R's arrow and readr read it as it is.
-- `inspect`: one Inspect eval log per task in a folder, built with inspect_ai's own types
-  (export_inspect.py; the `inspect` extra).
+- `inspect`: one Inspect eval log per task in a folder (`.eval`, or `.json` with --log-format
+  json), built with inspect_ai's own types and written by its own writer (export_inspect.py; the
+  `inspect` extra).
 - `every-eval-ever`: the run's aggregate record in the Every Eval Ever schema (export_eee.py).
 - `lm-eval`: a results.json in lm-evaluation-harness's layout (`results` with `<metric>,none`
   keys, `versions`, `n-shot`, `higher_is_better`, `n-samples`, `config`), valid under lm-eval's
@@ -278,9 +279,12 @@ FORMATS = ("table", "lm-eval", "inspect", "every-eval-ever")
 FOLDER_MARK = ".econeval_export"  # in an Inspect export's folder: a later export may replace the folder
 
 
-def export(folders: list[Path], fmt: str, out: Path, developer: str | None = None) -> int:
+def export(folders: list[Path], fmt: str, out: Path, developer: str | None = None, log_format: str | None = None) -> int:
     """Write the runs in `fmt` to `out`; returns the rows (table), tasks (lm-eval) or logs (inspect) written
-    (`developer`: who made the model, for an Every Eval Ever record or lm-eval's model_args, where the run does not say)."""
+    (`developer`: who made the model, for an Every Eval Ever record or lm-eval's model_args, where the run does not say;
+    `log_format`: an Inspect export's log format, `eval` (the default) or `json`)."""
+    if log_format is not None and fmt != "inspect":
+        raise UsageError("--log-format is for --format inspect", hint="leave it out")
     if developer is not None and fmt not in ("every-eval-ever", "lm-eval"):
         raise UsageError("--developer is for --format every-eval-ever and lm-eval", hint="leave it out")
     if developer is not None and (not developer.strip() or "/" in developer):
@@ -293,7 +297,7 @@ def export(folders: list[Path], fmt: str, out: Path, developer: str | None = Non
     if fmt in ("lm-eval", "inspect", "every-eval-ever") and len(folders) != 1:
         raise UsageError(f"an {fmt} export holds one run: name one run folder", hint="export each run on its own")
     if fmt == "inspect":
-        return _export_inspect(Path(folders[0]), out)
+        return _export_inspect(Path(folders[0]), out, log_format)
     if not to_stdout:
         check_output(out)
     if not to_stdout and out.exists() and not _previous(out, fmt):
@@ -330,13 +334,19 @@ def export(folders: list[Path], fmt: str, out: Path, developer: str | None = Non
     return count
 
 
-def _export_inspect(folder: Path, out: Path) -> int:
+def _export_inspect(folder: Path, out: Path, log_format: str | None = None) -> int:
     """One Inspect log per task in the folder `out` (new, or an earlier Inspect export, replaced
-    whole): written into a staging folder beside it, then renamed into place."""
+    whole), `.eval` unless `log_format` says `json`: written into a staging folder beside it, then
+    renamed into place."""
     import os
     import shutil
 
-    from .export_inspect import eval_logs, write_logs
+    from .export_inspect import LOG_FORMATS, eval_logs, write_logs
+
+    log_format = log_format or LOG_FORMATS[0]
+    if log_format not in LOG_FORMATS:
+        raise UsageError(f"--log-format {log_format}: Inspect's log formats are {' and '.join(LOG_FORMATS)}",
+                         hint="--log-format eval")
 
     if out.is_symlink() or (out.exists() and not out.is_dir()):
         raise UsageError(f"--out {out}: an Inspect export is a folder of logs, and this is not a folder", hint="name a new folder")
@@ -351,8 +361,8 @@ def _export_inspect(folder: Path, out: Path) -> int:
     old = out.parent / f".{out.name}.{os.getpid()}.replaced"
     staging.mkdir(parents=True)
     try:
-        write_logs(logs, staging)
-        (staging / FOLDER_MARK).write_text("inspect/1\n")
+        write_logs(logs, staging, log_format)
+        (staging / FOLDER_MARK).write_text(f"inspect/2 {log_format}\n")
         if out.exists():
             out.rename(old)
         staging.rename(out)
