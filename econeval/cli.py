@@ -73,11 +73,14 @@ def _help() -> str:
     lines = [f"  {name} ({', '.join(tasks)})" for name, tasks in suites.items() if name != "all"]
     return ("Evaluate language models on economics and finance reasoning, offline.\n\n\b\nSuites:\n"
             + "\n".join(lines) + f"\n  all (every task{_apart()})\nRun `econeval list --verbose` for tasks and their options.\n\n\b\n"
-            f"Quick start (the README's command 1):\n  {QUICK_START}\n\n\b\n"
+            "Quick start, on an installed econeval: the data once, from the benchmarks' upstream\n"
+            "files (or a data package: econeval data install FILE.tar), then a 10-minute run of\n"
+            f"every suite on the default model, with its paper tables:\n  {QUICK_DATA}\n  {QUICK_START}\n\n\b\n"
             "Environment:\n" + "\n".join(f"  {k:<19} {v}" for k, v in ENVIRONMENT.items()))
 
 
-QUICK_START = "econeval data build && econeval run --suite all --budget 10m --tables"
+QUICK_DATA = "econeval data build --source DIR"
+QUICK_START = "econeval run --suite all --budget 10m --tables"  # the run of the README's command 1 (after tools/bootstrap.sh)
 ENVIRONMENT = {  # what econeval reads from the environment (docs/using.md lists the same)
     "ECONEVAL_HOME": "runs and installed data (default: the platform's user data folder)",
     "ECONEVAL_CACHE": "the assembled default model, built embedders, hashes (default: the user cache folder)",
