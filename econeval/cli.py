@@ -73,11 +73,14 @@ def _help() -> str:
     lines = [f"  {name} ({', '.join(tasks)})" for name, tasks in suites.items() if name != "all"]
     return ("Evaluate language models on economics and finance reasoning, offline.\n\n\b\nSuites:\n"
             + "\n".join(lines) + f"\n  all (every task{_apart()})\nRun `econeval list --verbose` for tasks and their options.\n\n\b\n"
-            f"Quick start (the README's command 1):\n  {QUICK_START}\n\n\b\n"
+            "Quick start, on an installed econeval: the data once, from the benchmarks' upstream\n"
+            "files (or a data package: econeval data install FILE.tar), then a 10-minute run of\n"
+            f"every suite on the default model, with its paper tables:\n  {QUICK_DATA}\n  {QUICK_START}\n\n\b\n"
             "Environment:\n" + "\n".join(f"  {k:<19} {v}" for k, v in ENVIRONMENT.items()))
 
 
-QUICK_START = "econeval data build && econeval run --suite all --budget 10m --tables"
+QUICK_DATA = "econeval data build --source DIR"
+QUICK_START = "econeval run --suite all --budget 10m --tables"  # the run of the README's command 1 (after tools/bootstrap.sh)
 ENVIRONMENT = {  # what econeval reads from the environment (docs/using.md lists the same)
     "ECONEVAL_HOME": "runs and installed data (default: the platform's user data folder)",
     "ECONEVAL_CACHE": "the assembled default model, built embedders, hashes (default: the user cache folder)",
@@ -609,14 +612,18 @@ def view_cmd(run_dir, tasks, out):
 @click.option("--out", "-o", required=True, type=click.Path(path_type=Path, allow_dash=True),
               help="The file (a folder for inspect) to write; an earlier export there is replaced, anything else left alone. "
                    "-: standard output (a table as CSV).")
-@click.option("--developer", help="every-eval-ever: who made the model (e.g. google), where the run does not say "
-                                  "(models.toml's `developer`, the model file's own metadata); otherwise \"unknown\".")
-def export_cmd(runs, fmt, out, developer):
+@click.option("--developer", help="every-eval-ever and lm-eval: who made the model (e.g. google), where the run does not say "
+                                  "(models.toml's `developer`, the model file's own metadata); otherwise \"unknown\" "
+                                  "(lm-eval: the bare model name in model_args).")
+@click.option("--log-format", type=click.Choice(["eval", "json"]),
+              help="inspect: the logs' format, Inspect's own: eval (the default: `inspect view` lists each log's samples, "
+                   "tokens, duration and task arguments) or json (plain JSON; written faster for a task of thousands of items).")
+def export_cmd(runs, fmt, out, developer, log_format):
     """Write finished runs in a shape other tools open: a tidy per-item table for pandas and R,
     lm-eval's results.json, Inspect eval logs, or an Every Eval Ever record (docs/exports.md)."""
     from .publish.export import export
 
-    n = export(list(runs), fmt, out, developer=developer)
+    n = export(list(runs), fmt, out, developer=developer, log_format=log_format)
     what = {"table": "row", "lm-eval": "task", "inspect": "task log", "every-eval-ever": "evaluation result"}[fmt]
     click.echo(clean(f"econeval: {counted(n, what)} written to {'standard output' if out == STDOUT else out}"), err=True)
 

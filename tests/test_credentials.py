@@ -174,10 +174,11 @@ class _Echo(JSONHandler):
 
 
 def _readable(path: Path) -> str:
-    """A file's text; a zip archive's (an Inspect log) members' text."""
+    """A file's text; a zip archive's (an Inspect `.eval` log) members' text."""
     import zipfile
 
     if zipfile.is_zipfile(path):
+        import inspect_ai.log  # noqa: F401 - registers the zstd compression of an .eval log's members with zipfile
         with zipfile.ZipFile(path) as z:
             return "\n".join(z.read(n).decode("utf-8", "replace") for n in z.namelist())
     return path.read_text("utf-8", "replace")

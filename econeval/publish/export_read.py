@@ -61,10 +61,10 @@ def call_roles(task, item: dict | None, prep, view: ItemView) -> dict[str, str]:
     return roles
 
 
-def usage_by_role(task, item: dict | None, prep, view: ItemView) -> dict[str, dict[str, int]]:
-    """The item's token counts summed per role: input, output and reasoning tokens of the
-    requests that role made (a count the backend did not make is left out, never taken as 0)."""
-    roles = call_roles(task, item, prep, view)
+def usage_by_role(roles: dict[str, str], view: ItemView) -> dict[str, dict[str, int]]:
+    """The item's token counts summed per role (`roles`: call_roles'): input, output and reasoning
+    tokens of the requests that role made (a count the backend did not make is left out, never
+    taken as 0)."""
     by_name = {c.name: c for c in view.calls}
     out: dict[str, dict[str, int]] = {}
     for name, info in obj(view.line.get("calls")).items():  # in the order the line keeps its calls
