@@ -61,10 +61,12 @@ class Table:
     standard deviation per value, or None) where a row is a mean over repeats: a published row over
     the paper's repeated runs, a run over its --epochs (report.py).
     figures: plots that belong beside the table, each {"kind", "caption", ...data}; kinds the
-    HTML report draws: `bars` (grouped bars per row, optional intervals and reference marks),
-    `heatmap` (rows × columns; `n`: the items each cell rests on), `reliability` (confidence
-    against accuracy bins). A figure of nothing but zeros is not drawn, and what a drawn one rests
-    on (single items, zero-width intervals) is said under it (publish/figures.py)."""
+    HTML report draws: `bars` (grouped bars per row, optional intervals, reference marks and
+    `n`, the items each bar rests on), `heatmap` (rows × columns; `n`: the items each cell rests
+    on), `reliability` (confidence against accuracy bins), `scatter` (points per series, each
+    with the items it rests on). A figure of nothing but zeros is not drawn, nor one whose maker
+    says why in `not_drawn`, and what a drawn one rests on (single items, zero-width intervals) is
+    said under it (publish/figures.py)."""
 
     id: str
     title: str

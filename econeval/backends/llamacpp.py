@@ -613,7 +613,8 @@ class LlamaCppBackend(Backend[LlamaCppOptions]):
             kind=self.kind,
             model={
                 "name": self.spec.name, "source": self.spec.source, "path": str(self.path),
-                "bytes": self.path.stat().st_size, "sha256": sha, "identity": {"sha256": sha, **llamacpp_lora.identity(self.lora.adapters)},
+                "bytes": self.path.stat().st_size, "n_params": self.model.n_params(),  # the count a report sorts models by
+                "sha256": sha, "identity": {"sha256": sha, **llamacpp_lora.identity(self.lora.adapters)},
                 **({"lora": self.lora.records()} if self.lora.adapters else {}),
                 "gguf_metadata": {k: meta[k] for k in _META_KEYS if k in meta}
                 | {k: v for k, v in meta.items() if k.endswith((".context_length", ".block_count", ".embedding_length"))},

@@ -3,7 +3,8 @@ each with what it rests on said in words: a figure with nothing but zeros (or no
 is not drawn and says so, and one resting on single items (a heatmap cell, a reliability bin, a
 compared row) or on zero-width intervals names them under it.
 
-A figure document is {"kind", "caption", ...data}; `figure(doc)` gives what a page places:
+A figure document is {"kind", "caption", ...data} (`not_drawn`: why its maker has nothing to
+draw); `figure(doc)` gives what a page places:
 {"svg" (None: not drawn), "caption", "caveats" (sentences), "skipped" (why not drawn, or None)}."""
 
 from __future__ import annotations
@@ -82,7 +83,26 @@ def _bars_rest(doc: dict) -> tuple[str | None, list[str]]:
     if skipped:
         return skipped, []
     bare = [g for i, g in enumerate(doc["groups"]) if not any(_number(s["values"][i]) and s["values"][i] != 0 for s in series)]
-    return None, [f"No bar for {listed(bare)}: 0 or not computed in every series."] if bare else []
+    out = [f"No bar for {listed(bare)}: 0 or not computed in every series."] if bare else []
+    # a series may say the items each bar rests on (`n`)
+    ones = [f"{s['name']}: {g}" for s in series for g, v, n in zip(doc["groups"], s["values"], s.get("n") or [])
+            if n == 1 and _number(v)]
+    if ones:
+        out.append(f"Bars resting on one item (each that item's 0 or 1): {listed(ones)}.")
+    return None, out
+
+
+GROUP_WRAP = 16  # characters of a bar group's name a line, where one is longer
+
+
+def _group_names(groups: list) -> tuple[list[str], int]:
+    """Bar groups' names as ticks: wrapped (at spaces and after underscores) where one is longer
+    than GROUP_WRAP, so that no name runs into its neighbour or the legend; and the most lines."""
+    names = [str(g) for g in groups]
+    if all(len(n) <= GROUP_WRAP for n in names):
+        return names, 0
+    wrapped = ["\n".join(line.replace("_ ", "_") for line in textwrap.wrap(n.replace("_", "_ "), GROUP_WRAP)) or n for n in names]
+    return wrapped, max(w.count("\n") + 1 for w in wrapped)
 
 
 def _bars(plt, np, fig_doc):
@@ -91,7 +111,7 @@ def _bars(plt, np, fig_doc):
     x = np.arange(len(groups))
     k = len(fig_doc["series"])
     width = 0.8 / max(k, 1)
-    colors = ["#d95f02", "#1b9e77", "#7570b3", "#e7298a"]
+    colors = ["#d95f02", "#1b9e77", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d", "#666666"]
     for i, ser in enumerate(fig_doc["series"]):
         pos = x - 0.4 + width * (i + 0.5)
         vals = _nan(ser["values"])
@@ -111,13 +131,16 @@ def _bars(plt, np, fig_doc):
     ref = fig_doc.get("reference")
     if ref:
         ax.axhline(ref["value"], color="#888", lw=1, ls="--", label=ref.get("label"))
-    ax.set_xticks(x, groups, rotation=20, ha="right")
+    names, lines = _group_names(groups)
+    if lines:
+        ax.set_xticks(x, names, fontsize=8)
+    else:
+        ax.set_xticks(x, names, rotation=20, ha="right")
     if fig_doc.get("ylim"):
         ax.set_ylim(*fig_doc["ylim"])
-    # below the axes, wrapped: a legend of long labels never widens the figure past the page
-    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=1 if k > 2 or any(len(s["name"]) > 30 for s in
-                                                                                                   fig_doc["series"]) else 2,
-              frameon=False)
+    # below the axes (and below wrapped group names), wrapped: a legend of long labels never widens the figure past the page
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.3 if not lines else -0.08 - 0.075 * lines),
+              ncol=1 if k > 2 or any(len(s["name"]) > 30 for s in fig_doc["series"]) else 2, frameon=False)
     return fig
 
 
@@ -133,15 +156,25 @@ def _heatmap_rest(doc: dict) -> tuple[str | None, list[str]]:
                   "; ".join(f"{label}: {k:,} of {of:,}" for label, k, of in ones) + "."]
 
 
+ANNOTATED = 24  # rows and columns at most of a heatmap whose cells show their numbers
+
+
 def _heatmap(plt, np, fig_doc):
     vals = np.array([_nan(row) for row in fig_doc["values"]], dtype=float)
-    fig, ax = plt.subplots(figsize=(max(6, 0.18 * len(fig_doc["columns"]) + 2), 0.5 * len(fig_doc["rows"]) + 2.2))
+    few = len(fig_doc["columns"]) <= ANNOTATED and len(fig_doc["rows"]) <= ANNOTATED
+    fig, ax = plt.subplots(figsize=(max(6, (0.45 if few else 0.18) * len(fig_doc["columns"]) + 2), 0.5 * len(fig_doc["rows"]) + 2.2))
     im = ax.imshow(vals, aspect="auto", cmap="viridis", vmin=min(0.0, np.nanmin(vals)) if np.isfinite(vals).any() else 0, vmax=1)
     ones = [(c, r) for r, row in enumerate(fig_doc.get("n") or []) for c, n in enumerate(row) if n == 1]
-    if ones:
-        ax.scatter([c for c, _ in ones], [r for _, r in ones], s=6, color="#fff", edgecolors="#222", linewidths=0.4)
+    if ones:  # the dot in the cell's corner where its number is written in it
+        dx, dy = (0.32, -0.3) if few else (0, 0)
+        ax.scatter([c + dx for c, _ in ones], [r + dy for _, r in ones], s=6, color="#fff", edgecolors="#222", linewidths=0.4)
+    if few:  # each cell's number in it, as a heatmap of a setting's elements has room for
+        for r, row in enumerate(vals):
+            for c, v in enumerate(row):
+                if np.isfinite(v):
+                    ax.text(c, r, f"{v:.2f}", ha="center", va="center", fontsize=6.5, color="#fff" if v < 0.5 else "#000")
     ax.set_yticks(range(len(fig_doc["rows"])), fig_doc["rows"])
-    ax.set_xticks(range(len(fig_doc["columns"])), fig_doc["columns"], rotation=90, fontsize=6)
+    ax.set_xticks(range(len(fig_doc["columns"])), fig_doc["columns"], rotation=90, fontsize=8 if few else 6)
     fig.colorbar(im, ax=ax, label=fig_doc.get("colorbar", ""))
     return fig
 
@@ -161,6 +194,36 @@ def _reliability(plt, np, fig_doc):
     ax.set_ylim(0, 1)
     ax.set_xlabel("confidence (renormalised)")
     ax.set_ylabel("accuracy")
+    return fig
+
+
+def _points(doc: dict) -> list[tuple[str, dict]]:
+    return [(str(s["name"]), p) for s in doc["series"] for p in s["points"]]
+
+
+def _scatter_rest(doc: dict) -> tuple[str | None, list[str]]:
+    points = _points(doc)
+    if not points:
+        return "Not drawn: no point was computed (the table above says –).", []
+    ones = [f"{name}: {p.get('label')}" for name, p in points if p.get("n") == 1]
+    return None, [f"Points resting on one item (ringed): {listed(ones)}."] if ones else []
+
+
+def _scatter(plt, np, fig_doc):
+    """Points (x, y), a colour and marker per series; those resting on one item ringed."""
+    fig, ax = plt.subplots(figsize=(6, 4))
+    markers = "osD^v<>ph*"
+    for i, ser in enumerate(fig_doc["series"]):
+        pts = ser["points"]
+        ax.scatter([p["x"] for p in pts], [p["y"] for p in pts], marker=markers[i % len(markers)], s=28, label=_wrap(ser["name"]))
+    ones = [p for _, p in _points(fig_doc) if p.get("n") == 1]
+    if ones:
+        ax.scatter([p["x"] for p in ones], [p["y"] for p in ones], s=110, facecolors="none", edgecolors="#222", linewidths=0.8)
+    ax.axvline(0, color="#888", lw=0.8, ls=":")
+    ax.set_xlabel(fig_doc.get("xlabel", ""))
+    ax.set_ylabel(fig_doc.get("ylabel", ""))
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=1 if len(fig_doc["series"]) > 2 else 2,
+              frameon=False)
     return fig
 
 
@@ -233,12 +296,13 @@ def _estimates(plt, np, fig_doc):
 
 KINDS: dict[str, tuple[Callable, Callable[[dict], tuple[str | None, list[str]]]]] = {
     "bars": (_bars, _bars_rest), "heatmap": (_heatmap, _heatmap_rest), "reliability": (_reliability, _reliability_rest),
-    "forest": (_forest, _forest_rest), "estimates": (_estimates, _estimates_rest)}
+    "forest": (_forest, _forest_rest), "estimates": (_estimates, _estimates_rest), "scatter": (_scatter, _scatter_rest)}
 
 
 def figure(doc: dict[str, Any], draw: Callable | None = None, rests: Callable | None = None) -> dict[str, Any] | None:
     """A figure document as a page places it (None: a kind no page draws, or no matplotlib);
-    `draw` and `rests` stand in for a kind of the page's own (the gate's)."""
+    `draw` and `rests` stand in for a kind of the page's own (the gate's). A document whose
+    maker knows there is nothing to draw says why in `not_drawn`."""
     mpl = _matplotlib()
     if mpl is None:
         return None
@@ -246,7 +310,7 @@ def figure(doc: dict[str, Any], draw: Callable | None = None, rests: Callable | 
         if str(doc.get("kind")) not in KINDS:
             return None
         draw, rests = KINDS[str(doc["kind"])]
-    skipped, caveats = rests(doc)
+    skipped, caveats = (str(doc["not_drawn"]), []) if doc.get("not_drawn") else rests(doc)
     plt, np = mpl
     return {"svg": None if skipped else svg(_svg(plt, draw(plt, np, doc))), "caption": str(doc.get("caption", "")),
             "caveats": caveats, "skipped": skipped}

@@ -16,6 +16,7 @@ tasks use, and (where the backend's results depend on batch composition) the chu
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -177,6 +178,18 @@ _TEXTS = ("econeval_version", "started", "status", "finished", "interrupted", "f
 
 def _whole(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+_SCALES = {"K": 10**3, "M": 10**6, "B": 10**9, "T": 10**12, "Q": 10**15}
+
+
+def size_label_count(label: str | None) -> int | None:
+    """A GGUF size label as a parameter count: `1.5B`, `270M`, `8x7B` (experts × each), as the
+    GGUF naming convention writes it (`<experts>x<count><scale>`); None for anything else."""
+    m = re.fullmatch(r"\s*(?:(\d+)x)?(\d+(?:\.\d+)?)([KMBTQ])\s*", label or "", re.IGNORECASE)
+    if not m:
+        return None
+    return round(int(m.group(1) or 1) * float(m.group(2)) * _SCALES[m.group(3).upper()])
 
 
 @dataclass(frozen=True)
@@ -420,6 +433,17 @@ class RunRecord:
     def file_metadata(self, key: str) -> str | None:
         """A text value of the model file's own metadata as the run recorded it (`general.organization`)."""
         return _text(_obj(self.model.get("gguf_metadata")), key)
+
+    @property
+    def parameters(self) -> int | None:
+        """The evaluated model's parameter count: llama.cpp's count where the run recorded it
+        (`n_params`), else its GGUF's `general.size_label` read as a number ("270M", "8x7B": 56
+        billion); None where neither says (a served model, a fake one). The file's size is no
+        count: it depends on the quantization."""
+        n = self.model.get("n_params")
+        if isinstance(n, int) and not isinstance(n, bool) and n > 0:
+            return n
+        return size_label_count(self.file_metadata("general.size_label"))
 
     @property
     def engine_version(self) -> str | None:

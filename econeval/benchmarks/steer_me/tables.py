@@ -1,6 +1,7 @@
 """STEER-ME's tables for `econeval report`: overall, by module / setting / element, and the
-paper's Table 2 (CAR) when a run has it; the models × elements heatmap and a reliability
-diagram per run as figures beside them."""
+paper's Table 2 (CAR) when a run has it; the models × elements heatmap, a heatmap per setting
+and a reliability diagram per run as figures beside them; the paper's other §5 figures
+(paper_figures.py), the mistakes, the options' order and the transitions (transitions.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from typing import Any
 
 from ...errors import UsageError
 from ...tables import Table, interval, limit_notes, published, published_rows
+from .paper_figures import figure_tables, setting_heatmaps
+from .transitions import transitions_tables
 
 PUBLISHED = Path(__file__).resolve().parent.parent.parent / "published" / "steer_me.json"
 TASK = "steer-me"
@@ -83,6 +86,8 @@ def paper_tables(runs: list[Any]) -> list[Table]:
             tab.rows.append({"source": "run", "label": k, "values": [c.get("normalized_accuracy") for c in cells],
                              "intervals": None, "n": "/".join(str(c.get("n", "-")) for c in cells)})
         tab.notes = [NOTE, "Rows are the groups, columns the runs; n: items per run."]
+        if group == "setting" and keys:
+            tab.figures = setting_heatmaps(mine)
         if group == "element" and keys:
             caption = "STEER-ME: normalized accuracy, models × elements (empty cells: not run)."
             if shown:
@@ -105,9 +110,7 @@ def paper_tables(runs: list[Any]) -> list[Table]:
                              "values": [c.get("recall"), c.get("precision"), c.get("f1")], "intervals": None, "n": c.get("n")})
         tab.notes = [NOTE, "Published: aggregated over 20 elements; random guessing gives 0.25."]
         out.append(tab)
-    from .transitions import transitions_tables
-
-    return out + [t for t in (mistakes_table(mine), orders_table(mine)) if t] + transitions_tables(mine)
+    return out + figure_tables(mine) + [t for t in (mistakes_table(mine), orders_table(mine)) if t] + transitions_tables(mine)
 
 
 def mistakes_table(mine: list[tuple[Any, str, dict, str, str | None]]) -> Table | None:

@@ -9,7 +9,8 @@ one `--suite steer-me-paper` run).
   −11.2%);
 - hidden → free text, and the paper's Fig. 15: of the questions right when hidden and wrong in
   free text, the share whose free-text number lies closest to the right option — right when
-  hidden only by picking the closest option.
+  hidden only by picking the closest option;
+- the paper's Fig. 14: hidden against free text on each of the four elements it names.
 
 A question counts as right where it was answered and right (unanswered: not right) and is paired
 where both runs scored it; only a question's original order counts (`-T permute`). Intervals:
@@ -80,6 +81,31 @@ def closest_option(hidden: dict[str, dict], free: dict[str, dict], items: dict[s
             "interval": wilson(closest, len(gap))}
 
 
+# Fig. 14's elements: "the largest gap in accuracy between hidden and shown adaptations" (§5.6.1)
+FIG14_ELEMENTS = ("intertemporal_consumption_smoothing", "profit_maximization", "aggregation_of_consumer_demand",
+                  "producer_surplus")
+
+
+def fig14_figure(rows: list[tuple[str, str, dict]]) -> dict:
+    """The bars of Fig. 14: per element, each model's accuracy hidden and in free text over the
+    questions both scored; `rows`: (model, element, paired numbers)."""
+    elements = [e for e in FIG14_ELEMENTS if any(e == el for _, el, _ in rows)]
+    models = list(dict.fromkeys(m for m, _, _ in rows))
+    got = {(m, e): p for m, e, p in rows}
+    series = []
+    for m in models:
+        for key, i, name in (("before", 0, "0-CoT hidden"), ("after", 1, "free text")):
+            cells = [got.get((m, e)) for e in elements]
+            series.append({"name": f"{m} {name}", "values": [c[key] if c else None for c in cells],
+                           "intervals": [list(c["intervals"][i]) if c and c["intervals"][i] else None for c in cells],
+                           "n": [c["n"] if c else None for c in cells]})
+    return {"kind": "bars", "caption": "STEER-ME Fig. 14: accuracy with the options hidden while reasoning (0-CoT hidden) "
+            "and in free text, on the questions both scored, per element (95% Wilson intervals).", "groups": elements,
+            "series": series, "ylim": [0, 1],
+            **({} if rows else {"not_drawn": "Not drawn: none of the paper's four elements (" + ", ".join(FIG14_ELEMENTS)
+                                + ") is among the questions both adaptations scored."})}
+
+
 def transitions_tables(mine: list[tuple[Any, str, dict, str, str | None]]) -> list[Table]:
     """The §5.3 transitions of every model whose results hold a pair of adaptations."""
     groups: dict[str, dict[str, tuple[Any, str]]] = {}
@@ -87,8 +113,12 @@ def transitions_tables(mine: list[tuple[Any, str, dict, str, str | None]]) -> li
         groups.setdefault(_setup(run, task), {}).setdefault(res.get("adaptation") or "?", (run, task))
     drops = Table("steer-me-transitions", "STEER-ME §5.3: the same questions under two adaptations",
                   ["accuracy before", "accuracy after", "before − after"], 3)
+    fig14 = Table("steer-me-fig14", "STEER-ME Fig. 14: hidden against free text on the paper's four elements",
+                  ["accuracy hidden", "accuracy in free text", "hidden − free text"], 3, row_label="model: element")
+    fig14_rows: list[tuple[str, str, dict]] = []
     fig15 = Table("steer-me-fig15", "STEER-ME Fig. 15: right when hidden, wrong in free text, by the closest option",
                   ["hidden right, free text wrong", "of them, the free-text number closest to the right option", "share"], 3)
+    paired_any = False
     for runs in groups.values():
         label = next(iter(runs.values()))[0].model  # the runs differ in adaptation only: their model names them
 
@@ -108,6 +138,14 @@ def transitions_tables(mine: list[tuple[Any, str, dict, str, str | None]]) -> li
         hidden, free = scored("cot-hidden"), scored("free-text")
         if hidden is not None and free is not None:
             rows.append(("cot-hidden → free-text", paired(hidden, free)))
+            for element in FIG14_ELEMENTS:
+                of = {i for i, r in hidden.items() if r.get("element") == element}
+                p = paired(hidden, free, of)
+                if p["n"]:
+                    fig14_rows.append((label, element, p))
+                    fig14.rows.append({"source": "run", "label": f"{label}: {element}", "values": [p["before"], p["after"], p["drop"]],
+                                       "intervals": [list(iv) if iv else None for iv in p["intervals"]], "n": p["n"]})
+            paired_any = True
             run, task = runs["free-text"]
             items = {it["id"]: it for it in run.preps[task].items}
             f = closest_option(hidden, free, items)
@@ -124,4 +162,7 @@ def transitions_tables(mine: list[tuple[Any, str, dict, str, str | None]]) -> li
                            "correct\" (the paper's §5.3 drop)."]
     fig15.notes = notes + ["The paper's reading: these questions were right when hidden only by picking the option nearest "
                            "a wrong number. Interval: Wilson."]
-    return [t for t in (drops, fig15) if t.rows]
+    fig14.notes = notes + ["The paper's four elements (§5.6.1: the largest gap between hidden and shown); intervals: Wilson "
+                           "for each accuracy, Newcombe's paired interval for the difference; n: questions both scored."]
+    fig14.figures = [fig14_figure(fig14_rows)]
+    return [t for t in (drops, fig15) if t.rows] + ([fig14] if paired_any else [])
