@@ -97,9 +97,11 @@ def backend(kind: str):
 
 
 def _import_package(pkg: str) -> None:
+    """Every module of a package but its command modules (`*commands`: click, which the CLI alone
+    imports, when it adds the commands they register)."""
     mod = importlib.import_module(pkg)
     for info in pkgutil.iter_modules(mod.__path__):
-        if not info.name.startswith("_"):
+        if not info.name.startswith("_") and not info.name.endswith("commands"):
             importlib.import_module(f"{pkg}.{info.name}")
 
 
