@@ -40,7 +40,7 @@ RUN_FORMATS = {
     1: ("econeval 0.1.0 before commit cf16fc0 (2026-11-30)", "run.json has no run_format"),
     2: ("econeval 0.1.0 from commit cf16fc0 (2026-11-30) until d6cfabe (2026-12-01)",
         "its identity has no backend settings or schedule version; judge and embedder at the top of run.json"),
-    3: ("econeval 0.1.0 since commit d6cfabe (2026-12-01), and 0.2.0", "this layout"),
+    3: ("econeval 0.1.0 since commit d6cfabe (2026-12-01), 0.2.0 and 0.3.0", "this layout"),
 }
 
 
