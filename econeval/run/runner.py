@@ -10,8 +10,8 @@ A deadline (`--budget`): a chunk starts only if the time it is expected to take 
 seconds per size unit measured on its chunks so far, else the projection's: `RunProgress.
 chunk_seconds`) ends by the deadline; a task whose next chunk does not fit takes no more items
 (its items run in their order), the others go on while theirs fit. The chunk in flight at the
-deadline is cut off at the model's next step where the model allows it (llama.cpp between decode
-steps, the fake model between requests: `signals.until`), dropped whole, and runs again on resume.
+deadline is cut off at the model's next step where the model allows it (an in-process engine between
+decode steps, a stand-in between requests: `signals.until`), dropped whole, and runs again on resume.
 """
 
 from __future__ import annotations

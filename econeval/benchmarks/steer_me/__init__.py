@@ -26,7 +26,7 @@ from ...types import JUDGE, MODEL, Generate, OptionLogprobs, Prepared, Task, Tas
 from . import prompts as P
 from .generator import GENERATOR_VERSION, covered, generate
 from .orders import MAX_PERMUTE, across_orders, car_over_orders, limited, with_orders
-from .values import option_values
+from .values import free_text_gold, option_values
 from .values import to_float as _to_float
 
 BENCHMARK = "steer-me"
@@ -116,19 +116,6 @@ def number_from_evaluator(text: str) -> float | None:
         return None
     m = re.search(_NUMBER, text)
     return _to_float(m.group(0)) if m else None
-
-
-def free_text_gold(item: dict) -> float | None:
-    """A question's answer as a number (its solution's value, else its correct option read as one);
-    None where it is not one (a package question answered by a word)."""
-    value = item["solution"].get("value") if isinstance(item.get("solution"), dict) else None
-    if value is None and item.get("correct_index") is not None:
-        value = _to_float(str(item["options"][item["correct_index"]]))
-    try:
-        number = float(value) if value is not None and not isinstance(value, bool) else None
-    except (TypeError, ValueError):
-        return None
-    return number if number is not None and math.isfinite(number) else None
 
 
 def free_text_correct(value: float | None, gold: float, others: list[float]) -> bool:

@@ -222,7 +222,7 @@ def digits(value: float) -> int:
 def fig8(mine: list[tuple[Any, str, dict, str, str | None]]) -> Table:
     """Exact match on Aggregation of Consumer Demand by the digits of the correct answer (its
     solution's value), per model."""
-    from . import free_text_gold
+    from .values import free_text_gold
 
     rows = drawn(mine, SHOWN)
     per: list[tuple[Drawn, dict[int, tuple[int, int]]]] = []
