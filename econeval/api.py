@@ -24,11 +24,12 @@ from .run import runner, shards
 from .run import roles as role_specs
 from .run.roles import role_args
 from .run.spec import RunSpec
-from .context import RunContext, check_task_options, given_seed
+from .context import DEFAULT_SEED, RunContext, check_bootstrap, check_task_options, given_seed
 from .scoring import aggregate, score_records, select_items
 from .run.selection import Full, Selection
 from .backends.base import Settings
 from .errors import Interrupted, UsageError, hide_credentials
+from .store import epochs as epoch_folders
 from .store.folder import RunFolder
 from .predictions import prediction_outputs
 from .results import read_jsonl
@@ -59,7 +60,7 @@ def _role_factories(ctx: RunContext, specs: dict[str, config.ModelSpec], seed: i
 def evaluate(model: str | config.ModelSpec | RunSpec | None = None, tasks: Sequence[str | Task] = (), *, suite: str | None = None,
              selection: Selection | None = None, out: str | Path | None = None, seed: int | None = None,
              task_options: dict[str, Any] | None = None, bootstrap: int = 1000,
-             prepared: dict[str, Prepared] | None = None) -> ResultsDoc:
+             prepared: dict[str, Prepared] | None = None, epochs: int | None = None) -> ResultsDoc:
     """Evaluate a model on `tasks` (names, or Task objects as inspect_ai's `eval()` takes them) or
     a `suite` (default: all), write the run folder `out`
     and return the results document. Without `out` the folder is the run's own under the data
@@ -80,11 +81,17 @@ def evaluate(model: str | config.ModelSpec | RunSpec | None = None, tasks: Seque
     `StratifiedSample(0.1)`, a budget's growing samples, a `Shard` (run into `out`/shard-K-of-N;
     `merge` joins them); `from_flags(limit=, sample=, budget=, shard=)` makes one from the command
     line's flags. `prepared`: tasks prepared already, taken as they are (a gate's, as its
-    baseline prepared them, options included).
+    baseline prepared them, options included). `epochs`: repeat the run N times, epoch k into
+    `out`/epoch-k with the seed store/epochs.py gives it (the model loaded once); the document's
+    numbers are then the means over the epochs and `epochs` lists each one's seed and folder.
 
     Returns the results document with one key added: `run_folder`, the folder written."""
     run = model if isinstance(model, RunSpec) else RunSpec(model=model)
     seed, seed_given = given_seed(seed)
+    check_bootstrap(bootstrap)
+    if selection is not None and not isinstance(selection, Selection):
+        raise UsageError(f"selection {selection!r}: a Selection (Full(), Limit(n), StratifiedSample(spec), Shard(...); "
+                         "run/selection.py), or None for every item")
     selected = registry.select(suite, list(tasks))
     spec, named = _models(run)
     settings = Settings(seed=seed, n_ctx=run.n_ctx)
@@ -93,18 +100,64 @@ def evaluate(model: str | config.ModelSpec | RunSpec | None = None, tasks: Seque
     out = Path(out) if out else None
     if selection.shard() is not None and out is None:
         raise UsageError("--shard needs --out DIR (a folder every shard can reach; each writes DIR/shard-K-of-N)")
+    if epochs is not None:
+        _check_epochs(epochs, selection, prepared)
     ctx = RunContext(seed=seed, seed_given=seed_given, task_options=dict(task_options or {}), bootstrap=bootstrap)
     _role_factories(ctx, named, seed)
     try:
         preps = runner.prepare(selected, ctx, prepared=prepared)  # data, options and embedder problems show before a model loads
         if out is None:
-            out = default_folder(spec, selected, preps, ctx, settings, named, run.named, run.new, selection.shard())
-        if (where := selection.shard()) is not None:
-            out = shards.folder_for(out, where)
-        doc = _run_in(out, run, planned, selected, preps, ctx, selection)
+            out = default_folder(spec, selected, preps, ctx, settings, named, run.named, run.new, selection.shard(), epochs)
+        if epochs is not None:
+            doc = _run_epochs(out, epochs, run, planned, selected, ctx, selection, seed if seed_given else None)
+        else:
+            if (where := selection.shard()) is not None:
+                out = shards.folder_for(out, where)
+            doc = _run_in(out, run, planned, selected, preps, ctx, selection)
     finally:
         ctx.close()
     return {**doc, "run_folder": str(out)}
+
+
+def _check_epochs(epochs: int, selection: Selection, prepared: dict[str, Prepared] | None) -> None:
+    if not 1 <= epochs <= epoch_folders.MAX_EPOCHS:
+        raise UsageError(f"--epochs {epochs} is out of range (1 to {epoch_folders.MAX_EPOCHS})")
+    if selection.shard() is not None:
+        raise UsageError("--epochs and --shard together: run each epoch's command (its --seed) with --shard instead")
+    if selection.deadline is not None or selection.watches or prepared is not None:
+        raise UsageError("--epochs repeats a whole run: it does not go with --budget or a gate")
+
+
+def _run_epochs(parent: Path, epochs: int, run: RunSpec, planned: role_specs.Planned, selected: list, ctx: RunContext,
+                selection: Selection, given: int | None) -> dict:
+    """Each epoch into its own run folder under `parent` (the model made once, shared; `given`:
+    the --seed given, or None); the document of the means over the epochs, with each epoch's seed
+    and folder."""
+    epoch_folders.check_parent(parent)
+    docs = []
+    for k in range(1, epochs + 1):
+        seed, ctx.seed_given = epoch_folders.seed_of(given, k)
+        ctx.seed = DEFAULT_SEED if seed is None else seed
+        preps = runner.prepare(selected, ctx)  # the epoch's seed: its own draws
+        folder = epoch_folders.folder_for(parent, k)
+        try:
+            docs.append({"epoch": k, "seed": ctx.seed, "run_folder": str(folder),
+                         **_run_in(folder, run, planned, selected, preps, ctx, selection)})
+        except Interrupted as exc:  # the same command resumes every epoch: it names the parent
+            if run.argv:
+                exc.hint = resume_hint(list(run.argv), parent)
+            raise
+    tasks = {t: epoch_folders.mean([d["tasks"][t] for d in docs]) for t in docs[0]["tasks"] if all(t in d["tasks"] for d in docs)}
+    return {**{k: v for k, v in docs[0].items() if k not in ("tasks", "epoch", "seed", "run_folder")}, "tasks": tasks,
+            "epochs": [{k: d[k] for k in ("epoch", "seed", "run_folder")} for d in docs]}
+
+
+def _loaded_on(info) -> str:
+    """Where and how the model runs, as the load line says it: its device, how many requests it
+    takes together and its context, each where there is one (a stand-in model has no device, a
+    served one no context)."""
+    parts = [f"parallel {info.parallel_note or info.parallel}", *([f"n_ctx {info.n_ctx}"] if info.n_ctx else [])]
+    return (f" on {info.device_note or info.device}" if info.device and info.device != "none" else "") + f" ({', '.join(parts)})"
 
 
 def _run_in(out: Path, run: RunSpec, planned: role_specs.Planned, selected: list, preps: dict[str, Prepared],
@@ -116,12 +169,16 @@ def _run_in(out: Path, run: RunSpec, planned: role_specs.Planned, selected: list
     folder = RunFolder.open(out)
     try:
         folder.check_identity(partial_identity(ctx.seed, selected, preps, planned.preview()), partial=True)
-        say(f"econeval: run folder {out}; loading model {spec.name} …")
-        t0 = time.monotonic()
-        backend = ctx.role_made(MODEL, planned.build())
-        info = backend.info()
-        say(f"econeval: model {spec.name} loaded in {time.monotonic() - t0:.1f} s on {info.device_note or info.device}"
-            f" (parallel {info.parallel_note or info.parallel}, n_ctx {info.n_ctx}); tasks: {', '.join(t.name for t in selected)}")
+        if ctx.made(MODEL):  # an earlier epoch's (--epochs): the same model, loaded once
+            backend = ctx.role(MODEL)
+            say(f"econeval: run folder {out} (seed {ctx.seed}); model {spec.name} as loaded")
+        else:
+            say(f"econeval: run folder {out}; loading model {spec.name} …")
+            t0 = time.monotonic()
+            backend = ctx.role_made(MODEL, planned.build())
+            info = backend.info()
+            say(f"econeval: model {spec.name} loaded in {time.monotonic() - t0:.1f} s{_loaded_on(info)}; "
+                f"tasks: {', '.join(t.name for t in selected)}")
         return runner.run(selected, backend, folder, ctx, preps, selection, argv=list(run.argv) or None, config=run.config_file,
                           show_progress=show, say=say, on_progress=run.progress if callable(run.progress) else None)
     except Interrupted as exc:
@@ -169,7 +226,7 @@ def open_model(name: str, options: dict[str, Any] | None = None, seed: int = 0,
 
 def default_folder(spec: config.ModelSpec, tasks: list, preps: dict, ctx: RunContext, settings: Settings,
                    named: dict[str, config.ModelSpec], args: dict[str, str], new: bool,
-                   shard: tuple[int, int] | None = None) -> Path:
+                   shard: tuple[int, int] | None = None, epochs: int | None = None) -> Path:
     """The run's own folder under the data dir, named by what the run is: the model (and its
     options), the tasks, their options, the seed, the context length, the models named for roles
     (not --limit: a larger run extends a smaller one). `new`: a timestamped folder instead."""
@@ -183,6 +240,8 @@ def default_folder(spec: config.ModelSpec, tasks: list, preps: dict, ctx: RunCon
     own = {t.name: ctx.seed_for(t) for t in tasks if ctx.seed_for(t) != ctx.seed}  # a protocol's seed (no --seed given)
     if own:
         what["seeds"] = own
+    if epochs is not None:  # the parent of the epochs' folders: never a plain run's folder
+        what["epochs"] = epochs
     names = sorted(t.name for t in tasks)
     label = next((s for s, members in registry.suites().items() if sorted(members) == names), None) or "+".join(names)
     folder = config.named_folder("runs", f"{spec.name}-{label}", what)
@@ -223,6 +282,7 @@ def score_predictions(task: str, predictions: str | Path, seed: int | None = Non
     t = registry.get_task(task)
     predictions = Path(predictions)
     seed, seed_given = given_seed(seed)
+    check_bootstrap(bootstrap)
     ctx = RunContext(seed=seed, seed_given=seed_given, task_options=dict(task_options or {}))
     named = {name: role_specs.resolve(arg, name) for name, arg in role_args(roles, judge, embedder).items()}
     _role_factories(ctx, named, seed, model_fills=False)

@@ -22,7 +22,10 @@ from . import data, registry, runconfig, signals
 from .version import __version__
 from .run import roles
 from .config import N_CTX_RANGE
-from .errors import EconevalError, Interrupted, UsageError, clean, hide_credentials, hide_credentials_tree
+from .context import MAX_BOOTSTRAP, MAX_SEED
+from .sampling import MAX_SAMPLE
+from .errors import (EconevalError, Interrupted, UsageError, clean, counted, hide_credentials, hide_credentials_tree,
+                     saved_words)
 from .types import TaskOption
 from .results import check_output, dumps, write_atomic, write_output
 
@@ -59,16 +62,25 @@ def _fmt(v) -> str:
     return f"{v:.3f}" if isinstance(v, float) else str(v)
 
 
+def _apart() -> str:
+    """What `all` leaves out: the suites run by name only (`Task.in_all`)."""
+    apart = list(dict.fromkeys(t.suite for t in registry.tasks().values() if not t.in_all))
+    return f" but {', '.join(apart)}'s: run with --suite" if apart else ""
+
+
 def _help() -> str:
     suites = registry.suites()
     lines = [f"  {name} ({', '.join(tasks)})" for name, tasks in suites.items() if name != "all"]
     return ("Evaluate language models on economics and finance reasoning, offline.\n\n\b\nSuites:\n"
-            + "\n".join(lines) + "\n  all (every task)\nRun `econeval list --verbose` for tasks and their options.\n\n\b\n"
-            f"Quick start (the README's command 1):\n  {QUICK_START}\n\n\b\n"
+            + "\n".join(lines) + f"\n  all (every task{_apart()})\nRun `econeval list --verbose` for tasks and their options.\n\n\b\n"
+            "Quick start, on an installed econeval: the data once, from the benchmarks' upstream\n"
+            "files (or a data package: econeval data install FILE.tar), then a 10-minute run of\n"
+            f"every suite on the default model, with its paper tables:\n  {QUICK_DATA}\n  {QUICK_START}\n\n\b\n"
             "Environment:\n" + "\n".join(f"  {k:<19} {v}" for k, v in ENVIRONMENT.items()))
 
 
-QUICK_START = "econeval data build && econeval run --suite all --budget 10m --tables"
+QUICK_DATA = "econeval data build --source DIR"
+QUICK_START = "econeval run --suite all --budget 10m --tables"  # the run of the README's command 1 (after tools/bootstrap.sh)
 ENVIRONMENT = {  # what econeval reads from the environment (docs/using.md lists the same)
     "ECONEVAL_HOME": "runs and installed data (default: the platform's user data folder)",
     "ECONEVAL_CACHE": "the assembled default model, built embedders, hashes (default: the user cache folder)",
@@ -361,24 +373,29 @@ def _run_spec_options(candidate: bool = False):
               help="Suite to run: " + ", ".join(registry.suites()) + " (default: all).")
 @click.option("--task", "-t", "tasks", multiple=True, shell_complete=complete_tasks,
               help="Run only this task (repeatable); instead of --suite.")
-@click.option("--limit", "-n", type=click.IntRange(min=1, max=10**9),
+@click.option("--limit", "-n", type=click.IntRange(min=1, max=MAX_SAMPLE),
               help="Evaluate only the first N items of each task (a task may count them per sub-task or element).")
 @click.option("--sample", metavar="N|F", help="Evaluate a seeded stratified sample of each task: N items, or a fraction F "
               "(0.1); numbers are estimates of the full set's, with intervals to match. A folder extends to a larger "
               "sample or the full set without re-running.")
-@click.option("--budget", metavar="DURATION", help="Stop taking new items once this much time is spent (300, 90s, 10m, 1h; "
-              "the model's loading counts): the items run in a seeded order that grows a stratified sample of every task, "
+@click.option("--budget", metavar="DURATION", help="Run what fits in this much time (300, 90s, 10m, 1h; the model's loading "
+              "counts): no chunk starts that is projected to end after it, and the chunk in flight at its end is cut off "
+              "and runs again on resume; the items run in a seeded order that grows a stratified sample of every task, "
               "the tasks taking turns, and the numbers are estimates of the full set's, with intervals. The same command "
               "without --budget continues the folder to the full set.")
-@click.option("--seed", type=click.IntRange(min=0, max=2**63 - 1),
+@click.option("--seed", type=click.IntRange(min=0, max=MAX_SEED),
               help="Seed for few-shot draws and --sample (recorded in run.json; default 1234, and for a benchmark whose "
                    "authors' protocol names a seed, its draws use that one: the task's settings in run.json say which).")
 @click.option("--out", "-o", type=click.Path(file_okay=False, path_type=Path),
               help="Run folder (default: the run's own folder under the data dir, named by model, tasks, options and seed, "
                    "so the same command resumes it). A folder of the same run, or of some of its tasks, is resumed.")
 @click.option("--new", is_flag=True, help="Start a new run folder (timestamped) instead of resuming the run's own.")
+@click.option("--epochs", type=click.IntRange(min=1),
+              help="Repeat the run N times with N seeds (epoch 1 as given, epoch k with --seed S+k-1), each into its own "
+                   "run folder OUT/epoch-K (resumed as any run folder); the summary and `econeval report OUT` show each "
+                   "number as the mean ± std over the epochs.")
 @_task_options
-@click.option("--bootstrap", "n_boot", type=click.IntRange(min=0, max=100000), default=1000, show_default=True,
+@click.option("--bootstrap", "n_boot", type=click.IntRange(min=0, max=MAX_BOOTSTRAP), default=1000, show_default=True,
               help="Bootstrap resamples for the 95% intervals of the headline numbers (0: none).")
 @click.option("--shard", metavar="K/N|auto", help="Run only shard K of N (the chunks whose index is K-1 mod N) into "
               "OUT/shard-K-of-N; auto: from a Slurm job array or a Kubernetes Indexed Job. `econeval merge` joins them.")
@@ -387,7 +404,8 @@ def _run_spec_options(candidate: bool = False):
               "instead of the summary table.")
 @click.option("--tables", is_flag=True, help="Then print the paper tables of the run folder (as `econeval report FOLDER`).")
 @_config_option("run")
-def run(flags, suite, tasks, limit, sample, budget, seed, out, task_option, n_boot, shard, shard_count, as_json, tables, **kw):
+def run(flags, suite, tasks, limit, sample, budget, seed, out, epochs, task_option, n_boot, shard, shard_count, as_json, tables,
+        **kw):
     """Evaluate a model and write run.json, samples.jsonl and results.json."""
     from .api import evaluate
 
@@ -399,12 +417,16 @@ def run(flags, suite, tasks, limit, sample, budget, seed, out, task_option, n_bo
     from .run.selection import from_flags
 
     selection = from_flags(limit=limit, sample=sample, budget=budget, shard=shards.parse(shard, shard_count))
-    doc = evaluate(spec, tasks, suite=suite, selection=selection, out=out, seed=seed, task_options=options, bootstrap=n_boot)
+    doc = evaluate(spec, tasks, suite=suite, selection=selection, out=out, seed=seed, task_options=options, bootstrap=n_boot,
+                   epochs=epochs)
     folder = doc.pop("run_folder")
     if as_json:  # results.json, and the folder it is in (a script's next command needs it)
         _echo_json({"run_folder": str(folder), **doc})
     else:
         click.echo(clean(f"model: {doc['model']}   run folder: {folder}"))
+        if doc.get("epochs"):
+            click.echo(f"  the means over {len(doc['epochs'])} epochs (seeds {', '.join(str(e['seed']) for e in doc['epochs'])}; "
+                       "`econeval report` shows each number ± its std)")
         rows = summary_rows(doc)
         if sys.stdout.isatty():  # a terminal: rich lays the table out to its width, never breaking a number
             from rich.console import Console
@@ -415,7 +437,7 @@ def run(flags, suite, tasks, limit, sample, budget, seed, out, task_option, n_bo
                 click.echo(f"  {r['task']:<22} n {r['n']:>5}  unparsed {r['unparsed']:>4}  skipped {r['skipped']:>3}  "
                            f"errors {r['errors']:>3}  {'  '.join(r['cells'])}{r['estimate']}")
         for name in doc.get("not_reached", []):
-            click.echo(f"  {name:<22} not reached: the budget was spent before its first chunk (a larger --budget runs it)")
+            click.echo(f"  {name:<22} not reached: the budget left no time for its first chunk (a larger --budget runs it)")
     if tables:
         from .publish.report import build, render
 
@@ -434,8 +456,9 @@ def summary_rows(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
                                      else "")
                  for k, v in registry.get_task(name).headline(res).items()]
         est = f"  (estimates: {res['estimate']['from']:,} of {res['estimate']['of']:,} items)" if res.get("estimate") else ""
-        out.append({"task": name, "n": res["n"], "unparsed": res.get("n_unparsed", 0), "skipped": res["n_skipped"],
-                    "errors": res["n_errors"], "cells": cells, "estimate": est})
+        count = (lambda v: f"{v:.1f}" if isinstance(v, float) else v)  # a mean over --epochs: not a whole count
+        out.append({"task": name, "n": count(res["n"]), "unparsed": count(res.get("n_unparsed", 0)), "skipped": count(res["n_skipped"]),
+                    "errors": count(res["n_errors"]), "cells": cells, "estimate": est})
     return out
 
 
@@ -469,7 +492,7 @@ def _check_outcome(doc: Mapping[str, Any]) -> None:
     if problems:
         raise EconevalError("; ".join(problems), hint="see samples.jsonl; the results are written")
     if not doc["tasks"] and doc.get("not_reached"):
-        raise EconevalError(f"nothing was evaluated: the budget was spent before the first chunk of "
+        raise EconevalError(f"nothing was evaluated: the budget left no time for the first chunk of "
                             f"{', '.join(doc['not_reached'])}", hint="a larger --budget (the model's loading counts)")
 
 
@@ -480,7 +503,7 @@ def _check_outcome(doc: Mapping[str, Any]) -> None:
 @click.option("--predictions", "-p", required=True, type=click.Path(dir_okay=False, path_type=Path),
               help='JSON Lines: {"id": "...", "response": "raw model text"} per item, optionally "option_logprobs"; '
                    "or a run's samples.jsonl (its lines of this task).")
-@click.option("--seed", type=click.IntRange(min=0, max=2**63 - 1),
+@click.option("--seed", type=click.IntRange(min=0, max=MAX_SEED),
               help="Seed the predictions were made with (few-shot draws; default as for run).")
 @click.option("--embedder", "-e", shell_complete=complete_embedders,
               help="Sentence embedder for tasks scored by similarity (default: the registry's default).")
@@ -489,7 +512,7 @@ def _check_outcome(doc: Mapping[str, Any]) -> None:
 @_role_option
 @click.option("--out", "-o", type=click.Path(file_okay=False, path_type=Path),
               help="Also write a run folder (run.json, samples.jsonl, results.json), e.g. for `econeval compare`.")
-@click.option("--bootstrap", "n_boot", type=click.IntRange(min=0, max=100000), default=1000, show_default=True,
+@click.option("--bootstrap", "n_boot", type=click.IntRange(min=0, max=MAX_BOOTSTRAP), default=1000, show_default=True,
               help="Bootstrap resamples for the 95% intervals of the headline numbers (0: none).")
 @_task_options
 def score(task_name, predictions, seed, embedder, judge, role, out, n_boot, task_option, **kw):
@@ -589,16 +612,20 @@ def view_cmd(run_dir, tasks, out):
 @click.option("--out", "-o", required=True, type=click.Path(path_type=Path, allow_dash=True),
               help="The file (a folder for inspect) to write; an earlier export there is replaced, anything else left alone. "
                    "-: standard output (a table as CSV).")
-@click.option("--developer", help="every-eval-ever: who made the model (e.g. google), where the run does not say "
-                                  "(models.toml's `developer`, the model file's own metadata); otherwise \"unknown\".")
-def export_cmd(runs, fmt, out, developer):
+@click.option("--developer", help="every-eval-ever and lm-eval: who made the model (e.g. google), where the run does not say "
+                                  "(models.toml's `developer`, the model file's own metadata); otherwise \"unknown\" "
+                                  "(lm-eval: the bare model name in model_args).")
+@click.option("--log-format", type=click.Choice(["eval", "json"]),
+              help="inspect: the logs' format, Inspect's own: eval (the default: `inspect view` lists each log's samples, "
+                   "tokens, duration and task arguments) or json (plain JSON; written faster for a task of thousands of items).")
+def export_cmd(runs, fmt, out, developer, log_format):
     """Write finished runs in a shape other tools open: a tidy per-item table for pandas and R,
     lm-eval's results.json, Inspect eval logs, or an Every Eval Ever record (docs/exports.md)."""
     from .publish.export import export
 
-    n = export(list(runs), fmt, out, developer=developer)
-    what = {"table": "rows", "lm-eval": "tasks", "inspect": "task logs", "every-eval-ever": "evaluation results"}[fmt]
-    click.echo(clean(f"econeval: {n:,} {what} written to {'standard output' if out == STDOUT else out}"), err=True)
+    n = export(list(runs), fmt, out, developer=developer, log_format=log_format)
+    what = {"table": "row", "lm-eval": "task", "inspect": "task log", "every-eval-ever": "evaluation result"}[fmt]
+    click.echo(clean(f"econeval: {counted(n, what)} written to {'standard output' if out == STDOUT else out}"), err=True)
 
 
 @cli.command("compare")
@@ -619,8 +646,9 @@ def compare_cmd(baseline, candidate, max_drop, metrics, n_boot, seed, allow_miss
     """Compare two runs item by item (a release gate): exit 0 pass, 1 when a metric regresses,
     3 inconclusive (too few items to rule out a drop of --max-drop), 2 when the runs cannot be
     compared (or the candidate lacks what the baseline has)."""
-    from .judge.compare import compare, junit as junit_xml, render
+    from .judge.compare import compare, junit as junit_xml, render, terminal
     from .judge.junit import check_target, write as write_junit
+    from .judge.terminal import show
 
     if junit:
         check_target(junit)
@@ -630,8 +658,10 @@ def compare_cmd(baseline, candidate, max_drop, metrics, n_boot, seed, allow_miss
         write_junit(junit, junit_xml(result))
     if fmt == "json":
         _echo_json({"baseline": str(baseline), "candidate": str(candidate), **result.as_dict()})
+    elif fmt == "md":
+        click.echo(clean(render(result)))
     else:
-        click.echo(clean(render(result, fmt)))
+        show(terminal(result))
     if result.verdict == "regression":
         bad = [f"{r.task} {r.metric}" for r in result.rows if r.verdict == "regression"]
         click.echo(f"econeval: regression: {', '.join(bad)}", err=True)
@@ -648,7 +678,7 @@ def compare_cmd(baseline, candidate, max_drop, metrics, n_boot, seed, allow_miss
 @click.option("--alpha", type=click.FloatRange(min=0, max=1, min_open=True, max_open=True), default=0.05, show_default=True,
               help="The chance that the verdict is wrong, however early the gate stops (pass: each metric at alpha; "
                    "regression: alpha split over the gated metrics).")
-@click.option("--budget", metavar="DURATION", help="Stop taking new items once this much time is spent (300, 90s, 10m, 1h): "
+@click.option("--budget", metavar="DURATION", help="Run what fits in this much time (300, 90s, 10m, 1h; as run's --budget): "
               "metrics still open are inconclusive.")
 @click.option("--metric", "metrics", multiple=True, help="Gate only these item metrics (repeatable; default: every task's).")
 @click.option("--replay", type=click.Path(file_okay=False, exists=True, path_type=Path),
@@ -665,32 +695,29 @@ def gate_cmd(baseline, flags, max_drop, alpha, budget, metrics, replay, junit, p
     """Sequential release gate: run the candidate on BASELINE's items in a seeded random order and
     stop as soon as every gated metric is decided. Exit 0 pass, 1 regression, 3 inconclusive (at
     the budget or the end of the items), 2 usage."""
-    from .judge.gate import gate, junit as junit_xml, render
+    from .judge.gate import gate, junit as junit_xml, terminal
     from .judge.junit import check_target, write as write_junit
+    from .judge.terminal import show
 
     if replay and (flags.model or out or budget):
         raise UsageError("--replay with --model, --out or --budget: a replay runs no model", hint="pass one of them")
     if junit:
         check_target(junit)  # before the model runs
     if plot:
-        from .publish.report_html import figure_page, plots_available
+        from .publish import figures, gate_page
 
         check_output(plot, "--plot")
-        if not plots_available():
+        if not figures.available():
             raise UsageError("--plot needs matplotlib", hint='pip install "econeval[report]"')
     result = gate(baseline, flags.spec(), max_drop=max_drop, alpha=alpha, budget=budget, metrics=metrics, replay=replay, out=out)
     if junit:
         write_junit(junit, junit_xml(result.rows, result.max_drop))
     if plot:
-        page = figure_page({"kind": "gate-progress", "metrics": result.progress,
-                            "caption": f"{clean(result.verdict_line)}. Solid: each e-process's running maximum log wealth after "
-                                       "each step; dashed: its threshold log(1/alpha), where that verdict is reached."},
-                           f"econeval gate: {result.verdict}")
-        write_atomic(plot, (page or "").encode())
+        write_atomic(plot, gate_page.render(result.progress, result.verdict, result.verdict_line).encode())
     if fmt == "json":
         _echo_json(result.as_dict())
     else:
-        click.echo(clean(render(result)))
+        show(terminal(result))
         click.echo(clean(f"candidate run folder: {result.candidate}"))
     sys.exit({"pass": 0, "regression": 1, "inconclusive": 3}[result.verdict])
 
@@ -711,17 +738,18 @@ def list_cmd(verbose, as_json):
                                                            for m in t.metrics]}
                                            for n, t in tasks.items()}})
         return
+    width = max([22, *map(len, tasks)])
     for suite, names in s.items():
         if suite == "all":
             continue
         click.echo(f"{suite}")
         for n in names:
-            click.echo(f"  {n:<22} {tasks[n].description}")
+            click.echo(f"  {n:<{width}} {tasks[n].description}")
             for o in tasks[n].options if verbose else ():
                 choices = f" [{'|'.join(o.choices)}]" if o.choices else ""
                 flag = f" (shortcut {o.flag})" if o.flag else ""
                 click.echo(f"      -T {o.name}=...{choices} (default {o.default}){flag}: {o.help}")
-    click.echo("all: every task above")
+    click.echo(f"all: every task above{_apart()}")
 
 
 @cli.group()
@@ -793,25 +821,6 @@ def models_check(name, model_option, **kw):
     click.echo(roles.check_line(spec, Settings()))
 
 
-@models.command("add-embedder")
-@click.argument("folder", type=click.Path(path_type=Path))
-@click.option("--name", required=True, help="The embedder's name (for --embedder NAME and models.toml).")
-@click.option("--pooling", required=True, type=click.Choice(["cls", "mean"]),
-              help="How a text's vector is made from the model's: the first token's (cls: bge) or the mean of all (mean: m3e).")
-@click.option("--default", "make_default", is_flag=True, help="Also make it the default embedder (default_embedder in your models.toml).")
-def models_add_embedder(folder, name, pooling, make_default):
-    """Convert a Hugging Face BERT folder (config.json, tokenizer.json, model.safetensors or
-    pytorch_model.bin) into an ONNX embedder in econeval's cache, without torch, and register it in
-    your models.toml with its sha256. Needs the onnx package (the add-embedder extra)."""
-    from .backends.bert_onnx import add_embedder
-
-    done = add_embedder(folder, name, pooling, make_default, say=lambda msg: click.echo(f"econeval: {msg}", err=True))
-    click.echo(f"embedder '{done.name}': {done.folder} (model.onnx {done.bytes / 2**20:.1f} MiB, sha256 {done.sha256}), "
-               f"built in {done.seconds:.1f} s")
-    click.echo(f"registered in {done.registry}" + ("; it is the default embedder there" if done.default else "")
-               + f"; score with --embedder {done.name}")
-
-
 def _add_registered_commands() -> None:
     """The command groups benchmarks and plugins register (`commands="module:attribute"`); a
     plugin's group of the same name as a benchmark's adds its subcommands to it (a tool's commands
@@ -850,14 +859,19 @@ def data_group():
 @click.argument("names", nargs=-1, shell_complete=complete_benchmarks)
 @click.option("--source", type=click.Path(file_okay=False, path_type=Path),
               help="Folder with the upstream benchmark folders (default: ../shared/datasets beside the repository).")
-def data_build(names, source):
+@click.option("--upstream", metavar="NAME", help="Build from another release the benchmark's manifest names (`data list` "
+              "shows them), its files accepted by the manifest's hashes; run.json's data fingerprint then names it. "
+              "Without it: the manifest's own upstream.")
+def data_build(names, source, upstream):
     """Build the normalised JSONL files from the upstream files."""
     source = source or data.default_source()
     if not source.is_dir():
         raise UsageError(f"source folder not found: {source}", hint="pass --source DIR")
+    if upstream is not None and not names:
+        raise UsageError("--upstream names one benchmark's release: name the benchmark", hint="econeval data build BENCHMARK --upstream NAME")
     for name in names or data.benchmarks():
-        counts = data.build(name, source, registry.builder(name))
-        click.echo(f"{name}: " + ", ".join(f"{f} {n} rows" for f, n in counts.items()))
+        counts = data.build(name, source, (lambda src, name=name: registry.builder(name, upstream)(src)), upstream=upstream)
+        click.echo(f"{name}{f' (upstream {upstream})' if upstream else ''}: " + ", ".join(f"{f} {n} rows" for f, n in counts.items()))
 
 
 @data_group.command("list")
@@ -868,16 +882,24 @@ def data_list(as_json):
     for name in data.benchmarks():
         m = data.manifest(name)
         st = data.status(name)
+        built = data.built_upstream(name)
         rows.append({"benchmark": name, "version": m["version"], "licence": m["licence"], "location": str(data.files_dir(name)),
-                     "files": {f: {"rows": i["rows"], "state": st[f]} for f, i in m["files"].items()},
-                     "known_defects": m.get("known_defects", [])})
+                     "files": {f: {"rows": i["rows"], "state": st[f]} for f, i in data.expected_files(name, built).items()},
+                     "known_defects": m.get("known_defects", []), "built_from": built,
+                     "upstreams": {k: {"description": u.get("description"), "provenance": u.get("provenance"),
+                                       "pinned": bool(u.get("upstream")) and all(v is not None for v in u["upstream"].values())}
+                                   for k, u in (m.get("upstreams") or {}).items()}})
     if as_json:
         _echo_json(rows)
         return
     for r in rows:
         built = "built" if all(f["state"] == "ok" for f in r["files"].values()) else "NOT BUILT (econeval data build)"
-        click.echo(f"{r['benchmark']} {r['version']}  [{built}]  licence: {r['licence']}")
+        click.echo(f"{r['benchmark']} {r['version']}  [{built}]  licence: {r['licence']}"
+                   + (f"  built from upstream {r['built_from']}" if r["built_from"] else ""))
         click.echo(f"    location: {r['location']}")
+        for k, u in r["upstreams"].items():
+            click.echo(f"    upstream {k} ({'its hashes pinned' if u['pinned'] else 'NOT buildable: the manifest pins no hashes yet'}): "
+                       f"{u['description']}")
         for f, i in r["files"].items():
             click.echo(f"    {f:<28} {i['rows']:>6} rows  {i['state']}")
         for d in r["known_defects"]:
@@ -929,9 +951,9 @@ def data_verify():
 @click.option("--file", "file_name", help="Which file of the benchmark (default: its evaluation items).")
 @click.option("--prompts", is_flag=True, help="NAME is a task: write each item's prompt(s) as econeval sends them "
               "(seeded few-shot demonstrations included; a model's chat template is applied by the backend on top).")
-@click.option("--seed", type=click.IntRange(min=0, max=2**63 - 1),
+@click.option("--seed", type=click.IntRange(min=0, max=MAX_SEED),
               help="With --prompts: the seed of the few-shot draws (default as for run).")
-@click.option("--limit", "-n", type=click.IntRange(min=1, max=10**9), help="With --prompts: the items `run --limit N` would run.")
+@click.option("--limit", "-n", type=click.IntRange(min=1, max=MAX_SAMPLE), help="With --prompts: the items `run --limit N` would run.")
 @_task_options
 def data_export(name, out, file_name, prompts, seed, limit, task_option, **kw):
     """Write a benchmark's normalised items (ids included), or with --prompts a task's prompts, as JSON Lines."""
@@ -993,8 +1015,8 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(2 if isinstance(exc, click.UsageError) else exc.exit_code)
     except Interrupted as exc:
         marked = "; run.json is marked interrupted" if getattr(exc, "marked", False) else ""
-        if getattr(exc, "saved", None):
-            marked += f"; {exc.saved[0]:,} of {exc.saved[1]:,} items are saved" if exc.saved else ""
+        if exc.saved:
+            marked += f"; {saved_words(*exc.saved)}"
         try:
             click.echo(f"econeval: {exc}{marked}" + (f"; {exc.hint}" if exc.hint else ""), err=True)
         except OSError:  # the terminal is gone (SIGHUP): the folder is marked all the same

@@ -15,10 +15,30 @@ from .types import Prepared, Task
 DEFAULT_SEED = 1234
 
 
+MAX_SEED = 2**63 - 1  # a seed is stored as JSON's and the samplers' signed 64-bit integer
+MAX_BOOTSTRAP = 100_000  # resamples for the intervals
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def given_seed(seed: int | None) -> tuple[int, bool]:
     """(the run's seed, whether one was given): no --seed is DEFAULT_SEED, and lets a task whose
-    authors' protocol names a seed use that one (RunContext.seed_for)."""
-    return (DEFAULT_SEED, False) if seed is None else (seed, True)
+    authors' protocol names a seed use that one (RunContext.seed_for). A seed that is no whole
+    number from 0 to MAX_SEED is refused (UsageError) before anything is written."""
+    if seed is None:
+        return DEFAULT_SEED, False
+    if not _whole(seed) or not 0 <= seed <= MAX_SEED:
+        raise UsageError(f"seed {seed!r}: a whole number from 0 to 2**63 - 1")
+    return seed, True
+
+
+def check_bootstrap(n: int) -> int:
+    """The resamples for the intervals, a whole number from 0 (none) to MAX_BOOTSTRAP, or UsageError."""
+    if not _whole(n) or not 0 <= n <= MAX_BOOTSTRAP:
+        raise UsageError(f"bootstrap {n!r}: a whole number of resamples from 0 (none) to {MAX_BOOTSTRAP:,}")
+    return n
 
 
 @dataclass
@@ -37,7 +57,8 @@ class RunContext:
     _made: dict[str, Any] = field(default_factory=dict)
 
     def options_for(self, task: Task) -> dict[str, Any]:
-        """The task's option values: the ones given (parsed by the option), defaults for the rest."""
+        """The task's option values: the ones given (parsed by the option), defaults for the rest;
+        an option added after runs were recorded is left out at its default (`recorded_at_default`)."""
         out = {}
         given = {**self.task_options, **self.per_task.get(task.name, {})}
         for opt in task.options:
@@ -48,6 +69,8 @@ class RunContext:
                     raise UsageError(f"task option {opt.name} of {task.name}: {exc}") from None
             else:
                 out[opt.name] = opt.default
+            if not opt.recorded_at_default and out[opt.name] == opt.default:
+                del out[opt.name]
         return out
 
     def prepare(self, task: Task) -> Prepared:

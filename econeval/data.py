@@ -4,6 +4,17 @@
 the sha256 of every upstream file the build reads and of every file it writes, row counts,
 known defects. `build` turns the upstream files (never committed) into normalised JSONL beside
 the manifest; every load re-checks the file against the manifest.
+
+A manifest may name other releases of the benchmark under `upstreams` (EconLogicQA's full Hugging
+Face release beside the partial reconstruction the manifest's own upstream is): each with its
+description and provenance, its own source folder, the sha256 of each of its files and of each
+file its build writes, and the rows each holds. `build(..., upstream=NAME)` accepts only those
+files, by hash, and builds the files it names over the manifest's own (the others stay); the
+folder then says which upstream built it (UPSTREAM_MARK), every load checks the files against
+that upstream's hashes, and the data fingerprint in run.json names it. A hash a manifest does not
+pin (null: the release was out of reach when it was written) refuses the build: manifests pin
+hashes, users never supply them; the maintainer step (tools/refresh_manifests.py --upstream NAME)
+records them from the release.
 """
 
 from __future__ import annotations
@@ -104,61 +115,123 @@ def manifest(benchmark: str) -> dict:
     return orjson.loads(path.read_bytes())
 
 
-def status(benchmark: str) -> dict[str, str]:
-    """Per built file: 'ok', 'missing' or 'mismatch'."""
+UPSTREAM_MARK = "upstream.json"  # in a built benchmark folder: the named upstream that built it (none: the manifest's own)
+
+
+def upstream_entry(benchmark: str, name: str) -> dict:
+    """A manifest's entry for one of the benchmark's other releases."""
+    known = manifest(benchmark).get("upstreams") or {}
+    if name not in known:
+        raise UsageError(f"{benchmark} has no upstream '{name}'",
+                         hint=f"its manifest names: {', '.join(known) or 'none besides its own'}")
+    return known[name]
+
+
+def built_upstream(benchmark: str) -> str | None:
+    """The named upstream the benchmark's files were built from; None: the manifest's own."""
+    mark = files_dir(benchmark) / UPSTREAM_MARK
+    if not mark.is_file():
+        return None
+    try:
+        name = orjson.loads(mark.read_bytes()).get("upstream")
+    except (OSError, orjson.JSONDecodeError, AttributeError):
+        name = None
+    if not isinstance(name, str) or name not in (manifest(benchmark).get("upstreams") or {}):
+        raise DataError(f"{mark} does not name an upstream of {benchmark}'s manifest", hint=f"rebuild: econeval data build {benchmark}")
+    return name
+
+
+def expected_files(benchmark: str, upstream: str | None = None) -> dict[str, dict]:
+    """The files a build from this upstream leaves, with their sha256 and rows: the manifest's own,
+    those the named upstream builds in their place."""
     m = manifest(benchmark)
+    return {**m["files"], **(upstream_entry(benchmark, upstream)["files"] if upstream else {})}
+
+
+def status(benchmark: str) -> dict[str, str]:
+    """Per built file: 'ok', 'missing' or 'mismatch' (against the upstream that built the folder)."""
     out = {}
     where = files_dir(benchmark)
-    for name, info in m["files"].items():
+    for name, info in expected_files(benchmark, built_upstream(benchmark)).items():
         p = where / name
         out[name] = "missing" if not p.is_file() else ("ok" if sha256_file(p) == info["sha256"] else "mismatch")
     return out
 
 
-def build(benchmark: str, source: Path, builder, update_manifest: bool = False) -> dict[str, int]:
+def build(benchmark: str, source: Path, builder, update_manifest: bool = False, upstream: str | None = None) -> dict[str, int]:
     """Build one benchmark's JSONL files from `source/<source_dir>` with its `builder` (the
-    benchmark module's `build`, from the registry); returns rows per file.
+    benchmark module's `build`, from the registry; `upstream`: one of the other releases the
+    manifest names, its builder); returns rows per file.
 
     Upstream files must match the manifest's hashes; the output must match too, unless
-    `update_manifest` (a maintainer step, tools/refresh_manifests.py) records new hashes.
+    `update_manifest` (a maintainer step, tools/refresh_manifests.py) records new hashes (of a
+    named upstream: its files' too, where the manifest pins none).
     """
     m = manifest(benchmark)
-    src = source / m["source_dir"]
-    for rel, digest in m.get("upstream", {}).items():
+    entry = m if upstream is None else upstream_entry(benchmark, upstream)
+    what = benchmark if upstream is None else f"{benchmark} (upstream {upstream})"
+    src = source / entry["source_dir"]
+    pinned = dict(entry.get("upstream") or {})
+    if not pinned:
+        raise DataError(f"{what}: the manifest lists none of the release's files", hint=str(entry.get("missing") or
+                        "the release was out of reach when the manifest was written"))
+    for rel, digest in pinned.items():
         p = src / rel
         if not p.is_file():
-            raise DataError(f"{benchmark}: upstream file missing: {p}", hint="pass --source DIR holding the upstream benchmark folders")
-        if sha256_file(p) != digest:
-            raise DataError(f"{benchmark}: upstream file {p} does not match the manifest's sha256",
+            raise DataError(f"{what}: upstream file missing: {p}", hint="pass --source DIR holding the upstream benchmark folders")
+        got = sha256_file(p)
+        if digest is None and not update_manifest:
+            raise DataError(f"{what}: the manifest pins no sha256 for {rel} (the release was out of reach when it was "
+                            "written), so no file is accepted as it",
+                            hint=f"a maintainer with the release records its hashes: tools/refresh_manifests.py SOURCE "
+                                 f"{benchmark} --upstream {upstream}")
+        if digest is not None and got != digest:
+            raise DataError(f"{what}: upstream file {p} does not match the manifest's sha256",
                             hint="the build only accepts the upstream release recorded in the manifest")
+        pinned[rel] = got
     files = builder(src)
+    want = entry["files"]
+    if upstream is not None and set(files) != set(want):
+        raise DataError(f"{what}: the build wrote {', '.join(sorted(files))}; the manifest names {', '.join(sorted(want))}")
     out_dir = build_dir(benchmark)
     counts = {}
     new_files = {}
+    blobs = {}
     for name, rows in files.items():
         data = jsonl_bytes(rows)
         digest = hashlib.sha256(data).hexdigest()
-        expected = m["files"].get(name, {}).get("sha256")
-        if not update_manifest and digest != expected:
-            raise DataError(f"{benchmark}: built {name} does not match the manifest (sha256 {digest[:12]}…, expected {str(expected)[:12]}…)",
+        expected = want.get(name, {}).get("sha256")
+        if not update_manifest and (digest != expected or len(rows) != want.get(name, {}).get("rows", len(rows))):
+            raise DataError(f"{what}: built {name} does not match the manifest (sha256 {digest[:12]}…, {len(rows)} rows; expected "
+                            f"{str(expected)[:12]}…, {want.get(name, {}).get('rows')} rows)",
                             hint="the converter or the source changed; bump the dataset version and refresh the manifest")
-        write_atomic(out_dir / name, data)
+        blobs[name] = data
         counts[name] = len(rows)
         new_files[name] = {"sha256": digest, "rows": len(rows)}
+    for name, data in blobs.items():  # written once every file is checked: a refused build changes nothing
+        write_atomic(out_dir / name, data)
+    mark = out_dir / UPSTREAM_MARK
+    if upstream is None:
+        mark.unlink(missing_ok=True)
+    else:
+        write_json(mark, {"upstream": upstream, "files": sorted(files)})
     if update_manifest:
-        write_json(data_dir() / benchmark / "manifest.json", {**m, "files": new_files})
+        if upstream is None:
+            m = {**m, "files": new_files}
+        else:
+            m = {**m, "upstreams": {**m["upstreams"], upstream: {**entry, "upstream": pinned, "files": new_files}}}
+        write_json(data_dir() / benchmark / "manifest.json", m)
     return counts
 
 
 @lru_cache(maxsize=None)
-def _verified(benchmark: str, path: Path, mtime_ns: int) -> None:
-    m = manifest(benchmark)
-    info = m["files"].get(path.name)
+def _verified(benchmark: str, path: Path, mtime_ns: int, upstream: str | None) -> None:
+    info = expected_files(benchmark, upstream).get(path.name)
     if info is None:
         raise DataError(f"{benchmark}: no file '{path.name}' in the manifest")
     if sha256_file(path) != info["sha256"]:
-        raise DataError(f"{benchmark}/{path.name} does not match its manifest sha256",
-                        hint=f"rebuild it: econeval data build {benchmark}")
+        raise DataError(f"{benchmark}/{path.name} does not match its manifest sha256"
+                        + (f" (upstream {upstream})" if upstream else ""), hint=f"rebuild it: econeval data build {benchmark}")
 
 
 def load(benchmark: str, name: str) -> list[dict]:
@@ -168,14 +241,17 @@ def load(benchmark: str, name: str) -> list[dict]:
         raise DataError(f"dataset {benchmark}/{name} is not built",
                         hint=f"run: econeval data build {benchmark} (reads the upstream files from ../shared/datasets or "
                              f"--source DIR), or install a data package: econeval data install econeval-data-….tar")
-    _verified(benchmark, p, p.stat().st_mtime_ns)
+    _verified(benchmark, p, p.stat().st_mtime_ns, built_upstream(benchmark))
     return [orjson.loads(line) for line in p.read_bytes().splitlines() if line]
 
 
 def fingerprint(benchmark: str) -> dict:
-    """What run.json records about a dataset."""
+    """What run.json records about a dataset (in each task's identity): the version, the files'
+    hashes, and the upstream that built them where it is not the manifest's own."""
     m = manifest(benchmark)
-    return {"version": m["version"], "files": {k: v["sha256"] for k, v in m["files"].items()}}
+    upstream = built_upstream(benchmark)
+    return {"version": m["version"], "files": {k: v["sha256"] for k, v in expected_files(benchmark, upstream).items()},
+            **({"upstream": upstream} if upstream else {})}
 
 
 # ---- the data package artifact ---------------------------------------------------------------
@@ -198,6 +274,9 @@ def pack(out: Path) -> dict:
     index: dict = {"format": 1, "package_version": package_version(), "benchmarks": {}, "members": {}}
     members: list[tuple[str, bytes]] = []
     for b in benchmarks():
+        if (other := built_upstream(b)) is not None:
+            raise DataError(f"{b} is built from upstream {other}: a data package holds the manifests' own releases",
+                            hint=f"rebuild it first: econeval data build {b}")
         bad = [f for f, st in status(b).items() if st != "ok"]
         if bad:
             raise DataError(f"{b}: {', '.join(bad)} not built or not matching the manifest", hint=f"run: econeval data build {b}")

@@ -48,6 +48,27 @@ class Interrupted(EconevalError):
         super().__init__(f"interrupted by {signal.Signals(signum).name}")
 
 
+class BudgetSpent(EconevalError):
+    """A --budget's deadline passed while a chunk ran: the model stopped at its next step (as at a
+    signal), and the runner drops the chunk and ends the run as a spent budget (never shown)."""
+
+    def __init__(self) -> None:
+        super().__init__("the --budget's deadline passed inside a chunk")
+
+
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """A count with its noun in the right number: "1 task", "2 tasks", "1,026 items"."""
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
+
+
+def saved_words(saved: int, total: int) -> str:
+    """How much of a run a stop leaves saved: "32 of 3,920 items are saved", or, before its first
+    item was saved, "none of its 128 items is saved yet"."""
+    if not saved:
+        return f"none of its {counted(total, 'item')} is saved yet"
+    return f"{saved:,} of {counted(total, 'item')} {'is' if saved == 1 else 'are'} saved"
+
+
 def warn(message: str) -> None:
     """The one way econeval prints a warning (stderr, one line)."""
     import sys

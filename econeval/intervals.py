@@ -1,5 +1,7 @@
 """Seeded bootstrap intervals over items for a task's headline numbers (the paper's numbers
-themselves are never changed: intervals sit beside them under `intervals`)."""
+themselves are never changed: intervals sit beside them under `intervals`), the Wilson interval
+of a share (a task's breakdowns: the share of wrong answers that make one mistake) and Newcombe's
+interval of a difference of paired shares (one question under two protocols)."""
 
 from __future__ import annotations
 
@@ -18,6 +20,51 @@ def percentile_interval(values: list[float]) -> tuple[float, float] | None:
         return None
     v = sorted(values)
     return v[int((1 - LEVEL) / 2 * (len(v) - 1))], v[int(math.ceil((1 + LEVEL) / 2 * (len(v) - 1)))]
+
+
+Z = 1.959963984540054  # the standard normal's 97.5% point: 95% two-sided
+
+
+def wilson(k: int, n: int) -> tuple[float, float] | None:
+    """The 95% Wilson score interval of a proportion k/n (a share of n independent answers);
+    None over none."""
+    if n <= 0:
+        return None
+    p = k / n
+    centre = (p + Z * Z / (2 * n)) / (1 + Z * Z / n)
+    half = Z * math.sqrt(p * (1 - p) / n + Z * Z / (4 * n * n)) / (1 + Z * Z / n)
+    return 0.0 if k == 0 else max(0.0, centre - half), 1.0 if k == n else min(1.0, centre + half)
+
+
+def newcombe(k1: int, n1: int, k2: int, n2: int) -> tuple[float, float] | None:
+    """The 95% interval of p1 − p2 for two independent proportions k1/n1 and k2/n2 (Newcombe
+    1998's hybrid score interval, method 10, from their Wilson intervals); None over none."""
+    w1, w2 = wilson(k1, n1), wilson(k2, n2)
+    if w1 is None or w2 is None:
+        return None
+    (l1, u1), (l2, u2) = w1, w2
+    p1, p2 = k1 / n1, k2 / n2
+    d = p1 - p2
+    return d - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2), d + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2)
+
+
+def newcombe_paired(a: int, b: int, c: int, d: int) -> tuple[float, float] | None:
+    """The 95% interval of p1 − p2 for paired answers (Newcombe 1998, method 10: Wilson intervals
+    of both, their correlation φ corrected as the paper does): a right in both, b right only in
+    the first, c only in the second, d in neither; None over no pair."""
+    n = a + b + c + d
+    w1, w2 = wilson(a + b, n), wilson(a + c, n)
+    if w1 is None or w2 is None:
+        return None
+    (l1, u1), (l2, u2) = w1, w2
+    p1, p2 = (a + b) / n, (a + c) / n
+    margins = (a + b) * (c + d) * (a + c) * (b + d)
+    cross = a * d - b * c
+    corrected = cross - n / 2 if cross > n / 2 else (cross if cross < 0 else 0)
+    phi = corrected / math.sqrt(margins) if margins else 0.0
+    low = p1 - p2 - math.sqrt(max(0.0, (p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2))
+    high = p1 - p2 + math.sqrt(max(0.0, (u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2))
+    return low, high
 
 
 def finite_numbers(task: Task, records: list[dict], prep: Prepared) -> dict[str, float]:

@@ -41,12 +41,15 @@ class Benchmark:
     build     build(source_folder) -> {file name: rows}: its data package step (`econeval data build`)
     tables    tables(runs: list[finished.FinishedRun]) -> list[tables.Table]: its paper tables (`econeval report`)
     commands  "module:attribute" of a click command or group added to the CLI (imported by the CLI only)
+    upstreams {name: build}: the builders of the other releases its manifest names (`upstreams`; `data
+              build --upstream NAME`)
     """
 
     name: str
     build: Callable | None = None
     tables: Callable | None = None
     commands: str | None = None
+    upstreams: dict[str, Callable] | None = None
 
 
 def task(cls: type[Task]) -> type[Task]:
@@ -60,15 +63,17 @@ def task(cls: type[Task]) -> type[Task]:
     return cls
 
 
-def benchmark(name: str, build: Callable | None = None, tables: Callable | None = None, commands: str | None = None) -> None:
-    """Register a benchmark's data builder, paper tables and CLI commands (each optional)."""
-    BENCHMARKS[name] = Benchmark(name, build, tables, commands)
+def benchmark(name: str, build: Callable | None = None, tables: Callable | None = None, commands: str | None = None,
+              upstreams: dict[str, Callable] | None = None) -> None:
+    """Register a benchmark's data builder (and those of its other releases), paper tables and CLI
+    commands (each optional)."""
+    BENCHMARKS[name] = Benchmark(name, build, tables, commands, upstreams)
 
 
 def plugin(name: str, tables: Callable | None = None, commands: str | None = None) -> None:
-    """Register a plugin's report tables and CLI commands (a tool that is no benchmark: built-in,
-    auto-STEER in `econeval.plugins.auto_steer`). Its commands may add subcommands to a group a
-    benchmark registers under the same name."""
+    """Register the report tables and CLI commands of a plugin that is no benchmark (built-in:
+    auto-STEER in `econeval.plugins.auto_steer`) or of a backend (the ONNX embedder's `models
+    add-embedder`). A group of commands adds its subcommands to the CLI's group of the same name."""
     PLUGINS[name] = Benchmark(name, None, tables, commands)
 
 
@@ -92,9 +97,11 @@ def backend(kind: str):
 
 
 def _import_package(pkg: str) -> None:
+    """Every module of a package but its command modules (`*commands`: click, which the CLI alone
+    imports, when it adds the commands they register)."""
     mod = importlib.import_module(pkg)
     for info in pkgutil.iter_modules(mod.__path__):
-        if not info.name.startswith("_"):
+        if not info.name.startswith("_") and not info.name.endswith("commands"):
             importlib.import_module(f"{pkg}.{info.name}")
 
 
@@ -152,14 +159,14 @@ def role(name: str) -> Role:
 
 
 def suites() -> dict[str, list[str]]:
-    """Suite → task names, in registration order; `all` holds every task of a suite. A tool's
-    tasks (`Task.in_suites` False: auto-STEER's writer and checker) are in none: their commands
-    run them."""
+    """Suite → task names, in registration order; `all` holds every task of a suite but those run
+    by name only (`Task.in_all`). A tool's tasks (`Task.in_suites` False: auto-STEER's writer and
+    checker) are in no suite: their commands run them."""
     out: dict[str, list[str]] = {}
     for t in tasks().values():
         if t.in_suites:
             out.setdefault(t.suite, []).append(t.name)
-    out["all"] = [n for n, t in TASKS.items() if t.in_suites]
+    out["all"] = [n for n, t in TASKS.items() if t.in_suites and t.in_all]
     return out
 
 
@@ -207,11 +214,18 @@ def benchmarks() -> dict[str, Benchmark]:
     return BENCHMARKS
 
 
-def builder(name: str) -> Callable:
+def builder(name: str, upstream: str | None = None) -> Callable:
+    """A benchmark's data builder: of its manifest's own upstream, or of the named one."""
     b = benchmarks().get(name)
     if b is None or b.build is None:
         raise UsageError(f"no data builder for benchmark '{name}'")
-    return b.build
+    if upstream is None:
+        return b.build
+    got = (b.upstreams or {}).get(upstream)
+    if got is None:
+        raise UsageError(f"{name}: econeval has no builder for upstream '{upstream}' yet",
+                         hint="its manifest entry says what the release is and what is missing (econeval data list)")
+    return got
 
 
 def backends() -> "dict[str, BackendClass]":

@@ -72,19 +72,20 @@ def write_atomic(path: Path, data: bytes) -> None:
 
 def check_output(path: Path, flag: str = "--out") -> None:
     """A file a user names for econeval to write (`--out`, `--junit`, an export): a new path or a
-    regular file (replaced atomically) may be written; a device, a FIFO, a folder or a symbolic
-    link is refused in one line, before any work starts (run as root, `--out /dev/null` would
-    replace the system's node)."""
+    regular file (replaced atomically) in a place a file can be made (check_place) may be written;
+    a device, a FIFO, a folder or a symbolic link is refused in one line, before any work starts
+    (run as root, `--out /dev/null` would replace the system's node)."""
     import stat
 
-    from .errors import EconevalError, UsageError
+    from .errors import UsageError
 
     try:
         st = os.lstat(path)
     except FileNotFoundError:
+        check_place(path, flag)
         return
     except OSError as exc:
-        raise EconevalError(f"{flag} {path}: {exc.strerror}") from None
+        raise UsageError(f"{flag} {path}: {exc.strerror}", hint="name a file in a folder you can write") from None
     if stat.S_ISLNK(st.st_mode):
         raise UsageError(f"{flag} {path} is a symbolic link: econeval writes only a new file or a regular file",
                          hint="name the file itself, or a new one")
@@ -93,6 +94,30 @@ def check_output(path: Path, flag: str = "--out") -> None:
             "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) else "not a regular file"
         raise UsageError(f"{flag} {path} is {kind}: econeval writes only a new file or a regular file",
                          hint="name a new file")
+    check_place(path, flag)
+
+
+def check_place(path: Path, flag: str = "--out") -> None:
+    """The folder `path` is written in can take a new file (atomic_writer makes one beside it, and
+    the folders up to it where they are missing): the nearest existing one at or above path's
+    folder is a folder, and a temporary file is made in it and removed. Tried, not inferred from
+    permissions: a read-only file system, /proc, or a folder root may not write to refuse it too."""
+    import tempfile
+
+    from .errors import UsageError
+
+    where = Path(os.path.abspath(path)).parent
+    while not os.path.lexists(where) and where != where.parent:
+        where = where.parent
+    if not where.is_dir():
+        raise UsageError(f"{flag} {path}: {where} is not a folder", hint="name a file in a folder you can write")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=where, prefix=f".{Path(path).name}.{os.getpid()}.", suffix=".tmp")
+    except OSError as exc:
+        raise UsageError(f"{flag} {path}: no file can be made in {where} ({exc.strerror})",
+                         hint="name a file in a folder you can write") from None
+    os.close(fd)
+    os.unlink(tmp)
 
 
 def write_output(path: Path, data: bytes, flag: str = "--out") -> None:

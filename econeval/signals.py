@@ -8,24 +8,51 @@
   thread acknowledges the signal at once while the main thread may be inside a model step; it
   also raises the stop flag (`stop_requested`), which an engine checks inside its step (llama.cpp's
   abort callback), so that a long step ends within a graph node, not at its end.
+
+A `--budget`'s deadline stops a chunk the same way (`until`): while the chunk runs, the stop flag
+rises once the deadline has passed, and `raise_if_stopped` raises BudgetSpent instead of
+Interrupted.
 """
 
 from __future__ import annotations
 
 import signal
 import sys
+import time
 from typing import Any, Callable
 
-from .errors import Interrupted
+from .errors import BudgetSpent, Interrupted
 
 HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # Ctrl-C, kill, a closed terminal window
 _stop: list[int] = []  # the signal that asked for a stop (set by a Guard's watcher or a handler mid-step)
 _in_step = [False]  # a model step is running in C (its engine checks _stop between graph nodes)
+_until: list[tuple[float, Callable[[], float]]] = []  # a --budget's deadline and its clock, while a chunk runs
+DEADLINE = 0  # what stop_requested returns once the deadline has passed (no signal is numbered 0)
 
 
 def stop_requested() -> int | None:
-    """The signal that asked the run to stop, if one did (a model step ends early then)."""
-    return _stop[0] if _stop else None
+    """What asked the run to stop: a signal's number, or DEADLINE once the deadline of the chunk in
+    progress has passed (`until`); None: nothing (a model step ends early otherwise)."""
+    if _stop:
+        return _stop[0]
+    return DEADLINE if _until and _until[0][1]() >= _until[0][0] else None
+
+
+class until:
+    """Around a chunk of a --budget run: past `deadline` (on `clock`) a model step that checks
+    `stop_requested` stops as at a signal, and `raise_if_stopped` raises BudgetSpent. None: no
+    deadline (nothing changes)."""
+
+    def __init__(self, deadline: float | None, clock: Callable[[], float] = time.monotonic):
+        self.deadline, self.clock = deadline, clock
+
+    def __enter__(self):
+        if self.deadline is not None:
+            _until[:] = [(self.deadline, self.clock)]
+        return self
+
+    def __exit__(self, *exc):
+        _until.clear()
 
 
 def _request_stop(signum: int) -> None:
@@ -47,11 +74,14 @@ class model_step:
 
 
 def raise_if_stopped() -> None:
-    """After a model step: Interrupted, if a stop was asked for meanwhile."""
+    """After a model step: Interrupted, if a signal asked for a stop meanwhile; BudgetSpent, if the
+    deadline of the chunk in progress has passed."""
     if _stop:
         signum = _stop[0]
         _stop.clear()
         raise Interrupted(signum)
+    if stop_requested() == DEADLINE:
+        raise BudgetSpent()
 
 
 def _interrupt(signum: int) -> None:

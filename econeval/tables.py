@@ -34,6 +34,12 @@ class Metric:
         return 0 if self.count else (-1 if self.lower_is_better else 1)
 
 
+# Every task's share of items without a valid answer: unparsed, an error or skipped (`store.items.unanswered`).
+# `compare` and `gate` hold it against the baseline's like a metric, so that a paper's number that leaves
+# unparsed answers out (a classification F1 over the parsed answers) cannot pass a candidate that answers nothing.
+UNANSWERED = Metric("unanswered", lower_is_better=True, paired_exact=True)
+
+
 @dataclass(frozen=True)
 class CellView:
     """How a task's ratio metrics (per-class precision, recall, F1) are estimated from a sample:
@@ -51,10 +57,16 @@ class CellView:
 class Table:
     """One table of a paper, the runs' rows beside the published ones.
 
-    rows: {"source": "paper" | "run", "label", "setting", "values", "intervals", "n"}.
+    rows: {"source": "paper" | "run", "label", "setting", "values", "intervals", "n"}, and "std" (a
+    standard deviation per value, or None) where a row is a mean over repeats: a published row over
+    the paper's repeated runs, a run over its --epochs (report.py).
     figures: plots that belong beside the table, each {"kind", "caption", ...data}; kinds the
-    HTML report draws: `bars` (grouped bars per row, optional intervals and reference marks),
-    `heatmap` (rows × columns), `reliability` (confidence against accuracy bins)."""
+    HTML report draws: `bars` (grouped bars per row, optional intervals, reference marks and
+    `n`, the items each bar rests on), `heatmap` (rows × columns; `n`: the items each cell rests
+    on), `reliability` (confidence against accuracy bins), `scatter` (points per series, each
+    with the items it rests on). A figure of nothing but zeros is not drawn, nor one whose maker
+    says why in `not_drawn`, and what a drawn one rests on (single items, zero-width intervals) is
+    said under it (publish/figures.py)."""
 
     id: str
     title: str
@@ -82,7 +94,8 @@ def published_rows(table: dict) -> list[dict]:
     """The paper's rows; their setting column holds what the paper prints beside the model (a
     prompting method, a model size), if anything."""
     return [{"source": "paper", "label": r["model"], "setting": r.get("prompting") or r.get("size"),
-             "values": r["values"], "intervals": None, "n": None, "reproduced_by": r.get("reproduced_by")}
+             "values": r["values"], "intervals": None, "n": None, "reproduced_by": r.get("reproduced_by"),
+             **({"std": r["std"]} if r.get("std") else {})}
             for r in table["rows"]]
 
 
@@ -140,6 +153,11 @@ def cell(value, decimals: int) -> str:
     if isinstance(value, float):
         return f"{value:.{decimals}f}"
     return str(value)
+
+
+def interval_text(iv: Any, value: Any, decimals: int) -> str | None:
+    """A cell's 95% interval as text ("[0.372, 0.737]"), None where it has none (or no value)."""
+    return f"[{iv[0]:.{decimals}f}, {iv[1]:.{decimals}f}]" if iv and value is not None else None
 
 
 def as_dict(obj: Any) -> Any:

@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence, TypedDict, Union
 
-from .tables import CellView, Metric
+from .tables import UNANSWERED, CellView, Metric
 
 # ---- requests --------------------------------------------------------------------------------
 MODEL, JUDGE, EMBEDDER = "model", "judge", "embedder"  # the roles a request can be sent to (the shared ones)
@@ -63,6 +63,7 @@ def parse_bool(value: Any) -> bool:
         return False
     raise ValueError(f"'{value}' is not true or false")
 SHARED_ROLES = (Role(JUDGE, MODEL, "model", "a judge model"), Role(EMBEDDER, EMBEDDER, "registry", "a sentence embedder"))
+SELF_JUDGED = "self-judged"  # how tables and exports name a judge that was the evaluated model (RunRecord.judged_by)
 
 
 def chat_messages(prompt: str, turns: tuple[str, ...] = ()) -> list[dict[str, str]]:
@@ -244,6 +245,7 @@ class ResultsDoc(TypedDict, total=False):
     not_reached: list[str]  # a --budget run: tasks the budget never reached
     not_run: dict[str, str]  # tasks whose protocol does not apply to the model (a reasoning model's), and why
     sample: float | int  # a --sample run's sample
+    epochs: list[dict[str, Any]]  # a run --epochs N: each epoch's number, seed and run folder (`tasks`: the means over them)
     run_folder: str  # what evaluate() adds: the folder written (not in results.json)
 
 
@@ -306,6 +308,10 @@ class TaskOption:
     choices: tuple[str, ...] | None = None
     kind: str = "str"  # str | bool | path | choice
     flag: str | None = None  # a documented command-line shortcut for `-T name=...`, e.g. "--adaptation"
+    # False for an option added after runs were recorded whose default does what the task did
+    # before it: at its default it is left out of the recorded options (run.json, the identity),
+    # so a folder recorded before it is the same run (resumed, compared); read it with .get
+    recorded_at_default: bool = True
 
     def parse(self, value: Any) -> Any:
         """A value from the command line (a string) or from Python; raises ValueError."""
@@ -360,6 +366,7 @@ class Task:
 
     name: str = ""
     suite: str = ""
+    in_all: bool = True  # part of `all`, the default selection (False: a suite run by name, e.g. STEER-ME's paper matrix)
     benchmark: str = ""
     prompt_version: str = ""
     description: str = ""
@@ -387,10 +394,14 @@ class Task:
     labels: tuple[str, ...] = ()
     gold_field: str = "gold"  # the sample field that holds the gold answer, as `score` stores it
     answer_field: str = "parsed"  # the sample field that holds what the parse read from the reply
+    # fields `score` came to add after runs were recorded (STEER-ME's perspective): a sample line
+    # written before lacks them, which is no contradiction (verify.py); one that has them must match
+    later_fields: tuple[str, ...] = ()
 
     def metric(self, name: str) -> Metric:
-        """The declared metric of that name; an undeclared headline number counts as larger-is-better."""
-        return next((m for m in self.metrics if m.name == name), Metric(name))
+        """The declared metric of that name (every task's `unanswered` share included); an
+        undeclared headline number counts as larger-is-better."""
+        return next((m for m in (*self.metrics, UNANSWERED) if m.name == name), Metric(name))
 
     def lead_metric(self) -> str | None:
         """The headline metric a reader sees first (the paper's main number): `lead`, else the first declared."""

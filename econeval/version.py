@@ -1,3 +1,3 @@
 """econeval's version (the package's `econeval.__version__`): recorded in every run.json and export."""
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"

@@ -26,6 +26,7 @@ def isolated_dirs(tmp_path, cache_dir, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     monkeypatch.delenv("ECONEVAL_MODELS", raising=False)
     monkeypatch.delenv("ECONEVAL_DATA_DIR", raising=False)
+    monkeypatch.delenv("COLUMNS", raising=False)  # text output at a pipe's width (no limit), whatever the shell exports
 
 
 @pytest.fixture(scope="session")

@@ -4,6 +4,7 @@ checker as tasks run into ordinary run folders, every file auto-STEER reads as u
 
 import json
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -210,6 +211,7 @@ def test_check_review_generate_and_run_the_written_set(written, cli, tmp_path):
     page = (written / "review.html").read_text()
     assert flagged[0] in page and "ANSWER: A" in page and "--accept" in page and "rewritten from:" in page
     assert page.index(flagged[-1]) < page.index(passed[0])  # flagged first
+    assert "<ol" not in page  # the options carry their letters: a numbered list read "1. A. ..."
     # decisions: accept a flagged one, reject a passed one
     rc, _, err = cli("steer", "review", written, "--accept", flagged[0], "--reject", passed[0])
     assert rc == 0, err
@@ -242,6 +244,12 @@ def test_check_review_generate_and_run_the_written_set(written, cli, tmp_path):
     el.write_text(json.dumps(doc))
     rc, out, err = cli("steer", "review", written)
     assert rc == 0 and f"unchecked {passed[1]}" in out, (out, err)
+
+
+def test_an_empty_writer_folder_says_no_template_was_kept(cli, tmp_path):
+    (tmp_path / "w" / "templates").mkdir(parents=True)
+    rc, _, err = cli("steer", "review", tmp_path / "w")
+    assert rc == 0 and err.strip() == f"{tmp_path / 'w'}: no kept template; 0 usable", err  # was "w: ; 0 usable"
 
 
 def test_bad_input_is_one_line_without_a_traceback(cli, tmp_path, written):
@@ -458,7 +466,7 @@ def _smol_from_wheel():
 
 
 def test_newcombe_interval_matches_the_papers_example():
-    from econeval.plugins.auto_steer.contamination import newcombe
+    from econeval.intervals import newcombe
 
     lo, hi = newcombe(56, 70, 48, 80)  # Newcombe (1998), Table II, example (a): 0.0524 to 0.3339
     assert abs(lo - 0.0524) < 5e-4 and abs(hi - 0.3339) < 5e-4
@@ -498,7 +506,9 @@ def test_contamination_compares_one_model_on_the_bundled_and_the_written_set(wri
     assert list(rows) == [*doc["elements"], "all elements"] and rows["all elements"]["n"] == "24/24"
     assert rows["all elements"]["values"] == [o["bundled"]["accuracy"], o["written"]["accuracy"], o["difference"]]
     assert rows["all elements"]["intervals"][2] == o["interval"]
-    assert any("writer w" in n for n in tab["notes"])
+    note = next(n for n in tab["notes"] if "writer w" in n)
+    # the review state in words and the runs by their question file's name (issue #59: "review {'passed': 6}", absolute paths)
+    assert re.search(r"review: \d+ \w+", note) and "{" not in note and str(tmp_path) not in note, note
     rc, _, err = cli("report", runs["bundled"], runs["other"], "--format", "json", "--out", tmp_path / "r2.json")
     assert rc == 0 and "steer-me-contamination" not in (tmp_path / "r2.json").read_text()
 

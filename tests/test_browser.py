@@ -1,5 +1,7 @@
-"""The view page and the report in headless Chromium, offline: the view's filters work, the
-report's headline columns are in view at 1,400 px, and the pages are not blank."""
+"""The pages in headless Chromium, offline: the view's filters work, the report's headline
+columns are in view at 1,400 px, every header sits over its column and no label is cut (at 1,400
+and 800 px), the gate's legend lies on no panel, review.html names each option once, and the
+pages are not blank."""
 
 import json
 import os
@@ -23,16 +25,16 @@ def _browser():
     return browser
 
 
-def _run_in_browser(page, probe: str, tmp_path, shot=None) -> dict:
+def _run_in_browser(page, probe: str, tmp_path, shot=None, width: int = 1400) -> dict:
     """Open a copy of `page` with `probe` (JavaScript that returns a JSON-able value) run after
-    the page's own script; the value comes back through the DOM."""
+    the page's own script, in a window `width` pixels wide; the value comes back through the DOM."""
     browser = _browser()
     probe_page = tmp_path / f"probe-{page.name}"
     text = page.read_text()
     script = f"<script>document.body.setAttribute('data-probe', JSON.stringify((function(){{{probe}}})()));</script>"
     probe_page.write_text(text.replace("</body>", script + "</body>"))
     flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run",
-             "--disable-dev-shm-usage", f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1400,3000"]
+             "--disable-dev-shm-usage", f"--user-data-dir={tmp_path / 'profile'}", f"--window-size={width},3000"]
     offline = ["unshare", "-n"] if shutil.which("unshare") and os.geteuid() == 0 else []
     dom = subprocess.run([*offline, browser, *flags, "--dump-dom", probe_page.as_uri()], capture_output=True, text=True,
                          timeout=180)
@@ -133,3 +135,72 @@ def test_runs_differing_in_tasks_get_short_labels_and_every_figure_fits_the_page
     figures = _run_in_browser(page, probe, tmp_path, shot=tmp_path / "report.png")
     assert len(figures) >= 3  # the EconNLI bars, STEER-ME's reliability diagrams and heatmap, the forest plot
     assert all(f["left"] >= 0 and f["right"] <= f["width"] + 1 for f in figures), figures
+
+
+def test_headers_sit_over_their_columns_and_labels_wrap_rather_than_being_cut(cli, tmp_path):
+    """Issue #59: every header was right-aligned over left-aligned names, and a label past 22rem
+    was cut (no tooltip) while half the page stood empty ("2 Consumption Decisions in
+    Non-Strategic En…"); at 1,400 and 800 px every header now aligns as its column's cells, and no
+    cell holds more than it shows."""
+    pytest.importorskip("matplotlib")
+    runs = []
+    for name in ("a", "b"):
+        out = tmp_path / name
+        rc, _, err = cli("run", "--model", f"fake:{name}", "-t", "econnli-zero", "-t", "steer-me", "--limit", "2", "-q", "--out", out)
+        assert rc == 0, err
+        runs.append(out)
+    page = tmp_path / "report.html"
+    rc, _, err = cli("report", *runs, "--format", "html", "--out", page)
+    assert rc == 0, err
+    assert "2 Consumption Decisions in Non-Strategic Environments" in page.read_text()
+    probe = """
+      const out = {tables: 0, misaligned: [], cut: []};
+      for (const t of document.querySelectorAll('table')) {
+        const first = t.querySelector('tbody tr');
+        if (!first) continue;
+        out.tables++;
+        [...t.querySelectorAll('thead th')].forEach((th, i) => {
+          const td = first.children[i];
+          if (td && getComputedStyle(th).textAlign !== getComputedStyle(td).textAlign) out.misaligned.push(th.textContent);
+        });
+        for (const td of t.querySelectorAll('td'))
+          if (td.scrollWidth > td.clientWidth + 1) out.cut.push(td.textContent.slice(0, 80));
+      }
+      return out;"""
+    for width in (1400, 800):
+        got = _run_in_browser(page, probe, tmp_path, shot=tmp_path / f"report-{width}.png", width=width)
+        assert got["tables"] >= 6 and not got["misaligned"] and not got["cut"], (width, got)
+
+
+def test_the_gate_legend_lies_on_no_panel_and_review_names_each_option_once(cli, tmp_path):
+    """Issue #59: the gate's legend sat inside each panel, on the regression threshold's dashed
+    line; now one legend for all lies below them. review.html listed each option as "A. A. 135.00"
+    (a lettered list of lettered options): now the letter once."""
+    pytest.importorskip("matplotlib")
+    runs = []
+    for name in ("a", "b"):
+        out = tmp_path / name
+        rc, _, err = cli("run", "--model", f"fake:{name}", "-t", "econnli-zero", "-t", "econlogicqa-1shot", "--limit", "40", "-q",
+                         "--out", out)
+        assert rc == 0, err
+        runs.append(out)
+    page = tmp_path / "gate.html"
+    rc, _, err = cli("gate", runs[0], "--replay", runs[1], "--plot", page)
+    assert rc in (0, 1, 3), err
+    probe = """
+      const box = el => el.getBoundingClientRect();
+      const legends = [...document.querySelectorAll('svg g[id^="legend_"]')].map(box);
+      const panels = [...document.querySelectorAll('svg g[id^="axes_"] > g[id^="patch_"]')].map(box);
+      const overlap = legends.some(l => panels.some(a => l.left < a.right && a.left < l.right && l.top < a.bottom && a.top < l.bottom));
+      return {legends: legends.length, panels: panels.length, overlap: overlap};"""
+    got = _run_in_browser(page, probe, tmp_path, shot=tmp_path / "gate.png")
+    assert got["legends"] >= 1 and got["panels"] >= 2 and not got["overlap"], got
+    w = tmp_path / "w"
+    fake = ("-M", "respond=econeval.plugins.auto_steer.fake_writer:respond")
+    assert cli("steer", "write", "--writer", "fake:w", *fake, "--out", w, "--element", "average_cost", "--domain", "medical")[0] == 0
+    assert cli("steer", "check", w, "--checker", "fake:c", *fake, "--questions", "1")[0] == 0
+    probe = """
+      const items = [...document.querySelectorAll('li')].filter(li => /^[A-J]\\. /.test(li.textContent.trim()));
+      return {options: items.length, twice: items.filter(li => getComputedStyle(li).listStyleType !== 'none').length};"""
+    got = _run_in_browser(w / "review.html", probe, tmp_path, shot=tmp_path / "review.png")
+    assert got["options"] >= 4 and got["twice"] == 0, got

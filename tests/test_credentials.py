@@ -140,3 +140,105 @@ def test_a_base_url_is_checked_whole_not_by_its_start(cli, tmp_path, url, needle
     one_line(*cli("run", "--model", "openai:m", "--base-url", url, "--task", "econnli-zero", "--limit", "1",
                   "--out", tmp_path / "r"), 2, "base_url must be one http:// or https:// URL", needle)
     assert not (tmp_path / "r").exists()
+
+
+ECHO_KEY = "sk-echo-4f1c9a7e2b"
+ECHO_PASSWORD = "pw-echo-8d3b"  # the base URL's alice:pw-echo-8d3b@, sent as basic auth
+ECHO_HEADER_KEY = "sk-ant-echo-71c2e0b9d4"  # Anthropic's x-api-key
+
+
+class _Echo(JSONHandler):
+    """A server that echoes the credentials it was sent in everything it answers: its model list,
+    the completion's text (after an answer the task parses), a reasoning field, and Anthropic's
+    text and thinking blocks."""
+
+    def _sent(self) -> str:
+        return f"authorization={self.headers.get('Authorization')} x-api-key={self.headers.get('x-api-key')}"
+
+    def do_GET(self):
+        self._send(200, {"data": [{"id": "m1", "owned_by": "vllm", "root": f"m1 {self._sent()}"},
+                                  {"id": "claude-echo", "type": "model", "display_name": self._sent()}]})
+
+    def do_POST(self):
+        body = self.read_json()
+        echo = self._sent()
+        if self.path == "/v1/messages":
+            return self._send(200, {"type": "message", "role": "assistant", "stop_reason": "end_turn",
+                                    "content": [{"type": "thinking", "thinking": f"I was sent {echo}"},
+                                                {"type": "text", "text": f"Yes (A) {echo}"}],
+                                    "usage": {"input_tokens": 12, "output_tokens": 5}})
+        message = {"role": "assistant", "content": f"Yes (A) {echo}", "reasoning_content": f"I was sent {echo}"}
+        choice = {"message": message} if "messages" in body else {"text": f" Yes (A) {echo}"}
+        self._send(200, {"model": "m1", "system_fingerprint": f"fp {echo}",
+                         "choices": [{**choice, "finish_reason": "stop"}], "usage": {"prompt_tokens": 5, "completion_tokens": 9}})
+
+
+def _readable(path: Path) -> str:
+    """A file's text; a zip archive's (an Inspect `.eval` log) members' text."""
+    import zipfile
+
+    if zipfile.is_zipfile(path):
+        import inspect_ai.log  # noqa: F401 - registers the zstd compression of an .eval log's members with zipfile
+        with zipfile.ZipFile(path) as z:
+            return "\n".join(z.read(n).decode("utf-8", "replace") for n in z.namelist())
+    return path.read_text("utf-8", "replace")
+
+
+@pytest.mark.parametrize("sent", ["key", "password", "header"])
+def test_a_secret_a_server_echoes_is_in_no_file_export_or_page(cli, tmp_path, sent):
+    """Issue #56 item 1: a key the server echoed in its answer was stored in samples.jsonl and
+    run.json and published by `view` and the exports. Every secret econeval sends (the API key as
+    a bearer token, a base URL's password as basic auth, Anthropic's x-api-key header) is in no
+    file of the run folder, no export, no page, no report and no message."""
+    import base64
+
+    srv, url = serve(_Echo)
+    try:
+        host = url.split("://", 1)[1]
+        if sent == "key":
+            args = ("--model", "openai:m1", "--base-url", url, "--api-key-env", "ECHO_KEY", "--chat", "on")
+            env, secrets = {"ECHO_KEY": ECHO_KEY}, [ECHO_KEY]
+        elif sent == "password":
+            args = ("--model", "openai:m1", "--base-url", f"http://alice:{ECHO_PASSWORD}@{host}/v1", "--chat", "on")
+            env, secrets = {}, [ECHO_PASSWORD, base64.b64encode(f"alice:{ECHO_PASSWORD}".encode()).decode()]
+        else:
+            args = ("--model", "anthropic:claude-echo", "--base-url", url, "--api-key-env", "ECHO_KEY")
+            env, secrets = {"ECHO_KEY": ECHO_HEADER_KEY}, [ECHO_HEADER_KEY]
+        out = tmp_path / "run"
+        rc, so, se = cli("run", *args, "--task", "econnli-zero", "--task", "steer-me", "--limit", "2", "-q", "--bootstrap", "0",
+                         "--out", out / sent, env=env)
+        assert rc == 0, se
+        outputs = [so, se]
+    finally:
+        srv.shutdown()
+    exports = tmp_path / "exports"
+    for run in sorted(p for p in out.iterdir() if p.is_dir()):
+        samples = (run / "samples.jsonl").read_text()
+        assert "Yes" in samples and "[redacted]" in samples  # the answers are kept, the secrets in them replaced
+        for fmt, name in (("table", "t.csv"), ("lm-eval", "l.json"), ("every-eval-ever", "e.json"), ("inspect", "inspect")):
+            if fmt == "inspect":
+                pytest.importorskip("inspect_ai", reason="the inspect extra (installed by tools/bootstrap.sh)")
+            rc, so, se = cli("export", run, "--format", fmt, "--out", exports / run.name / name)
+            assert rc == 0, se
+            outputs += [so, se]
+        rc, so, se = cli("view", run, "--out", exports / f"{run.name}.html")
+        assert rc == 0, se
+        rc2, so2, se2 = cli("report", run, "--format", "html", "--out", exports / f"{run.name}.report.html")
+        assert rc2 == 0, se2
+        outputs += [so, se, so2, se2]
+    files = [p for root in (out, exports) for p in root.rglob("*") if p.is_file()]
+    leaks = [(str(p.relative_to(tmp_path)), s) for p in files for s in secrets if s in _readable(p)]
+    leaks += [("output", s) for o in outputs for s in secrets if s in o]
+    assert not leaks, leaks
+
+
+def test_a_placeholder_key_is_left_in_the_answers_it_would_change():
+    """A key of fewer than 8 characters (EMPTY, none: what a keyless local server is sent) is not
+    cut out of a model's answers, which would change them; a real key is, and every key is still
+    cut out of a server's error text."""
+    from econeval.backends.http_client import Redactor
+
+    doc = {"choices": [{"text": "none of the above; sk-real-0123456789 and none"}]}
+    assert Redactor("none").answer(doc) == doc
+    assert Redactor("sk-real-0123456789").answer(doc)["choices"][0]["text"] == "none of the above; [redacted] and none"
+    assert Redactor("none")("server said: none") == "server said: [redacted]"

@@ -1,5 +1,6 @@
 """EconNLI Table 4 from predictions: the released parse rule and sklearn's arithmetic."""
 
+import csv
 import json
 from pathlib import Path
 
@@ -313,3 +314,88 @@ def test_the_api_variant_strips_newlines_only_as_released():
     assert task.score(item, {"response": "\nYes"}, api)["parsed"] == 1
     assert task.score(item, {"response": " Yes"}, api)["parsed"] is None  # empty first token, as the released cell read it
     assert task.score(item, {"response": " Yes"}, local)["parsed"] == 1
+
+
+# The released fine-tuning notebook's evaluation prompt (fine-tuned_model_evaluation.ipynb,
+# get_zero_shot_results_from_llama), line by line as its source cell holds it: an f-string whose
+# lines end in a backslash continuation, and a "\n" escape before "### Answer:".
+SFT_NOTEBOOK_LINES = ["### Question: Conduct inference on economic events. We provide a premise and a hypothesis,\\",
+                      "both of them are economical events. Infer \\",
+                      "whether the premise can cause the happening of the hypothesis. Only answer 'Yes' or 'No'. \\",
+                      "premise: {cause}, hypothesis: {effect}. \\",
+                      "\\n ### Answer:"]
+
+
+def test_the_sft_prompt_is_the_released_fine_tuning_notebooks_and_only_zero_shot_takes_it():
+    from econeval.benchmarks.econnli import ICLTask, ZeroShot
+    from econeval.context import RunContext
+    from econeval.errors import UsageError
+
+    source = "".join(line[:-1] if line.endswith("\\") else line for line in SFT_NOTEBOOK_LINES).replace("\\n", "\n")
+    task = ZeroShot()
+    prep = task.prepare(RunContext(task_options={"prompt": "sft"}))
+    item = prep.items[0]
+    req = task.requests(item, prep, {})["response"]
+    assert req.prompt == source.format(cause=item["premise"], effect=item["hypothesis"])
+    assert req.prompt.endswith(". \n ### Answer:") and req.prompt.startswith(req.prefix) and req.prefix.endswith("'No'. ")
+    assert req.max_tokens == 3  # the notebook's max_new_tokens
+    assert prep.settings["prompt_variant"] == "sft" and prep.settings["variant_version"] == "econnli-sft/1"
+    assert "variant_version" not in task.prepare(RunContext()).settings  # the other variants keep their identity
+    assert task.score(item, {"response": " Yes"}, prep)["parsed"] == 1  # the text after "### Answer:", stripped
+    assert task.score(item, {"response": " no."}, prep)["parsed"] == 0
+    with pytest.raises(UsageError, match="'sft' is not one of"):
+        ICLTask().prepare(RunContext(task_options={"prompt": "sft"}))
+
+
+def test_a_fine_tuned_models_run_is_a_table_3_row_beside_the_published_mean_and_std(cli, tmp_path):
+    out = tmp_path / "sft"
+    rc, _, err = cli("run", "--model", "fake:tuned", "--task", "econnli-zero", "-T", "prompt=sft", "--limit", "8", "-q",
+                     "--bootstrap", "0", "--out", out)
+    assert rc == 0, err
+    rc, md, err = cli("report", out)
+    assert rc == 0, err
+    table3 = md.split("## EconNLI Table 3")[1].split("\n## ")[0]
+    assert "| paper | LLAMA2-chat(7B) | SFT (LoRA) | 0.889 ± 0.003 | 0.867 ± 0.008 |" in table3
+    assert "| paper | BERT | SFT (classifier head) | 0.769 ± 0.006 |" in table3 and "| run | tuned | SFT prompt (D.1) |" in table3
+    assert "## EconNLI Table 4" not in md  # a fine-tuned model's row is not a prompting method's
+    rc, doc, _ = cli("report", out, "--format", "json")
+    rows = {t["id"]: t["rows"] for t in json.loads(doc)["tables"]}
+    assert [r["std"] for r in rows["econnli-table3"] if r["label"] == "LLAMA2-chat(13B)"] == \
+        [[0.012, 0.06, 0.031, 0.045, 0.014, 0.021, 0.021, 0.025, 0.026]]
+
+
+def test_a_self_judged_table_6_row_says_so_in_every_table_and_export(cli, tmp_path):
+    """Table 6 without --judge (the default): the evaluated model labels its own answers. Such a row
+    is never shown as if GPT-4 had judged it, as the paper's rows were."""
+    runs = {}
+    for name, judge in (("self", ()), ("same", ("--judge", "fake:a")), ("other", ("--judge", "fake:j"))):
+        runs[name] = tmp_path / name
+        rc, _, err = cli("run", "--model", "fake:a", *judge, "--task", "econnli-gen", "--limit", "4", "-q", "--bootstrap", "0",
+                         "--out", runs[name])
+        assert rc == 0, err
+    rc, doc, err = cli("report", *runs.values(), "--format", "json")
+    assert rc == 0, err
+    table6 = next(t for t in json.loads(doc)["tables"] if t["id"] == "econnli-table6")
+    assert {r["setting"] for r in table6["rows"] if r["source"] == "paper"} == {"judge: GPT-4"}
+    assert [r["setting"] for r in table6["rows"] if r["source"] == "run"] == ["self-judged", "self-judged", "judge: j"]
+    assert any(n.startswith("self-judged: the evaluated model labelled its own answers") for n in table6["notes"])
+    for name, want in (("self", "self-judged"), ("same", "self-judged"), ("other", "j")):
+        folder = runs[name]
+        table = tmp_path / f"{name}.csv"
+        assert cli("export", folder, "--format", "table", "--out", table)[0] == 0
+        rows = list(csv.DictReader(line for line in table.read_text().splitlines() if not line.startswith("#")))
+        assert rows and {r["judge"] for r in rows} == {want}
+        lm = tmp_path / f"{name}-lm.json"
+        assert cli("export", folder, "--format", "lm-eval", "--out", lm)[0] == 0
+        assert json.loads(lm.read_text())["configs"]["econnli-gen"]["judge"] == want
+        eee = tmp_path / f"{name}-eee.json"
+        assert cli("export", folder, "--format", "every-eval-ever", "--out", eee)[0] == 0
+        results = json.loads(eee.read_text())["evaluation_results"]
+        assert {r["source_data"]["additional_details"]["judge"] for r in results} == {want}
+        assert {r["score_details"]["details"]["judge"] for r in results} == {want}
+    pytest.importorskip("inspect_ai")
+    from econeval.publish.export_inspect import eval_logs
+    from econeval.store.finished import open_checked
+
+    log = eval_logs(open_checked(runs["self"]))["econnli-gen"]
+    assert log.results.scores[0].metadata["judge"] == "self-judged"

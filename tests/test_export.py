@@ -25,9 +25,9 @@ def every_suite(tmp_path_factory):
 
 
 def _csv_rows(path: Path) -> list[dict]:
-    lines = path.read_text().splitlines()
-    assert lines[0].startswith("# econeval_export table/1")
-    return list(csv.DictReader(lines[1:]))
+    rows = list(csv.DictReader(path.read_text().splitlines()))
+    assert rows and all(r["econeval_export"].startswith("table/3 econeval ") for r in rows)
+    return rows
 
 
 def test_the_table_holds_every_item_and_the_item_metrics(cli, tmp_path, every_suite):
@@ -68,10 +68,11 @@ def test_the_table_holds_every_item_and_the_item_metrics(cli, tmp_path, every_su
     cf = [r for r in rows if r["task"].startswith("cfbenchmark")]
     assert cf and all(r["parsed"] == (by_key[(r["task"], r["item_id"])].get("answer") or None) for r in cf)
     assert all(r["subtask"] == r["group"] for r in cf)
-    # pandas reads both as they are, with the same types (docs/exports.md's worked example)
+    # pandas reads both as they are, with no option, the same columns and types (docs/exports.md's worked example)
     pd = pytest.importorskip("pandas")
-    for frame in (pd.read_parquet(tmp_path / "t.parquet"), pd.read_csv(tmp_path / "t.csv", comment="#")):
-        assert len(frame) == len(samples)
+    for frame in (pd.read_parquet(tmp_path / "t.parquet"), pd.read_csv(tmp_path / "t.csv")):
+        assert list(frame.columns) == [f.name for f in table.schema] and frame.columns[-1] == "econeval_export"
+        assert len(frame) == len(samples) and frame["econeval_export"].str.startswith("table/3 econeval ").all()
         by = frame[frame.task == "steer-me"].groupby("element")["metric_accuracy"].agg(["mean", "count"])
         assert by["count"].sum() == len(steer) and by["mean"].between(0, 1).all()
         assert frame["metric_accuracy"].dtype == "float64" and frame["n_prompt_tokens"].dropna().astype(int).ge(0).all()
@@ -141,7 +142,9 @@ def test_lm_eval_results_pass_lm_evals_own_schema(cli, tmp_path, every_suite, lm
     assert left_out > 0  # the fake model leaves econnli-cot unparsed: the case the schema refused as null
     assert doc["n-shot"]["econlogicqa-5shot"] == 5 and doc["n-shot"]["cfbenchmark-few"] == 3
     assert doc["higher_is_better"]["steer-me"]["ECE"] is False
-    assert doc["config"]["model_args"] == "m"
+    # the model as lm-eval writes model_args (key=value), read as Every Eval Ever's `convert lm_eval` reads it:
+    # a model whose developer nothing names is its bare name (the converter then asks for a developer)
+    assert doc["config"]["model_args"] == "pretrained=m" and doc["model_name"] == "m"
     started = json.loads((every_suite / "run.json").read_text())["started"]
     from datetime import datetime
 
@@ -153,6 +156,40 @@ def test_lm_eval_results_pass_lm_evals_own_schema(cli, tmp_path, every_suite, lm
                 {**doc, "results": {**doc["results"], "steer-me": {**doc["results"]["steer-me"], "acc,none": None}}}):
         with pytest.raises(Exception, match="validation error"):
             lm_eval_schema.validate_python(bad)
+
+
+def _as_eee_reads_model_args(model_args: str) -> dict[str, str]:
+    """lm-eval's model_args as Every Eval Ever 0.3.0's lm-eval converter parses it
+    (converters/lm_eval/utils.py, parse_model_args: comma-separated key=value pairs)."""
+    out: dict[str, str] = {}
+    for part in model_args.split(","):
+        if "=" in part:
+            key, value = part.split("=", 1)
+            out[key.strip()] = value.strip()
+        elif out:
+            out[list(out)[-1]] += "," + part
+    return out
+
+
+def test_lm_eval_model_args_name_the_model_and_its_developer(cli, tmp_path, every_suite, organised_gguf_run, lm_eval_schema):
+    """Every Eval Ever's `convert lm_eval` takes the model's id from model_args' `pretrained` and its
+    developer from the part before the `/`, and refuses a record without one: model_args is
+    lm-eval's key=value form, the developer named as the Every Eval Ever export names it."""
+    cases = [(organised_gguf_run[0], [], "TinyLab/tiny-llama-1K"), (every_suite, ["--developer", "fake-lab"], "fake-lab/m")]
+    for run, more, model in cases:
+        out = tmp_path / "r.json"
+        rc, _, err = cli("export", run, "--format", "lm-eval", *more, "--out", out)
+        assert rc == 0, err
+        doc = json.loads(out.read_text())
+        lm_eval_schema.validate_python(doc)
+        args = _as_eee_reads_model_args(doc["config"]["model_args"])
+        assert args == {"pretrained": model} and args["pretrained"].split("/")[0] == model.split("/")[0]
+        assert doc["model_name"] == model and doc["model_name_sanitized"] == model.replace("/", "__")
+        # the same model id as the Every Eval Ever export's
+        eee = _eee_path(tmp_path, *model.split("/"))
+        rc, _, err = cli("export", run, "--format", "every-eval-ever", *more, "--out", eee)
+        assert rc == 0, err
+        assert json.loads(eee.read_text())["model_info"]["id"] == model
 
 
 def test_a_sample_runs_intervals_become_standard_errors(cli, tmp_path, lm_eval_schema):
@@ -185,11 +222,14 @@ def test_export_refusals(cli, tmp_path, every_suite):
         rc, _, err = cli(*args)
         assert rc == 2 and says in err and len(err.strip().splitlines()) == 1, (args, err)
     assert other.read_text() == "mine" and not (tmp_path / "x.csv").exists()
-    # an earlier export is replaced
+    # an earlier export is replaced, an older table format's (a `# econeval_export table/2` first line) too
     out = tmp_path / "again.csv"
     for _ in range(2):
         rc, _, err = cli("export", every_suite, "--format", "table", "--out", out)
         assert rc == 0, err
+    out.write_text("# econeval_export table/2 econeval 0.2.0\nrun,model\nr,m\n")
+    rc, _, err = cli("export", every_suite, "--format", "table", "--out", out)
+    assert rc == 0 and not out.read_text().startswith("#"), err
 
 
 def test_a_gate_folder_is_no_lm_eval_result(cli, tmp_path):
@@ -222,14 +262,31 @@ def test_inspect_logs_read_back_with_inspects_own_reader(cli, tmp_path, every_su
 
     meta = json.loads((every_suite / "run.json").read_text())
     started, timing = meta["started"], meta["timing"]
-    assert {p.name for p in out.glob("*.json")} == {log_name(started, name) for name in results}
-    leads = {}
+    # Inspect's own `.eval` logs by default, named as Inspect names them
+    assert {p.name for p in out.iterdir() if not p.name.startswith(".")} == {log_name(started, name, "eval") for name in results}
+    leads, as_eval = {}, {}
     for name, res in results.items():
-        log = read_eval_log(str(out / log_name(started, name)))
+        log = as_eval[name] = read_eval_log(str(out / log_name(started, name, "eval")))
         task = registry.get_task(name)
         recs = {s["id"]: s for s in samples if s["task"] == name}
         assert log.status == "success" and log.eval.task == f"econeval/{name}" and log.eval.model == "fake/m"
         assert len(log.samples) == len(recs) and log.results.total_samples == len(recs)
+        # what `inspect view`'s log list shows, from the log's header alone: samples, tokens, duration, task arguments
+        head = read_eval_log(str(out / log_name(started, name, "eval")), header_only=True)
+        assert head.samples is None and head.results.total_samples == len(recs)
+        assert head.stats.model_usage == log.stats.model_usage and sum(u.total_tokens for u in head.stats.model_usage.values()) > 0
+        assert (head.stats.started_at, head.stats.completed_at) == (log.stats.started_at, log.stats.completed_at)
+        assert head.eval.task_args == head.eval.task_args_passed == dict(meta["tasks"][name]["options"])
+        # each sample's conversation: every prompt once as a user turn, every text answer once as an assistant turn
+        for s in log.samples:
+            rec = recs[s.id]
+            prompts = list(dict.fromkeys(rec.get("prompts", {}).values()))
+            answers = [rec[k] for k in rec.get("calls", {}) if isinstance(rec.get(k), str) and k in rec.get("prompts", {})]
+            assert [m.text for m in s.messages if m.role == "user"] == prompts, (name, s.id)
+            assert [m.text for m in s.messages if m.role == "assistant"] == answers, (name, s.id)
+            assert s.input == (prompts[0] if prompts else "") and s.messages[0].role == "user"
+        if name == "econnli-zero":  # an answer and the option log-probabilities on the same prompt: one exchange
+            assert all([m.role for m in s.messages] == ["user", "assistant"] for s in log.samples)
         metrics = log.results.scores[0].metrics
         if task.lead and metrics:
             leads[name] = next(iter(metrics))
@@ -266,9 +323,15 @@ def test_inspect_logs_read_back_with_inspects_own_reader(cli, tmp_path, every_su
                 assert s.target == "ABCDEFGHIJ"[rec["gold"]]
                 assert s.scores["econeval"].answer == (None if rec.get("parsed") is None else "ABCDEFGHIJ"[rec["parsed"]])
     assert leads == {"econnli-zero": "F1", "econnli-icl": "F1", "cfbenchmark-zero": "Avg", "cfbenchmark-few": "Avg"}
-    # the folder is replaced by a later export, and another folder is refused
-    rc, _, err = cli("export", every_suite, "--format", "inspect", "--out", out)
+    # the folder is replaced by a later export (here in Inspect's JSON log format), and another folder is refused
+    rc, _, err = cli("export", every_suite, "--format", "inspect", "--log-format", "json", "--out", out)
     assert rc == 0, err
+    assert {p.name for p in out.iterdir() if not p.name.startswith(".")} == {log_name(started, name, "json") for name in results}
+    again = read_eval_log(str(out / log_name(started, "econnli-zero", "json")))
+    assert again.results == as_eval["econnli-zero"].results and again.stats == as_eval["econnli-zero"].stats
+    assert len(again.samples) == len([s for s in samples if s["task"] == "econnli-zero"])
+    rc, _, err = cli("export", every_suite, "--format", "table", "--log-format", "json", "--out", tmp_path / "t.csv")
+    assert rc == 2 and "--log-format is for --format inspect" in err, err
     other = tmp_path / "mine"
     other.mkdir()
     (other / "keep.txt").write_text("keep")
@@ -276,15 +339,91 @@ def test_inspect_logs_read_back_with_inspects_own_reader(cli, tmp_path, every_su
     assert rc == 2 and "not an earlier export" in err and (other / "keep.txt").read_text() == "keep"
 
 
-@pytest.mark.slow  # a real browser
-def test_inspect_view_shows_the_exported_logs_in_chromium(cli, tmp_path, every_suite):
-    """`inspect view` (Inspect's own viewer, served on 127.0.0.1) lists every exported task's log
-    in Debian's Chromium, with nothing fetched from outside."""
+@pytest.fixture
+def inspect_view():
+    """`inspect view` (Inspect's own viewer server) on 127.0.0.1 over a folder: a function that
+    starts it and returns its address; stopped after the test."""
     import socket
     import subprocess
     import sys
     import time
     import urllib.request
+
+    servers = []
+
+    def start(folder: Path) -> str:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        inspect = Path(sys.executable).with_name("inspect")
+        servers.append(subprocess.Popen([str(inspect), "view", "--log-dir", str(folder), "--host", "127.0.0.1", "--port", str(port)],
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        url = f"http://127.0.0.1:{port}"
+        for _ in range(240):  # it starts in seconds; a loaded machine may take a minute
+            try:
+                urllib.request.urlopen(f"{url}/api/logs", timeout=2).read()
+                return url
+            except OSError:
+                assert servers[-1].poll() is None, "inspect view exited"
+                time.sleep(0.5)
+        raise AssertionError("inspect view did not answer in 120 s")
+
+    yield start
+    for server in servers:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def test_inspect_views_log_list_has_each_logs_samples_tokens_duration_and_task_arguments(cli, tmp_path, every_suite, inspect_view):
+    """What `inspect view`'s log list shows of each log, read through the viewer's own server as its
+    page reads it: it lists the folder (/api/logs), and reads an `.eval` log's header (the samples
+    count, token usage, start and end, task arguments) from the log's bytes (/api/log-bytes); of a
+    `.json` log it has only a preview (task, model, score) until it has downloaded the whole log,
+    so the list showed `-` for those four."""
+    import urllib.parse
+    import urllib.request
+    from datetime import datetime
+
+    pytest.importorskip("inspect_ai", reason="the inspect extra (installed by tools/bootstrap.sh)")
+    from inspect_ai.log import read_eval_log
+
+    out = tmp_path / "logs"
+    rc, _, err = cli("export", every_suite, "--format", "inspect", "--out", out)
+    assert rc == 0, err
+    url = inspect_view(out)
+    meta = json.loads((every_suite / "run.json").read_text())
+    samples = read_lines(every_suite / "samples.jsonl")
+
+    def get(path: str) -> bytes:
+        return urllib.request.urlopen(f"{url}/api/{path}", timeout=60).read()
+
+    listed = json.loads(get("logs"))["files"]
+    assert sorted(f["task"] for f in listed) == sorted(meta["tasks"])
+    for entry in listed:
+        assert entry["name"].endswith(".eval"), entry["name"]  # the viewer reads a full header of an .eval log only
+        name = urllib.parse.quote(entry["name"], safe="")  # as the page names it (encodeURIComponent)
+        size = int(get(f"log-size/{name}"))
+        got = tmp_path / "served.eval"
+        got.write_bytes(get(f"log-bytes/{name}?start=0&end={size - 1}"))
+        head = read_eval_log(str(got), header_only=True)
+        task = entry["task"]
+        recs = [s for s in samples if s["task"] == task]
+        assert head.results.total_samples == head.results.completed_samples == len(recs)  # Samples
+        counted = sum(c.get("n_prompt_tokens", 0) + c.get("n_tokens", 0) for s in recs for c in s["calls"].values())
+        assert sum(u.total_tokens for u in head.stats.model_usage.values()) == counted > 0  # Tokens
+        spent = datetime.fromisoformat(head.stats.completed_at) - datetime.fromisoformat(head.stats.started_at)
+        assert spent.total_seconds() == pytest.approx(meta["timing"][task]["seconds"], abs=1e-3)  # Duration
+        assert head.eval.task_args_passed == dict(meta["tasks"][task]["options"])  # Task Args
+        # the server's own header read (/api/log-headers) agrees
+        served = json.loads(get(f"log-headers?file={name}"))[0]
+        assert served["results"]["total_samples"] == len(recs) and served["eval"]["task_args_passed"] == head.eval.task_args_passed
+
+
+@pytest.mark.slow  # a real browser
+def test_inspect_view_shows_the_exported_logs_in_chromium(cli, tmp_path, every_suite, inspect_view):
+    """`inspect view` (Inspect's own viewer, served on 127.0.0.1) lists every exported task's log
+    in Debian's Chromium, with nothing fetched from outside."""
+    import subprocess
 
     pytest.importorskip("inspect_ai", reason="the inspect extra (installed by tools/bootstrap.sh)")
     from test_browser import _browser
@@ -293,36 +432,20 @@ def test_inspect_view_shows_the_exported_logs_in_chromium(cli, tmp_path, every_s
     out = tmp_path / "logs"
     rc, _, err = cli("export", every_suite, "--format", "inspect", "--out", out)
     assert rc == 0, err
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    inspect = Path(sys.executable).with_name("inspect")
-    server = subprocess.Popen([str(inspect), "view", "--log-dir", str(out), "--host", "127.0.0.1", "--port", str(port)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        url = f"http://127.0.0.1:{port}/"
-        for _ in range(120):
-            try:
-                urllib.request.urlopen(url, timeout=1).read()
-                break
-            except OSError:
-                time.sleep(0.5)
-        flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run",
-                 "--disable-dev-shm-usage", f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1400,1000",
-                 "--virtual-time-budget=60000"]
-        names = [f"econeval/{name}" for name in json.loads((every_suite / "results.json").read_text())["tasks"]]
-        for _ in range(4):  # the viewer reads the logs' headers on its first listing: a later page has them all
-            dom = subprocess.run([browser, *flags, "--dump-dom", url], capture_output=True, text=True, timeout=240)
-            assert dom.returncode == 0, dom.stderr[-2000:]
-            if all(n in dom.stdout for n in names):
-                break
-        assert [n for n in names if n not in dom.stdout] == []
-        shot = tmp_path / "inspect-view.png"
-        subprocess.run([browser, *flags, f"--screenshot={shot}", url], capture_output=True, timeout=240)
-        assert shot.stat().st_size > 10_000
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
+    url = inspect_view(out) + "/"
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run",
+             "--disable-dev-shm-usage", f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1400,1000",
+             "--virtual-time-budget=60000"]
+    names = [f"econeval/{name}" for name in json.loads((every_suite / "results.json").read_text())["tasks"]]
+    for _ in range(4):  # the viewer reads the logs' headers on its first listing: a later page has them all
+        dom = subprocess.run([browser, *flags, "--dump-dom", url], capture_output=True, text=True, timeout=240)
+        assert dom.returncode == 0, dom.stderr[-2000:]
+        if all(n in dom.stdout for n in names):
+            break
+    assert [n for n in names if n not in dom.stdout] == []
+    shot = tmp_path / "inspect-view.png"
+    subprocess.run([browser, *flags, f"--screenshot={shot}", url], capture_output=True, timeout=240)
+    assert shot.stat().st_size > 10_000
 
 
 def _eee_path(root: Path, developer: str = "fake", model: str = "m") -> Path:
@@ -371,7 +494,7 @@ def test_every_eval_ever_records_hold_the_headline_numbers(cli, tmp_path, every_
     for bad in ("", "a/b"):
         rc, _, err = cli("export", every_suite, "--format", "every-eval-ever", "--developer", bad, "--out", out)
         assert rc == 2 and "--developer" in err and len(err.strip().splitlines()) == 1, err
-    rc, _, err = cli("export", every_suite, "--format", "lm-eval", "--developer", "x", "--out", tmp_path / "r.json")
+    rc, _, err = cli("export", every_suite, "--format", "table", "--developer", "x", "--out", tmp_path / "r.csv")
     assert rc == 2 and "every-eval-ever" in err, err
 
 
@@ -471,3 +594,28 @@ def test_every_eval_ever_records_pass_the_packages_own_validator(cli, tmp_path, 
     check = subprocess.run([str(eee_validator), "-m", "every_eval_ever.validator.validate", "--format", "json",
                             str(flat.relative_to(tmp_path / "flat"))], capture_output=True, text=True, timeout=300, cwd=tmp_path / "flat")
     assert check.returncode == 2 and "model_info" in check.stdout, check.stdout[-3000:]
+
+
+@pytest.mark.slow  # a Python 3.12 environment with the every-eval-ever package
+def test_every_eval_ever_converts_and_validates_the_lm_eval_export(cli, tmp_path, every_suite, eee_validator, organised_gguf_run):
+    """Every Eval Ever's own `convert lm_eval` reads the lm-eval export (it refused a bare model
+    name: "model_info.developer is required"), and its validator passes what it writes."""
+    import subprocess
+
+    tool = eee_validator.with_name("every_eval_ever")
+    cases = [(organised_gguf_run[0], [], "TinyLab/tiny-llama-1K"), (every_suite, ["--developer", "fake-lab"], "fake-lab/m")]
+    for n, (run, more, model) in enumerate(cases):
+        out = tmp_path / f"results-{n}.json"
+        rc, _, err = cli("export", run, "--format", "lm-eval", *more, "--out", out)
+        assert rc == 0, err
+        got = subprocess.run([str(tool), "convert", "lm_eval", "--log_path", str(out), "--output_dir", f"data-{n}/data"],
+                             capture_output=True, text=True, timeout=300, cwd=tmp_path)
+        assert got.returncode == 0, got.stdout[-2000:] + got.stderr[-2000:]
+        files = sorted(str(p.relative_to(tmp_path / f"data-{n}")) for p in (tmp_path / f"data-{n}").rglob("*.json"))
+        # one record per task with a number (econnli-cot: every answer unparsed, no number to convert)
+        numbers = [t for t, r in json.loads(out.read_text())["results"].items() if any(k.endswith(",none") for k in r)]
+        assert len(files) == len(numbers) > 0, (files, numbers)
+        assert {json.loads((tmp_path / f"data-{n}" / f).read_text())["model_info"]["id"] for f in files} == {model}
+        check = subprocess.run([str(tool), "validate", "--format", "json", *files], capture_output=True, text=True,
+                               timeout=300, cwd=tmp_path / f"data-{n}")
+        assert check.returncode == 0, check.stdout[-3000:] + check.stderr[-2000:]

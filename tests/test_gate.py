@@ -189,11 +189,12 @@ def test_a_planted_regression_is_caught_by_the_gate_and_by_compare(cli, tmp_path
     assert rc == 1 and doc["verdict"] == "regression", (out, err)
     assert doc["items_used"] < len(items) / 4  # decided long before the end
     # the e-processes step by step: a chunk a step, the regression's crossing its threshold at the last one only
-    (prog,) = doc["progress"]
+    assert [p["metric"] for p in doc["progress"]] == ["accuracy", "unanswered"]  # the unanswered share is gated too
+    prog = doc["progress"][0]
     steps = prog["steps"]
     assert (prog["task"], prog["metric"], prog["verdict"]) == ("econnli-zero", "accuracy", "regression")
     assert [x["items"] for x in steps] == list(range(16, 16 * len(steps) + 1, 16)) and steps[-1]["items"] == doc["items_used"]
-    assert prog["threshold_regression"] == pytest.approx(np.log(1 / 0.05))
+    assert prog["threshold_regression"] == pytest.approx(np.log(2 / 0.05))  # alpha split over the two gated metrics
     crossed = [x["log_wealth_regression"] is None or x["log_wealth_regression"] >= prog["threshold_regression"] for x in steps]
     assert crossed[-1] and not any(crossed[:-1])
     page = (tmp_path / "gate.html").read_text()
@@ -211,7 +212,11 @@ def test_a_planted_regression_is_caught_by_the_gate_and_by_compare(cli, tmp_path
     assert rc == 2 and "item metrics of these tasks: accuracy" in err, err
 
 
-def test_a_budget_run_stops_on_time_reports_estimates_for_every_task_and_continues_to_the_full_set(cli, tmp_path, tiny_model):
+def test_a_budget_run_stops_on_time_reports_estimates_for_every_task_and_continues_to_the_full_set(cli, tmp_path, tiny_model,
+                                                                                                  monkeypatch):
+    from econeval.run import selection
+    from fake_clock import CLOCK, on_clock
+
     q = _questions(cli, tmp_path, per_element=40)
     folder = tmp_path / "budget"
     base = ("run", "--model", tiny_model, "-t", "steer-me", "-t", "econnli-cot", "-T", f"questions={q}", "-P", "2",
@@ -220,8 +225,16 @@ def test_a_budget_run_stops_on_time_reports_estimates_for_every_task_and_continu
     assert rc == 1 and out.count("not reached") == 2 and not (folder / "results.json").exists(), (out, err)
     assert "nothing was evaluated" in err
     assert json.loads((folder / "results-partial.json").read_text())["not_reached"] == ["steer-me", "econnli-cot"]
-    rc, out, err = cli(*base, "--budget", "12s")
+    # a fake model whose answers take a second each of the tests' clock: the budget binds the same on any machine
+    # (econnli-cot's chunks take 16 s of it, steer-me's, scored by log-probabilities, none)
+    CLOCK.reset()
+    monkeypatch.setattr(selection, "from_flags", on_clock(selection.from_flags))
+    folder = tmp_path / "fake"
+    base = ("run", "--model", "fake:m", "-M", "respond=fake_clock:slow", "-t", "steer-me", "-t", "econnli-cot",
+            "-T", f"questions={q}", "--quiet", "--out", folder)
+    rc, out, err = cli(*base, "--budget", "40s")
     assert rc == 0, err
+    assert CLOCK.now() <= 40.0
     meta = json.loads((folder / "run.json").read_text())
     assert meta["stopped_early"]["why"] == "budget spent"
     doc = json.loads((folder / "results-partial.json").read_text())
@@ -230,10 +243,10 @@ def test_a_budget_run_stops_on_time_reports_estimates_for_every_task_and_continu
     for res in doc["tasks"].values():
         est = res.get("estimate")
         assert est is None or (0 < est["from"] < est["of"] and res["intervals"] and "stratified sample" in est["note"])
-    cot = doc["tasks"]["econnli-cot"]["estimate"]  # 1,026 items of up to 200 tokens each: far more than 12 s
+    cot = doc["tasks"]["econnli-cot"]["estimate"]  # 1,026 items of a second each: far more than 40 s
     assert cot["of"] == 1026 and cot["strata"] == 2 and not (folder / "results.json").exists()
     assert f"(estimates: {cot['from']:,} of 1,026 items)" in out
-    rc, out, err = cli(*base[:5], *base[7:])  # steer-me alone (a task of the folder) to its full set
+    rc, out, err = cli(*base[:7], *base[9:])  # steer-me alone (a task of the folder) to its full set
     assert rc == 0, err
     full = json.loads((folder / "results.json").read_text())
     assert full["tasks"]["steer-me"]["n"] == 80 and "estimate" not in full["tasks"]["steer-me"]
@@ -364,7 +377,7 @@ def test_a_metric_the_baseline_cannot_provide_is_not_gated_and_the_task_says_whi
     recs = {f"steer-me/x/{i}": {"id": f"steer-me/x/{i}", "task": "steer-me", "correct": bool(i % 2), "parsed": "A"}
             for i in range(64)}
     g = Gate.build(1, ["steer-me"], {"steer-me": recs}, 0.05, 0.05)
-    assert [r.metric for tg in g.tasks.values() for r in tg.rows] == ["accuracy"]
+    assert [r.metric for tg in g.tasks.values() for r in tg.rows] == ["accuracy", "unanswered"]
     assert "steer-me Brier" in g.not_gated
     g.replay({"steer-me": recs})
     assert verdict_of(r.verdict for r in g.rows()) == "pass"  # the baseline against itself

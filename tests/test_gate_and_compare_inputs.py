@@ -5,6 +5,7 @@ objects of another type, a candidate lacking a task."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from conftest import edit_samples, fake_run, one_line, scored_folder
@@ -110,3 +111,36 @@ def test_compare_refuses_a_margin_that_is_no_number_and_tampered_folders(cli, tm
     (b / "run.json").write_text(json.dumps(meta))
     rc, _, err = cli("report", a, b)
     assert rc in (0, 2) and "Traceback" not in err and "internal error" not in err
+
+
+@pytest.mark.parametrize("flag", ["--plot", "--junit"])
+@pytest.mark.parametrize("where", ["under a file", "proc", "read-only", "new folders"])
+def test_a_gate_output_that_cannot_be_written_is_refused_before_the_gate_runs(cli, tmp_path, flag, where):
+    """Issue #56 item 5: --plot or --junit onto a path no file can be made at turned a pass into
+    exit 1 after the gate ran, its verdict unprinted. Refused before the gate starts (one line,
+    exit 2); a path in folders that do not exist yet, where they can be made, is written."""
+    import os
+
+    base = fake_run(cli, tmp_path / "base", n=40)
+    cand = fake_run(cli, tmp_path / "cand", n=40)
+    if where == "under a file":
+        (tmp_path / "a-file").write_text("x")
+        target = tmp_path / "a-file" / "gate.out"
+    elif where == "proc":
+        if not os.path.isdir("/proc/self"):
+            pytest.skip("no /proc (Linux's): a folder no file can be made in, even by root")
+        target = Path("/proc/econeval-gate.out")
+    elif where == "read-only":
+        if os.geteuid() == 0:
+            pytest.skip("root writes in a read-only folder (the proc case covers root)")
+        (tmp_path / "ro").mkdir(mode=0o555)
+        target = tmp_path / "ro" / "gate.out"
+    else:
+        target = tmp_path / "new" / "folders" / "gate.out"
+    rc, out, err = cli("gate", base, "--replay", cand, flag, target)
+    if where == "new folders":
+        assert rc == 0, err
+        assert target.is_file() and "pass" in out
+        return
+    line = one_line(rc, out, err, 2, flag)
+    assert "Traceback" not in err and out == "", (line, out)

@@ -171,6 +171,10 @@ def test_info_records_what_reproduces_a_run(backend, tiny_model):
     assert d["n_threads"] == len(os.sched_getaffinity(0))  # all CPUs by default, not half
     assert d["model"]["gguf_metadata"]["general.architecture"] == "llama"
     assert "prefix" in d["schedule"]
+    from gguf import GGUFReader
+
+    # the parameter count (a report sorts models by it): every tensor's elements, counted here from the file
+    assert d["model"]["n_params"] == sum(int(t.n_elements) for t in GGUFReader(tiny_model).tensors) > 0
 
 
 def test_option_scores_ride_on_the_generation_of_the_same_prompt(backend):

@@ -69,6 +69,10 @@ def test_the_wheel_works_without_the_source_tree(shipped, clean_env, tmp_path, t
        "--limit", "2", "--quiet", "--out", ref, cwd=REPO, env={**os.environ, "ECONEVAL_HOME": str(tmp_path / "h2")})
     got = json.loads((out_dir / "results.json").read_text())["tasks"]
     assert got == json.loads((ref / "results.json").read_text())["tasks"]
+    # the pages' templates and stylesheet ship in the wheel (package data): a report and a view render from it
+    run("report", out_dir, "--format", "html", "--out", tmp_path / "r.html")
+    run("view", out_dir, "--out", tmp_path / "v.html")
+    assert '<table class="results">' in (tmp_path / "r.html").read_text() and '<details class="item' in (tmp_path / "v.html").read_text()
 
 
 def test_a_corrupted_data_package_is_refused(shipped, clean_env, tmp_path):

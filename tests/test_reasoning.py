@@ -59,6 +59,13 @@ def test_a_tasks_own_reasoning_budget(cli, tmp_path):
     rc, _, err = cli("run", "--model", "fake:r", "-M", answers, "--task-reasoning-tokens", "econnli-zero=0",
                      "--task", "econnli-zero", "--out", tmp_path / "bad2", "-q")
     assert rc == 2 and "expected TASK=N" in err and "Traceback" not in err
+    # "²" is a digit to str.isdigit, not to int(): once an internal error, from the flag and from --config
+    conf = tmp_path / "run.toml"
+    conf.write_text('[run]\ntasks = ["econnli-zero"]\nlimit = 3\n[run.model_options]\ntask_reasoning_tokens = "econnli-zero=\u00b2"\n')
+    for args in (("--task-reasoning-tokens", "econnli-zero=\u00b2", "--task", "econnli-zero"), ("--config", conf)):
+        rc, _, err = cli("run", "--model", "fake:r", "-M", answers, *args, "--out", tmp_path / "bad3", "-q")
+        assert rc == 2 and "expected TASK=N" in err and "internal error" not in err, err
+    assert not (tmp_path / "bad3").exists()
 
 
 def test_compare_and_gate_refuse_runs_that_differ_in_reasoning(cli, tmp_path):

@@ -153,3 +153,17 @@ def test_gate_and_compare_share_the_row_and_the_verdict_rule(cli, tmp_path):
     assert result.verdict == compare.verdict_of(r.verdict for r in result.rows) == "pass"
     assert not hasattr(gate.Gate, "verdict_of")  # one rule, compare's
     assert [set(r) for r in result.as_dict()["rows"]] == [set(compare.GATE_COLUMNS)] * len(result.rows)
+
+
+def test_a_size_label_is_read_as_a_parameter_count_where_no_count_is_recorded():
+    from econeval.store.record import size_label_count
+
+    assert [size_label_count(x) for x in ("270M", "8x7B", "1.5B", "7b", "2K", "big", "", None)] == \
+        [270_000_000, 56_000_000_000, 1_500_000_000, 7_000_000_000, 2000, None, None, None]
+
+    def record(model: dict) -> RunRecord:
+        return RunRecord.from_json({"run_format": 3, "backend": {"kind": "llamacpp", "model": model}})
+
+    assert record({"gguf_metadata": {"general.size_label": "270M"}}).parameters == 270_000_000
+    assert record({"n_params": 268_098_176, "gguf_metadata": {"general.size_label": "270M"}}).parameters == 268_098_176
+    assert record({"bytes": 253_000_000}).parameters is None  # a file's size is no parameter count

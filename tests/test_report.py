@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 
 import pytest
 
@@ -38,6 +39,8 @@ def test_every_published_number_is_in_the_paper(paper):
             else:
                 percent = [paper == "econlogicqa" or (name == "table6" and i == 3) for i in range(len(row["values"]))]
                 values = "\t".join(_fmt(v, dec, p) for v, p in zip(row["values"], percent))
+                if row.get("std"):  # Table 3: each value with its std over three fine-tunings, as the paper prints it
+                    values = "\t".join(f"{_fmt(v, dec)}_{{$\\pm$ {s}}}" for v, s in zip(row["values"], row["std"]))
                 lead = row.get("prompting") or row.get("size")
                 expected = f"{lead}\t{values}" if lead else values
                 starts = [m.start() for m in re.finditer(re.escape(row["model"]), text)]
@@ -161,7 +164,7 @@ def test_tables_of_groups_have_one_setting_column_and_the_forest_reads_better_to
     text = page.read_text()
     by_setting = text[text.index("STEER-ME by setting"):]
     head = by_setting[:by_setting.index("</tr>")]
-    assert re.findall(r"<th>([^<]*)</th>", head) == ["source", "setting", "a", "b", "n"]  # one "setting": the row's group
+    assert re.findall(r"<th[^>]*>([^<]*)</th>", head) == ["source", "setting", "a", "b", "n"]  # one "setting": the row's group
     rc, md, _ = cli("report", *runs)
     line = next(x for x in md[md.index("STEER-ME by setting"):].splitlines() if x.startswith("| source"))
     assert line.count("setting") == 1, line
@@ -179,7 +182,7 @@ def test_the_view_shows_labels_not_codes_and_a_shared_prompt_once(cli, tmp_path)
     page = (tmp_path / "v.html").read_text()
     golds = re.findall(r"· gold ([^<·]*)", page)
     assert golds and {g.strip() for g in golds} <= {"Yes", "No", "A", "B", "C", "D", "E", "F", "G", "H", "I", "J"}, golds
-    assert "<p class=k>prompt response, option_logprobs</p>" in page and "<p class=k>prompt response</p>" not in page
+    assert '<p class="k">prompt response, option_logprobs</p>' in page and '<p class="k">prompt response</p>' not in page
 
 
 def test_econlogicqa_and_cfbenchmark_get_their_bars(cli, two_runs):
@@ -236,3 +239,36 @@ def test_a_sample_runs_estimates_are_plotted_with_their_intervals(cli, tmp_path)
     rc, _, err = cli("report", run, "--format", "html", "--out", tmp_path / "r.html")
     page = (tmp_path / "r.html").read_text()
     assert rc == 0 and "<h2>Estimates: m</h2>" in page and "econnli-zero F1 (30 of 1,026)" in page
+
+
+def slow_answer(prompt: str) -> str:
+    """A fake model's answer after a pause (`-M respond=test_report:slow_answer`): a --budget of a
+    second stops a task of 1,026 items long before its end, on any machine."""
+    time.sleep(0.02)
+    return "Yes"
+
+
+def _run(cli, out, *args):
+    rc, _, err = cli("run", *args, "-q", "--out", out)
+    assert rc == 0, err
+    return out
+
+
+def test_runs_are_labelled_by_what_they_are_not_by_a_dash_or_a_path(cli, tmp_path):
+    """Issue #59: a --budget run beside a --limit run was labelled "a (limit -)", a run of a
+    written question set "a (steer-me questions /the/absolute/q.jsonl)" beside "a (steer-me
+    questions -)"; the labels are every format's (md, json, csv, html)."""
+    slow = ("--model", "fake:a", "-M", "respond=test_report:slow_answer", "-t", "econnli-zero")
+    limited, budget = _run(cli, tmp_path / "limited", *slow, "--limit", "8"), _run(cli, tmp_path / "budget", *slow, "--budget", "1s")
+    est = json.loads((budget / "results-partial.json").read_text())["tasks"]["econnli-zero"]["estimate"]
+    assert 0 < est["from"] < est["of"] == 1026
+    rc, text, err = cli("report", limited, budget, "--format", "json")
+    assert rc == 0, err
+    assert [r["label"] for r in json.loads(text)["runs"]] == ["a (limit 8)", f"a (budget 1s, {est['from']:,} of 1,026 items)"]
+    q = tmp_path / "sets" / "q.jsonl"
+    q.parent.mkdir()
+    assert cli("steer", "generate", "--elements", "consumer_surplus", "--per-element", "4", "--out", q)[0] == 0
+    bundled = _run(cli, tmp_path / "bundled", "--model", "fake:a", "-t", "steer-me", "--limit", "4")
+    written = _run(cli, tmp_path / "written", "--model", "fake:a", "-t", "steer-me", "-T", f"questions={q}", "--limit", "4")
+    rc, text, err = cli("report", bundled, written, "--format", "json")
+    assert [r["label"] for r in json.loads(text)["runs"]] == ["a (steer-me questions not set)", "a (steer-me questions q.jsonl)"]

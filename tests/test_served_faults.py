@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import read_lines
+from conftest import one_line, read_lines
 from fake_http import JSONHandler, serve
 
 from econeval.backends.openai_http import PROBE
@@ -321,3 +321,19 @@ def test_a_served_run_resumes_at_another_concurrency(cli, tmp_path, server):
     rc, _, err = cli(*args, "--limit", "4", "--concurrency", "16")  # chunks of 32 items instead of 16
     assert rc == 0, err
     assert json.loads((out / "results.json").read_text())["tasks"]["econnli-zero"]["n"] == 4
+
+
+@pytest.mark.parametrize("how", ["--timeout inf", "--timeout 1e300", "-M timeout=inf", "config"])
+def test_a_timeout_past_a_day_or_not_finite_is_one_usage_line(cli, tmp_path, server, how):
+    """It was an OverflowError from the socket once a server answered; every request's deadline
+    is a time a clock reaches."""
+    _, url = server
+    args = ["run", "--model", "openai:econ-1", "--base-url", url, "--task", "econnli-zero", "--limit", "1", "--quiet",
+            "--out", tmp_path / "r"]
+    if how == "config":
+        conf = tmp_path / "eval.toml"
+        conf.write_text("[run.model_options]\ntimeout = inf\n")
+        args += ["--config", conf]
+    else:
+        args += how.split()
+    one_line(*cli(*args), 2, "timeout", "out of range (0.1 to 86400 seconds)")

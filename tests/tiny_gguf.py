@@ -119,3 +119,34 @@ def write_tiny_llama(path: Path, chat_template: str | None = None, seed: int = 0
     wr.write_tensors_to_file()
     wr.close()
     return path
+
+
+def write_tiny_lora(path: Path, scale: float = 1.0, rank: int = 4, alpha: float = 8.0, seed: int = 1,
+                    targets: tuple[str, ...] = ("attn_q", "attn_v", "ffn_up"), n_layer: int = 2, n_embd: int = 64,
+                    n_ff: int = 128, architecture: str = "llama", dtype=np.float16) -> Path:
+    """A LoRA adapter GGUF for the model `write_tiny_llama` writes, laid out as llama.cpp's
+    convert_lora_to_gguf.py writes one: general.type "adapter", adapter.type "lora",
+    adapter.lora.alpha, and for each target weight `W` of shape (out, in) the tensors
+    `W.lora_a` (rank, in) and `W.lora_b` (out, rank). `scale` multiplies B: 0 writes an adapter
+    that changes nothing (B = 0, as a freshly initialised LoRA), anything else one that does."""
+    import gguf
+
+    rng = np.random.default_rng(seed)
+    shapes = {"attn_q": (n_embd, n_embd), "attn_k": (n_embd, n_embd), "attn_v": (n_embd, n_embd),
+              "attn_output": (n_embd, n_embd), "ffn_gate": (n_ff, n_embd), "ffn_up": (n_ff, n_embd), "ffn_down": (n_embd, n_ff)}
+    wr = gguf.GGUFWriter(str(path), architecture)
+    wr.add_type(gguf.GGUFType.ADAPTER)
+    wr.add_string(gguf.Keys.Adapter.TYPE, "lora")
+    wr.add_float32(gguf.Keys.Adapter.LORA_ALPHA, float(alpha))
+    for i in range(n_layer):
+        for name in targets:
+            out, inp = shapes[name]
+            a = (rng.standard_normal((rank, inp)) / np.sqrt(inp)).astype(dtype)
+            b = (rng.standard_normal((out, rank)) * scale).astype(dtype)
+            wr.add_tensor(f"blk.{i}.{name}.weight.lora_a", a)
+            wr.add_tensor(f"blk.{i}.{name}.weight.lora_b", b)
+    wr.write_header_to_file()
+    wr.write_kv_data_to_file()
+    wr.write_tensors_to_file()
+    wr.close()
+    return path

@@ -32,7 +32,7 @@ from ..reasoning import estimate_tokens
 from ..errors import ModelError, UsageError
 from ..types import BackendInfo, Completion, Generate, OptionLogprobs, OptionScores, chat_messages
 from .base import Backend, Settings, option
-from .http_client import Detection, HTTPError, Reading, ServedClient, ServedOptions, reasoning_of, split_stops
+from .http_client import Detection, HTTPError, Reading, ServedClient, ServedOptions, reasoning_of, split_stops, token_count
 
 API_VERSION = "2023-06-01"
 DEFAULT_URL = "https://api.anthropic.com"
@@ -204,11 +204,12 @@ class AnthropicBackend(Backend[AnthropicOptions]):
         if isinstance(r, OptionLogprobs):  # no log-probabilities: the letter is read from the text
             self.client.count("text_only_answers")
             resp, sent = self._ask(r, r.text_tokens or UNCAPPED_TOKENS, [])
+            n_prompt = token_count(resp.get("usage"), "prompt_tokens")
             thought = _thought(resp, sent["thinks"])
             if thought.reasoning is None:
-                return OptionScores(text=thought.answer)
+                return OptionScores(text=thought.answer, n_prompt_tokens=n_prompt)
             return OptionScores(text=thought.answer, reasoning=thought.reasoning, n_reasoning_tokens=thought.tokens,
-                                reasoning_ended=thought.ended)
+                                reasoning_ended=thought.ended, n_prompt_tokens=n_prompt)
         return self._generate(r)
 
     def reasoning_tokens_for(self, request) -> int:

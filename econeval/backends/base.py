@@ -15,6 +15,8 @@ batches. The shared layers know only this.
 
 from __future__ import annotations
 
+import re
+
 import dataclasses
 import typing
 from dataclasses import dataclass
@@ -158,7 +160,7 @@ class ReasoningOptions(BackendOptions):
                 continue
             name, _, value = pair.partition("=")
             name = name.strip()
-            if not value.strip().isdigit() or not 1 <= int(value) <= 1 << 20:
+            if not re.fullmatch(r"[0-9]{1,8}", value.strip()) or not 1 <= int(value) <= 1 << 20:  # ASCII digits ("²" is a digit to str.isdigit)
                 raise UsageError(f"{where}: task_reasoning_tokens {pair.strip()!r}: expected TASK=N, N from 1 to {1 << 20}")
             out[name] = int(value)
         return out

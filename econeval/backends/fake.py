@@ -15,6 +15,8 @@ trying a pipeline; its numbers mean nothing.
   reasoning budget (4 characters a token) never ends, and leaves the item unanswered, as a
   served model's does. It cannot be switched off (`--reasoning off` is refused); a fake model
   whose answers do not reason refuses `--reasoning on`.
+- A stop (a signal, a `--budget`'s deadline) takes effect between its requests, as a llama.cpp
+  model's does between its steps.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Callable, Sequence
 from .. import registry
 from ..errors import UsageError
 from ..reasoning import split
+from ..signals import raise_if_stopped
 from ..types import BackendInfo, Completion, Generate, OptionLogprobs, OptionScores
 from .base import Backend, ReasoningOptions, option
 
@@ -99,6 +102,7 @@ class FakeBackend(Backend[FakeOptions]):
                                       finish=self._finish(reply), **reply))
             if on_done:
                 on_done(i)
+            raise_if_stopped()  # a stop (a signal, a --budget's deadline) takes effect between requests
         return out
 
     def _respond(self, r: Generate) -> str:

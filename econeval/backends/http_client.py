@@ -3,7 +3,9 @@ worker threads up to a limit that is fixed (`--concurrency N`) or adapts to the 
 default: `concurrency.py`), results in request order whatever the limit, retries with exponential
 backoff and full jitter on 408/409/425/429/5xx/529, timeouts, dropped connections and answers
 that are not completions (a server's `Retry-After` honoured), redirects never followed (the key
-would travel with them), and everything a server echoes redacted before it is shown.
+would travel with them), and everything a server echoes redacted before it is shown. Every
+request is read within a deadline of its own (`http_deadline.py`) and a size cap, whatever the
+endpoint; an answer no retry would mend makes its item an error (`ItemError`).
 
 `ServedOptions` are the options every served backend shares (base URL, model name, key variable,
 concurrency and its cap, timeout, retries); a backend's own options class may extend them.
@@ -26,8 +28,10 @@ from ..errors import ModelError, UsageError
 from ..reasoning import Markers
 from .base import ReasoningOptions, option
 from .concurrency import CAP_LOCAL, CAP_MAX, CAP_REMOTE, Limiter, Policy, served_engine
+from .http_deadline import deadline, install
 
 DEFAULT_TIMEOUT = 120.0  # seconds per request (a long generation on a loaded server)
+MAX_TIMEOUT = 86400.0  # a day: the longest --timeout taken (a deadline must be a time a clock can reach)
 DEFAULT_MAX_RETRIES = 5
 BACKOFF_BASE, BACKOFF_CAP, RETRY_AFTER_CAP = 0.5, 30.0, 120.0
 RETRY_STATUS = (408, 409, 425, 429, 500, 502, 503, 504, 529)  # 529: Anthropic's "overloaded"
@@ -35,6 +39,10 @@ OVERLOAD_STATUS = (408, 429, 502, 503, 504, 529)  # retried, and the adaptive co
 CONTEXT = object()  # a request the server refused as longer than its context
 MAX_BODY = 16 << 20  # bytes of one answer, after decompression: a completion is never near this
 CHARS_PER_TOKEN = 128  # a stored text is cut at max_tokens × this (no token decodes to more)
+MAX_COUNT = 1 << 53  # a token count past this is no count (JSON readers lose integers beyond it)
+SHOWN = 80  # characters of a value a server sent (a model name, a fingerprint) shown in a message
+_SURROGATE = re.compile("[\ud800-\udfff]")  # what json.loads leaves of a lone "\\ud800" escape
+MIN_SECRET = 8  # characters: a shorter key is a placeholder (EMPTY, ollama), left in the answers it would change
 
 
 class Answer:
@@ -48,13 +56,56 @@ class Answer:
         return self.content.decode("utf-8", "replace")
 
     def json(self):
+        """The answer's JSON (ValueError: not JSON; TooDeep, a ValueError: nested deeper than the
+        parser goes), a lone surrogate escape (valid JSON, no character: "\\ud800") in any of its
+        strings replaced by U+FFFD, so that it can be stored and sent on."""
         import json
 
-        return json.loads(self.content)
+        text = self.content.decode("utf-8-sig", "replace")  # bytes of a surrogate are no UTF-8: replaced here
+        try:
+            doc = json.loads(text)
+        except RecursionError:
+            raise TooDeep("JSON nested too deep") from None
+        if re.search(r"\\u[dD][89abcdefABCDEF]", text):
+            doc = _without_surrogates(doc)
+        return doc
 
 
-class _Deadline(Exception):
-    pass
+def _without_surrogates(doc: Any) -> Any:
+    """`doc` with each lone surrogate of its strings (keys too) replaced by U+FFFD, in place; walked
+    without recursion (a parsed document may be nested almost as deep as the stack)."""
+    def fix(v: str) -> str:
+        return _SURROGATE.sub("\ufffd", v)
+
+    root = [doc]
+    todo: list = [root]
+    while todo:
+        c = todo.pop()
+        if isinstance(c, dict):
+            items = [(fix(k), v) for k, v in c.items()]
+            c.clear()
+            c.update(items)
+        for k in list(c) if isinstance(c, dict) else range(len(c)):
+            v = c[k]
+            if isinstance(v, str):
+                c[k] = fix(v)
+            elif isinstance(v, (dict, list)):
+                todo.append(v)
+    return root[0]
+
+
+def clip(text: str, n: int = SHOWN) -> str:
+    """A value a server sent, as a message shows it: at most `n` characters and a count of the rest."""
+    return text if len(text) <= n else f"{text[:n]}… ({len(text) - n:,} more characters)"
+
+
+class TooDeep(ValueError):
+    """JSON nested deeper than the parser goes."""
+
+
+class ItemError(ModelError):
+    """A request's answer that no retry would mend (JSON nested beyond reading, an impossible token
+    count): that item is an error, the run goes on (`ServedClient.map`)."""
 
 
 class _Exhausted(ModelError):
@@ -72,7 +123,8 @@ class ServedOptions(ReasoningOptions):
     max_concurrency: int | None = option(None, f"the adaptive concurrency's cap (default {CAP_LOCAL} per server on this "
                                                f"machine or a private network, {CAP_REMOTE} per server elsewhere)",
                                          ("--max-concurrency",))
-    timeout: float | None = option(None, f"seconds to wait for one answer (default {DEFAULT_TIMEOUT:g})", ("--timeout",))
+    timeout: float | None = option(None, f"seconds one request may take, from connecting to the answer's last byte "
+                                         f"(default {DEFAULT_TIMEOUT:g}, at most {MAX_TIMEOUT:g})", ("--timeout",))
     max_retries: int | None = option(None, f"retries of one request on 429/5xx/timeouts/dropped connections "
                                            f"(default {DEFAULT_MAX_RETRIES})", ("--max-retries",))
 
@@ -91,8 +143,8 @@ class ServedOptions(ReasoningOptions):
             value = getattr(self, name)
             if value is not None and not 1 <= value <= CAP_MAX:
                 raise UsageError(f"{where}: {name} {value} is out of range (1 to {CAP_MAX})")
-        if self.timeout is not None and not self.timeout >= 0.1:
-            raise UsageError(f"{where}: timeout must be at least 0.1 seconds")
+        if self.timeout is not None and not 0.1 <= self.timeout <= MAX_TIMEOUT:
+            raise UsageError(f"{where}: timeout {self.timeout:g} is out of range (0.1 to {MAX_TIMEOUT:g} seconds)")
         if self.max_retries is not None and not 0 <= self.max_retries <= 100:
             raise UsageError(f"{where}: max_retries {self.max_retries} is out of range (0 to 100)")
 
@@ -145,20 +197,41 @@ def split_credentials(url: str) -> tuple[str, tuple[str, str] | None]:
 
 
 class Redactor:
-    """Removes credentials from anything a server sends back before it is shown or stored."""
+    """Removes credentials from anything a server sends back before it is shown or stored: the
+    secrets this client sends (`secrets`), wherever they appear, from every answer (`answer`); and
+    from a server's error text (`__call__`) also anything that looks like a credential."""
 
     PATTERNS = (re.compile(r"(?i)(bearer\s+)[^\s\"',}]+"), re.compile(r"\bsk-[A-Za-z0-9_\-]{6,}"),
                 re.compile(r"(?i)((?:api[_-]?key|authorization|token|secret)[\"']?\s*[:=]\s*[\"']?)[^\s\"',}]+"))
 
-    def __init__(self, key: str):
-        self.key = key
+    def __init__(self, key: str, auth: Sequence[tuple[str, str]] = ()):
+        import base64
+
+        sent = [key]
+        for user, password in auth:  # a URL's user:password@, sent as HTTP basic authentication
+            pair = f"{user}:{password}"
+            sent += [pair, base64.b64encode(pair.encode()).decode(), password or user]
+        self.secrets = sorted({s for s in sent if s}, key=len, reverse=True)  # the longest first: no part of one is left
+
+    def _exact(self, text: str, shortest: int = 1) -> str:
+        for secret in self.secrets:
+            if len(secret) >= shortest:
+                text = text.replace(secret, "[redacted]")
+        return text
 
     def __call__(self, text: str) -> str:
-        if self.key:
-            text = text.replace(self.key, "[redacted]")
+        text = self._exact(text)
         for p in self.PATTERNS:
             text = p.sub(lambda m: (m.group(1) if m.groups() else "") + "[redacted]", text)
         return text
+
+    def answer(self, doc: Any) -> Any:
+        """A server's JSON answer with every secret this client sends replaced in each of its strings
+        (a server that echoes a header): the answer, its reasoning, a model list's entry, a fingerprint,
+        before anything reads it. Only those secrets, and only those of MIN_SECRET characters or more
+        (a shorter one is a placeholder for a server that takes no key, EMPTY or ollama, and
+        replacing it would change the model's answers): the rest of the text is left as it was."""
+        return errors.map_strings(lambda text: self._exact(text, MIN_SECRET), doc) if self.secrets else doc
 
 
 def same_model(answered: str, asked: str) -> bool:
@@ -191,11 +264,12 @@ class ServedClient:
         pool = Policy.of(*self.limits, self.bases, ["engine"] * len(self.bases)).cap  # the most it may widen to
         self.timeout = options.timeout or DEFAULT_TIMEOUT
         self.max_retries = DEFAULT_MAX_RETRIES if options.max_retries is None else options.max_retries
-        self.redact = Redactor(options.key())
+        self.redact = Redactor(options.key(), list(self.auth.values()))
         self.answer = answer
         self.client = httpx.Client(headers=headers, follow_redirects=False,
                                    timeout=httpx.Timeout(self.timeout, connect=min(10.0, self.timeout)),
                                    limits=httpx.Limits(max_connections=pool, max_keepalive_connections=pool))
+        install(self.client)  # every request within its deadline, not only each read (http_deadline.py)
         self._httpx = httpx
         self.lock = threading.Lock()
         self._rng = random.Random()  # jitter only: never affects results
@@ -233,10 +307,14 @@ class ServedClient:
         Returns the model's entry (what identifies it beyond its name), or None when the server
         has no model list."""
         url = base + "/v1/models"
+        seconds = min(15.0, self.timeout)
         try:
-            resp = self.client.get(url, timeout=min(15.0, self.timeout), auth=self.auth.get(base) or self._httpx.USE_CLIENT_DEFAULT)
+            resp = self._send(url, None, self.auth.get(base), "GET", seconds)
+        except self._httpx.TimeoutException:
+            raise ModelError(f"{url} did not answer within {seconds:g} s",
+                             hint="check the base URL and the server; --timeout gives it longer") from None
         except self._httpx.HTTPError as exc:
-            raise ModelError(f"cannot reach {base}: {type(exc).__name__}{': ' + self.redact(str(exc)) if str(exc) else ''}",
+            raise ModelError(f"cannot reach {base}: {type(exc).__name__}{': ' + self.redact(clip(str(exc), 200)) if str(exc) else ''}",
                              hint="check the base URL and that the server is running") from None
         if 300 <= resp.status_code < 400:
             raise self._redirect_error(url, resp)
@@ -246,15 +324,16 @@ class ServedClient:
         if resp.status_code != 200:
             return None  # no model list here (some gateways): the first request will tell
         try:
-            models = [m for m in resp.json().get("data", []) if isinstance(m, dict)]
+            models = [m for m in self.redact.answer(resp.json()).get("data", []) if isinstance(m, dict)]
         except (ValueError, AttributeError, TypeError):  # not JSON, or not a model list
             return None
         for m in models:
-            if m.get("id") == self.api_model:
+            if m.get("id") == self.api_model:  # its fields as a record holds them: names of a sane length, counts
                 self.engines[base] = served_engine(m)
-                return {k: m[k] for k in ("id", "owned_by", "root", "parent", "max_model_len") if m.get(k) is not None}
+                return {k: clip(v, 256) if isinstance(v, str) else v for k in ("id", "owned_by", "root", "parent", "max_model_len")
+                        if isinstance(v := m.get(k), str) or _count(v) is not None}
         if models:
-            names = ", ".join(str(m.get("id")) for m in models[:10])
+            names = ", ".join(self.redact(clip(str(m.get("id")))) for m in models[:10])
             raise ModelError(f"{base} does not serve model '{self.api_model}' (it serves: {names})")
         return None
 
@@ -262,7 +341,7 @@ class ServedClient:
         return self.redact(resp.text[:300]).strip().replace("\n", " ")[:200] or "(empty body)"
 
     def _redirect_error(self, url: str, resp) -> ModelError:
-        where = self.redact(resp.headers.get("location", "?"))
+        where = self.redact(clip(resp.headers.get("location", "?"), 200))
         return ModelError(f"{url} redirected (HTTP {resp.status_code}) to {where}: econeval does not follow redirects, "
                           "which would carry the API key to another address", hint="set base_url to the final address")
 
@@ -290,24 +369,26 @@ class ServedClient:
         does not answer it."""
         base = self.bases[0]
         try:
-            resp = self.client.post(base + path, json=body, timeout=min(15.0, self.timeout),
-                                    auth=self.auth.get(base) or self._httpx.USE_CLIENT_DEFAULT)
+            resp = self._send(base + path, body, self.auth.get(base), timeout=min(15.0, self.timeout))
             self.count("template_reads")
-            return resp.json() if resp.status_code == 200 else None
-        except (self._httpx.HTTPError, ValueError):
+            return self.redact.answer(resp.json()) if resp.status_code == 200 else None
+        except (self._httpx.HTTPError, ModelError, ValueError):
             return None
 
-    def _send(self, url: str, body: dict, auth: tuple[str, str] | None = None) -> Answer:
-        """One attempt: the whole answer within `timeout` seconds (a server that drips bytes is cut
-        off at the deadline, not only between reads) and at most MAX_BODY bytes decompressed."""
+    def _send(self, url: str, body: dict | None, auth: tuple[str, str] | None = None, method: str = "POST",
+              timeout: float | None = None) -> Answer:
+        """One attempt: the whole answer within `timeout` seconds (default: --timeout) from
+        connecting to its last byte (a server that drips bytes, in its headers or its body, is cut
+        off at the deadline: http_deadline.py) and at most MAX_BODY bytes decompressed."""
         import zlib
 
-        deadline = time.monotonic() + self.timeout
-        with self.client.stream("POST", url, json=body, headers={"accept-encoding": "gzip, deflate"},
-                                auth=auth or self._httpx.USE_CLIENT_DEFAULT) as resp:
+        seconds = timeout or self.timeout
+        with deadline(seconds), self.client.stream(method, url, json=body, headers={"accept-encoding": "gzip, deflate"},
+                                                   timeout=seconds if timeout else self._httpx.USE_CLIENT_DEFAULT,
+                                                   auth=auth or self._httpx.USE_CLIENT_DEFAULT) as resp:
             encoding = resp.headers.get("content-encoding", "").lower().strip()
             if encoding not in ("", "identity", "gzip", "deflate"):
-                raise ModelError(f"{url} answered in an encoding econeval does not read ({encoding!r})")
+                raise ModelError(f"{url} answered in an encoding econeval does not read ({clip(encoding)!r})")
             inflate = zlib.decompressobj(16 + zlib.MAX_WBITS if encoding == "gzip" else zlib.MAX_WBITS) \
                 if encoding in ("gzip", "deflate") else None
             out, size = [], 0
@@ -324,11 +405,9 @@ class ServedClient:
                 for piece in pieces:
                     size += len(piece)
                     if size > MAX_BODY:
-                        raise ModelError(f"{url} sent an answer of more than {MAX_BODY >> 20} MiB: not a completion",
+                        raise ModelError(f"{url} sent an answer of more than {MAX_BODY >> 20} MiB: not one econeval reads",
                                          hint="check the server (--base-url)")
                     out.append(piece)
-                if time.monotonic() > deadline:
-                    raise _Deadline()
             return Answer(resp.status_code, resp.headers, b"".join(out))
 
     def _pick(self) -> int:
@@ -352,7 +431,7 @@ class ServedClient:
                 with self.lock:
                     others = [k for k in range(len(self.bases)) if k not in self.down and k != i]
                     if not others:
-                        raise ModelError(str(exc), hint=exc.hint) from None
+                        raise _Exhausted(str(exc), hint=exc.hint) from None
                     if i not in self.down:
                         self.down[i] = str(exc)
                         self.warn(f"{self.bases[i]} taken out ({exc}); its requests go to the other servers")
@@ -376,7 +455,7 @@ class ServedClient:
             overload = False
             try:
                 resp = self._send(url, body, self.auth.get(base))
-            except (self._httpx.TimeoutException, _Deadline):
+            except self._httpx.TimeoutException:
                 last = f"no answer within {self.timeout:g} s"
                 self.limiter.overloaded()
                 overload = True
@@ -389,7 +468,9 @@ class ServedClient:
                     raise self._redirect_error(url, resp)
                 if code == 200:
                     try:
-                        doc = resp.json()
+                        doc = self.redact.answer(resp.json())
+                    except TooDeep:  # what the server meant to send (a cut answer is not valid JSON at all)
+                        raise ItemError(f"{url} answered JSON nested too deep to read") from None
                     except ValueError:
                         doc = None
                     doc = self.answer(doc)
@@ -397,7 +478,7 @@ class ServedClient:
                     if doc is None:
                         last = "HTTP 200 with an answer that is not a completion (no choices)"
                     elif self.api_model and isinstance(named, str) and named and not same_model(named, self.api_model):
-                        last = f"an answer from another model ('{named}', not '{self.api_model}')"  # malformed: never kept
+                        last = f"an answer from another model ('{clip(named)}', not '{self.api_model}')"  # malformed: never kept
                     else:
                         self._fingerprint(base, doc.get("system_fingerprint"))
                         return doc
@@ -412,7 +493,7 @@ class ServedClient:
                     if after is not None:
                         wait = min(after, RETRY_AFTER_CAP)
                 else:
-                    raise HTTPError(code, f"{url} answered HTTP {code}: {self._detail(resp)}", error_of(resp))
+                    raise HTTPError(code, f"{url} answered HTTP {code}: {self._detail(resp)}", self.redact.answer(error_of(resp)))
             if attempt == self.max_retries:
                 break
             self.count("retries")
@@ -429,7 +510,7 @@ class ServedClient:
         configuration changed during the run: answers may differ from the earlier ones)."""
         if not fingerprint:
             return
-        fp = str(fingerprint)
+        fp = clip(str(fingerprint))
         with self.lock:
             if fp in self.fingerprints:
                 return
@@ -466,6 +547,8 @@ class ServedClient:
                     return
                 try:
                     results.put((i, one(req), None))
+                except ItemError as exc:  # this request's answer is unusable: its item is an error
+                    results.put((i, _errored(req, str(exc)), None))
                 except BaseException as exc:  # handed to the caller's thread
                     results.put((i, None, exc))
                 finally:
@@ -510,6 +593,7 @@ class ServedClient:
         choice = resp["choices"][0]
         given_usage = resp.get("usage")
         usage: dict = given_usage if isinstance(given_usage, dict) else {}
+        tokens = [token_count(usage, k) for k in ("prompt_tokens", "completion_tokens")]  # an impossible one: an item error
         thought = reasoning_of(choice, usage, reading)
         text = thought.answer
         finish = "stop" if choice.get("finish_reason") == "stop" else "length"
@@ -527,8 +611,6 @@ class ServedClient:
                 with self.lock:
                     self.fallbacks.add("stop strings that begin with whitespace, and every stop string of a reasoning "
                                        "model, applied client-side (after the answer starts)")
-        given = [usage.get(k) for k in ("prompt_tokens", "completion_tokens")]
-        tokens = [t if isinstance(t, int) and not isinstance(t, bool) and t >= 0 else 0 for t in given]
         if thought.reasoning is None:
             return Completion(text=text, n_prompt_tokens=tokens[0], n_tokens=tokens[1], finish=finish)
         n_reasoning = thought.tokens
@@ -602,7 +684,24 @@ REASONING_FIELDS = ("reasoning_content", "reasoning")  # llama.cpp's server and 
 
 
 def _count(v: Any) -> int | None:
-    return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
+    return v if isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_COUNT else None
+
+
+def token_count(usage: Any, key: str) -> int:
+    """A count of a reply's usage (prompt_tokens, completion_tokens): 0 where the server gives
+    none (or a negative one); ItemError for one past MAX_COUNT (beyond 64 bits it could not even
+    be stored)."""
+    v = usage.get(key) if isinstance(usage, dict) else None
+    if isinstance(v, int) and not isinstance(v, bool) and v > MAX_COUNT:
+        raise ItemError(f"usage.{key} {clip(str(v), 24)} in the server's answer: not a count")
+    return _count(v) or 0
+
+
+def _errored(request: Any, why: str) -> Any:
+    """The result of a request whose answer is unusable: its item is an error."""
+    from ..types import Completion, OptionLogprobs, OptionScores
+
+    return OptionScores(error=why) if isinstance(request, OptionLogprobs) else Completion(text="", finish="error", error=why)
 
 
 def reasoning_of(choice: dict, usage: dict, reading: Reading | None = None) -> Thought:
@@ -664,8 +763,9 @@ def choice_text(choice: dict) -> str:
 class Detection:
     """A served backend's detection before its first scored request, done once whatever the
     threads: `run(detect)` calls `detect` the first time (under a lock); a refusal that is final (an
-    HTTP error, or one marked `definitive`) is kept and raised again, never sent again; another
-    failure lets the next caller try again. `tried`: whether it was attempted."""
+    HTTP error, a request failed past its retries, an unusable answer, or one marked `definitive`)
+    is kept and raised again, never sent again (a probe goes out at most 1 + max_retries times);
+    another failure (a stop) lets the next caller try again. `tried`: whether it was attempted."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -684,15 +784,15 @@ class Detection:
             try:
                 detect()
             except ModelError as exc:
-                if isinstance(exc, HTTPError) or getattr(exc, "definitive", False):
+                if isinstance(exc, (HTTPError, _Exhausted, ItemError)) or getattr(exc, "definitive", False):
                     self.refusal = exc
                 raise
             self.ready = True
 
     def before_record(self, detect: Callable[[], None]) -> None:
-        """Detection for the backend's record (`info()`), tried once there: a probe that failed is
-        tried again by the first request, not by every record; a server that fails it fails the
-        first request the same way, where the run says so. A usage error is raised."""
+        """Detection for the backend's record (`info()`), tried once there: a probe that failed for
+        good is not sent again, its failure raised by the first request, where the run says so. A
+        usage error is raised."""
         if self.tried:
             return
         try:

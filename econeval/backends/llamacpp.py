@@ -42,6 +42,7 @@ from ..types import BackendInfo, Completion, Generate, OptionLogprobs, OptionSco
 from .base import Backend, ReasoningOptions, Settings, option
 from .llamacpp_batch import Call, Engine, JobResult, JobSpec, Shape, cells_of
 from .llamacpp_devices import runs_on
+from . import llamacpp_lora
 from .llamacpp_sizing import (DEFAULT_LAYOUT, DEFAULT_PARALLEL_CPU, DEFAULT_PARALLEL_GPU, LAYOUTS, N_BATCH, ModelShape,
                               free_memory, parallel_for, size)
 from .llamacpp_plan import ReasoningStage, Tokenized, make_plan
@@ -183,9 +184,14 @@ class LlamaCppOptions(ReasoningOptions):
                                          f"stream runs in a unified context beside); default {DEFAULT_LAYOUT['gpu']} with "
                                          f"GPU offload, {DEFAULT_LAYOUT['cpu']} on a CPU")
     n_ubatch: int | None = option(None, f"tokens per compute step (llama.cpp's n_ubatch; default 512, at most {N_BATCH})")
+    lora: str | None = option(None, "LoRA adapters (GGUF, as convert_lora_to_gguf.py writes them) applied to the model: "
+                                    "PATH or PATH:SCALE (scale 1 by default), several comma-separated, e.g. "
+                                    "a.gguf:0.5,b.gguf; recorded with their sha256 in run.json and the run's identity",
+                              multiple=True)
 
     def check(self, where: str) -> None:
         super().check(where)
+        llamacpp_lora.parse(self.lora, where)
         if sum(x is not None for x in (self.path, self.package)) != 1:
             raise UsageError(f"{where} needs exactly one of 'path' or 'package'")
         if self.package is not None and self.package not in KNOWN_PACKAGES:
@@ -240,6 +246,12 @@ class LlamaCppBackend(Backend[LlamaCppOptions]):
         """Everything that can be checked before llama.cpp loads the model."""
         if options.path:
             check_gguf(Path(spec.path_of(options.path)))
+        cls.adapters(spec, options)
+
+    @staticmethod
+    def adapters(spec, options: LlamaCppOptions) -> list[llamacpp_lora.Adapter]:
+        """The LoRA adapters given (`lora`), each file found, checked to be a GGUF file, and hashed."""
+        return llamacpp_lora.resolve(llamacpp_lora.parse(options.lora, f"model '{spec.name}'"), spec.path_of, check_gguf, sha256_cached)
 
     @classmethod
     def preview(cls, spec, options: LlamaCppOptions, settings: Settings) -> dict:
@@ -249,9 +261,10 @@ class LlamaCppBackend(Backend[LlamaCppOptions]):
         parallel = parallel_for(options.parallel, gpu)
         layout = options.kv_layout or DEFAULT_LAYOUT["gpu" if gpu else "cpu"]
         # a context taken from the model (and bounded by memory) is known once the model is loaded
+        adapters = llamacpp_lora.identity(cls.adapters(spec, options))  # a folder run with other adapters is refused before the load
         return {"kind": cls.kind, **({"n_ctx": n} if (n := settings.n_ctx or spec.n_ctx) else {}), "schedule": SCHEDULE_VERSION,
                 "settings": {"parallel": parallel, **options.identity_settings(layout), **options.reasoning_identity()},
-                "chat_mode": spec.chat}
+                "chat_mode": spec.chat, **({"model": adapters} if adapters else {})}
 
     @classmethod
     def check(cls, spec, options, settings) -> str:
@@ -289,6 +302,7 @@ class LlamaCppBackend(Backend[LlamaCppOptions]):
                              hint="the file may be truncated or use an architecture this llama.cpp build does not know") from None
         self.metadata = self.model.metadata()
         self.runs_on = runs_on(llama_cpp, self.gpu_offload, self.n_gpu_layers, llama_cpp.llama_model_n_layer(self.model.model))
+        self.lora = llamacpp_lora.Loaded(llama_cpp, self.model.model, self.adapters(spec, options))
         # flash attention: llama.cpp's choice on a GPU (much faster there); off on the CPU, where its
         # half-precision accumulation moves log-probabilities by ~1e-3 and buys little
         self.flash_attn = "auto" if on_gpu else "off"
@@ -366,6 +380,7 @@ class LlamaCppBackend(Backend[LlamaCppOptions]):
         if streams and llama_cpp.llama_n_ctx_seq(context.ctx) < sz.stream_cells:
             raise ModelError(f"llama.cpp made KV streams of {llama_cpp.llama_n_ctx_seq(context.ctx):,} cells, not "
                              f"{sz.stream_cells:,}", hint="use -M kv_layout=unified")
+        self.lora.apply(context.ctx)
         if streams:
             pool = self.parallel * sz.stream_cells
             engine = Engine(llama_cpp, context.ctx, self._vocab, self.n_vocab, self.n_ctx, self.parallel, self.n_batch,
@@ -673,7 +688,9 @@ class LlamaCppBackend(Backend[LlamaCppOptions]):
             kind=self.kind,
             model={
                 "name": self.spec.name, "source": self.spec.source, "path": str(self.path),
-                "bytes": self.path.stat().st_size, "sha256": sha, "identity": {"sha256": sha},
+                "bytes": self.path.stat().st_size, "n_params": self.model.n_params(),  # the count a report sorts models by
+                "sha256": sha, "identity": {"sha256": sha, **llamacpp_lora.identity(self.lora.adapters)},
+                **({"lora": self.lora.records()} if self.lora.adapters else {}),
                 "gguf_metadata": {k: meta[k] for k in _META_KEYS if k in meta}
                 | {k: v for k, v in meta.items() if k.endswith((".context_length", ".block_count", ".embedding_length"))},
                 "has_chat_template": bool(self.template),
@@ -770,6 +787,8 @@ class LlamaCppBackend(Backend[LlamaCppOptions]):
         """Free the batch, the context and the weights (the backend is unusable afterwards)."""
         if getattr(self, "_contexts", None) is not None:
             self._free_context()
+        if getattr(self, "lora", None) is not None:
+            self.lora.close()
         model = getattr(self, "model", None)
         if model is not None and hasattr(model, "close"):
             model.close()

@@ -49,6 +49,9 @@ def embedder_folder(spec, options: OnnxOptions) -> Path:
     return folder
 
 
+registry.plugin("onnx", commands="econeval.backends.onnx_commands:models")  # `models add-embedder`
+
+
 @registry.backend("onnx")
 class OnnxEmbedder(Backend[OnnxOptions]):
     serves = (EMBEDDER,)

@@ -69,7 +69,7 @@ from .. import registry
 from ..errors import ModelError, UsageError
 from ..types import BackendInfo, Completion, Generate, OptionLogprobs, OptionScores, chat_messages
 from .base import Backend, Settings, option
-from .http_client import CONTEXT, Detection, HTTPError, Reading, ServedClient, ServedOptions, choice_text, reasoning_of, split_stops
+from .http_client import CONTEXT, Detection, HTTPError, Reading, ServedClient, ServedOptions, choice_text, reasoning_of, split_stops, token_count
 
 TOP_LOGPROBS = (20, 5)  # asked in this order: OpenAI's legacy completions allow at most 5
 PENALTY_PARAMS = ("repeat_penalty", "repetition_penalty", "none")
@@ -531,11 +531,12 @@ class OpenAIHTTPBackend(Backend[OpenAIOptions]):
         with self.client.lock:
             self.client.fallbacks.add("a reasoning model: options read from the text answer after its reasoning")
         usage = resp.get("usage") if isinstance(resp.get("usage"), dict) else {}
+        n_prompt = token_count(usage, "prompt_tokens")
         thought = reasoning_of(resp["choices"][0], usage, self._reading(sent))
         if thought.reasoning is None:
-            return OptionScores(text=thought.answer)
+            return OptionScores(text=thought.answer, n_prompt_tokens=n_prompt)
         return OptionScores(text=thought.answer, reasoning=thought.reasoning, n_reasoning_tokens=thought.tokens,
-                            reasoning_ended=thought.ended)
+                            reasoning_ended=thought.ended, n_prompt_tokens=n_prompt)
 
     def _option_scores(self, r: OptionLogprobs) -> OptionScores:
         for _ in range(len(TOP_LOGPROBS) + 4):  # each turn learns one thing: it reasons, fewer or no log-probabilities
@@ -560,6 +561,7 @@ class OpenAIHTTPBackend(Backend[OpenAIOptions]):
                 return OptionScores(fits=False)
             choice = resp["choices"][0]
             usage = resp.get("usage") if isinstance(resp.get("usage"), dict) else {}
+            n_prompt = token_count(usage, "prompt_tokens")
             thought = reasoning_of(choice, usage, self._reading(sent))
             top = _top_logprobs(choice)
             first = max(top, key=lambda t: top[t]) if top else None
@@ -577,7 +579,7 @@ class OpenAIHTTPBackend(Backend[OpenAIOptions]):
                 self.client.count("text_only_answers")
                 with self.client.lock:
                     self.client.fallbacks.add("no log-probabilities from the server: options read from the generated text")
-                return OptionScores(text=thought.answer)
+                return OptionScores(text=thought.answer, n_prompt_tokens=n_prompt)
             if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in top.values()):
                 return OptionScores(error=f"the server returned non-finite log-probabilities ({self.client.base})")
             scores: dict = {}
@@ -586,7 +588,7 @@ class OpenAIHTTPBackend(Backend[OpenAIOptions]):
                 for opt in r.options:
                     if key and key == "".join(ch for ch in opt if ch.isalnum()):
                         scores[opt] = max(scores.get(opt, float("-inf")), lp)
-            return OptionScores(scores=scores, top=max(top.values()))
+            return OptionScores(scores=scores, top=max(top.values()), n_prompt_tokens=n_prompt)
         raise ModelError(f"{self.client.base}: an option question was refused or answered oddly past every fallback")
 
     def _one(self, r):
@@ -671,9 +673,22 @@ def _from_responses(doc: dict) -> dict | None:
 
 
 def _top_logprobs(choice: dict) -> dict[str, float]:
+    """The first token's top log-probabilities, each a float: a value that is no number, or an
+    integer past any float (JSON has no limit), is NaN, which makes the item an error."""
     lp = choice.get("logprobs") or {}
     if lp.get("top_logprobs"):  # completions API: [{token: logprob, ...}]
         first = lp["top_logprobs"][0]
-        return dict(first) if isinstance(first, dict) else {}
-    content = lp.get("content") or []  # chat API: [{"top_logprobs": [{"token", "logprob"}]}]
-    return {t["token"]: t["logprob"] for t in content[0].get("top_logprobs") or []} if content else {}
+        given = dict(first) if isinstance(first, dict) else {}
+    else:
+        content = lp.get("content") or []  # chat API: [{"top_logprobs": [{"token", "logprob"}]}]
+        given = {t["token"]: t["logprob"] for t in content[0].get("top_logprobs") or []} if content else {}
+    return {t: _as_float(v) for t, v in given.items()}
+
+
+def _as_float(v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return math.nan
+    try:
+        return float(v)
+    except OverflowError:
+        return math.nan

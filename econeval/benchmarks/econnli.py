@@ -17,7 +17,7 @@ from typing import Any
 from .. import data, registry
 from ..metrics import classification_report
 from ..tables import CellView, Metric, Table, interval, limit_notes, published, published_rows, task_rows
-from ..types import JUDGE, MODEL, Generate, OptionLogprobs, Prepared, Task, TaskOption
+from ..types import JUDGE, MODEL, SELF_JUDGED, Generate, OptionLogprobs, Prepared, Task, TaskOption
 
 BENCHMARK = "econnli"
 
@@ -48,15 +48,32 @@ ICL_PROMPTS = {
     "paper": f"{INSTRUCTION} Here are some examples: premise:{{p_pos}}, hypothesis: {{h_pos}}, answer:Yes\n"
              f"premise: {{p_neg}}, hypothesis: {{h_neg}}, answer:No\n{_FOLLOW}",
 }
+# The fine-tuned models' prompt (Table 3): the released fine-tuning notebook's
+# (fine-tuned_model_evaluation.ipynb, `get_zero_shot_results_from_llama`), the format the LoRA
+# adapters were trained on (its `formatting_prompts_func` adds " {answer} " and the EOS token), line
+# continuations resolved: the paper's Appendix D.1 shows it as "### Question: … premise: {premise},
+# hypothesis: {hypothesis}.\n\n### Answer:". The released code decodes prompt + output, takes the text
+# after "\n ### Answer:" (the prompt's end: the model's continuation), stripped, and reads it with the
+# released rule; 3 new tokens.
+SFT_PROMPT = ("### Question: Conduct inference on economic events. We provide a premise and a hypothesis,both of them are "
+              "economical events. Infer whether the premise can cause the happening of the hypothesis. Only answer 'Yes' or "
+              "'No'. premise: {premise}, hypothesis: {hypothesis}. \n ### Answer:")
+ZERO_PROMPTS["sft"] = SFT_PROMPT
+VARIANT_VERSIONS = {"sft": "econnli-sft/1"}  # a variant added after its task's prompt version: a version of its own
 ZERO, ICL = ZERO_PROMPTS["paper"], ICL_PROMPTS["paper"]
 # new tokens: the released open-model cells' max_new_tokens (10 zero-shot, 3 ICL); the API cells
 # set none (econeval: 8, enough for the first word the rule reads)
-MAX_TOKENS = {("zero", "released-open"): 10, ("icl", "released-open"): 3}
+MAX_TOKENS = {("zero", "released-open"): 10, ("icl", "released-open"): 3, ("zero", "sft"): 3}
 PROMPT_OPTION = TaskOption("prompt", "released-open",
                            "released-open: the released open-model prompt, whitespace included (the open models' rows); "
                            "released-api: the released ChatGPT/GPT-4 prompt, answer stripped of newlines only, as released "
                            "(for served chat models); paper: the paper's Appendix D.3 text, single-spaced",
                            ("released-open", "released-api", "paper"), "choice")
+# econnli-zero's: the same, and the fine-tuned models' prompt (Table 3)
+ZERO_PROMPT_OPTION = TaskOption("prompt", "released-open", PROMPT_OPTION.help + "; sft: the fine-tuned models' prompt "
+                                "(\"### Question: … ### Answer:\", Appendix D.1, as the released fine-tuning notebook "
+                                "wrote it; 3 new tokens): run a LoRA fine-tuned model with it for Table 3",
+                                (*(PROMPT_OPTION.choices or ()), "sft"), "choice")
 # The released notebook's CoT prompt (ICL_COT_model_evaluation.ipynb, `cot_prompt`), character
 # for character, line continuations resolved: the paper's Appendix D.4 lost the second
 # demonstration's question; this is its actual text.
@@ -260,6 +277,8 @@ class _Variant(_EconNLITask):
         prep.state["max_tokens"] = MAX_TOKENS.get((self.kind, variant), self.max_tokens)
         prep.settings.update(prompt_variant=variant, max_tokens=prep.state["max_tokens"],
                              answer_strip="newlines only (released API cells)" if variant == "released-api" else "all whitespace")
+        if variant in VARIANT_VERSIONS:
+            prep.settings["variant_version"] = VARIANT_VERSIONS[variant]
         return prep
 
     def parse_with(self, text: str, prep: Prepared) -> int | None:
@@ -276,6 +295,7 @@ class ZeroShot(_Variant):
     description = "EconNLI classification, zero-shot (released-code prompt)"
     kind = "zero"
     shots = 0
+    options = (ZERO_PROMPT_OPTION,)
 
     def prompt(self, item, prep):
         text = ZERO_PROMPTS[prep.state["variant"]]
@@ -497,8 +517,44 @@ TABLE4_SETTINGS = {"econnli-zero": "Zero", "econnli-icl": "ICL", "econnli-cot": 
 _CELLS = [(c, m) for c in (CLASSES[0], CLASSES[1], "Average") for m in ("precision", "recall", "f1")]
 
 
+def fine_tuned(run) -> bool:
+    """Whether a run's zero-shot rows belong to Table 3: it ran econnli-zero with the fine-tuned
+    models' prompt (-T prompt=sft)."""
+    return run.record.task(ZeroShot.name).option("prompt") == "sft"
+
+
+def _table3(runs) -> Table | None:
+    pub = published(PUBLISHED)["tables"]["table3"]
+    tuned = [r for r in runs if fine_tuned(r)]
+    mine = task_rows(tuned, {ZeroShot.name: "SFT prompt (D.1)"}, lambda res: [res["paper"][c][m] for c, m in _CELLS], pub["columns"])
+    if not mine:
+        return None
+    tab = Table("econnli-table3", "EconNLI Table 3: classification after supervised fine-tuning (precision / recall / F1 "
+                "per class)", pub["columns"], 3, headline=[c for c in pub["columns"] if c.startswith("Average")])
+    paper_rows = [{**row, "setting": {"encoder": "SFT (classifier head)", "decoder, LoRA": "SFT (LoRA)"}.get(r.get("fine_tuned"))}
+                  for row, r in zip(published_rows(pub), pub["rows"])]
+    tab.rows = paper_rows + [row for *_, row in mine]
+    adapters = [f"{run.label}: " + ", ".join(f"{Path(a.get('path', '?')).name} (scale {a.get('scale')}, sha256 "
+                                             f"{str(a.get('sha256'))[:12]}…)" for a in run.record.lora)
+                for run, *_ in mine if run.record.lora]
+    tab.notes = ["Published rows: mean ± std over three fine-tunings on the train set's ChatGPT labels (10% held out "
+                 "for validation, 3 epochs, the best checkpoint): BERT to FLANG-ELECTRA as sequence classifiers "
+                 "(HuggingFace Trainer), which econeval does not run (it evaluates generative models); LLAMA2-chat (7B, "
+                 "13B) with LoRA (r 16, alpha 32), evaluated greedily with the fine-tuning prompt and the released "
+                 "rule, as econeval's rows (`-T prompt=sft`: Appendix D.1 as the released notebook wrote it, 3 new "
+                 "tokens; the model a fine-tuned GGUF, or the base GGUF with its adapter: -M lora=ADAPTER.gguf).",
+                 "A run row is one fine-tuned model, with its 95% interval over items; the paper's ± is the spread over "
+                 "three fine-tunings: run each fine-tuning's adapter and compare the rows (--epochs repeats one model "
+                 "with other seeds, which changes nothing for this greedy zero-shot prompt).",
+                 "Rows are computed over the parsed answers (n); unparsable answers are excluded, as in the released code."]
+    tab.notes += [f"LoRA adapters: {a}" for a in adapters]
+    tab.notes += limit_notes([(run, res) for run, _, res, _ in mine])
+    return tab
+
+
 def _table4(runs) -> Table | None:
     pub = published(PUBLISHED)["tables"]["table4"]
+    runs = [r for r in runs if not fine_tuned(r)]  # a fine-tuned model's zero-shot rows are Table 3's
     mine = task_rows(runs, TABLE4_SETTINGS, lambda res: [res["paper"][c][m] for c, m in _CELLS], pub["columns"])
     if not mine:
         return None
@@ -560,15 +616,24 @@ def _table6(runs) -> Table | None:
     if not mine:
         return None
     tab = Table("econnli-table6", "EconNLI Table 6: generated consequences judged against the reference", pub["columns"], 2)
-    tab.rows = published_rows(pub) + [row for *_, row in mine]
-    judges = {run.role(JUDGE).name or run.model for run, *_ in mine}
-    tab.notes = [f"Published rows were judged by GPT-4 over 513 positive pairs; econeval's by {', '.join(sorted(judges))}."]
+    paper_rows = [{**row, "setting": "judge: GPT-4"} for row in published_rows(pub)]
+    run_rows = []
+    for run, *_, row in mine:  # who judged each run: never shown as if GPT-4 had
+        judge = run.record.judged_by(JUDGE)
+        run_rows.append({**row, "setting": judge if judge == SELF_JUDGED else f"judge: {judge}"})
+    tab.rows = paper_rows + run_rows
+    judges = {run.record.judged_by(JUDGE) for run, *_ in mine}
+    tab.notes = ["Published rows were judged by GPT-4 over 513 positive pairs; econeval's by the judge its setting names."]
+    if SELF_JUDGED in judges:
+        tab.notes.append("self-judged: the evaluated model labelled its own answers (no --judge, the default, or a --judge "
+                         "naming the same model): these counts are not comparable with the paper's GPT-4-judged rows; "
+                         "pass --judge MODEL for a judge of its own.")
     tab.notes += limit_notes([(run, res) for run, _, res, _ in mine])
     return tab
 
 
 def paper_tables(runs) -> list[Table]:
-    return [t for t in (_table4(runs), _table6(runs)) if t]
+    return [t for t in (_table3(runs), _table4(runs), _table6(runs)) if t]
 
 
 registry.benchmark(BENCHMARK, build, tables=paper_tables)

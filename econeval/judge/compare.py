@@ -9,7 +9,10 @@ a bootstrap interval over a few items is degenerate (two items give a point), so
 items to show any change (five or fewer) the metric is inconclusive, "too few items", never a
 regression or an improvement. A gate cannot pass by omission: a candidate that lacks a task or
 items the baseline scored is refused (exit 2) unless `allow_missing`, and then the comparison
-says how many were dropped. What else differs between the runs (their schedules, settings,
+says how many were dropped. Nor can it pass on what it could not compute or read: each task's
+unanswered share (unparsed, errors, skips; `tables.UNANSWERED`) is decided as a metric of its own,
+a headline metric the candidate cannot compute is inconclusive, saying why, and a comparison
+that decides no headline metric is inconclusive. What else differs between the runs (their schedules, settings,
 data package, econeval version) is named beside the rows. Which way is worse, whether a metric is a count, and whether McNemar's
 test applies, each task declares in its `metrics`. Runs whose tasks differ in dataset, prompt version, settings or options
 are refused (the numbers would not be comparable).
@@ -21,15 +24,16 @@ import math
 import random
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from .. import registry
 from .junit import Case, suite
-from ..errors import UsageError
+from ..errors import UsageError, counted
 from ..store.finished import FinishedRun, open_checked
 from ..intervals import percentile_interval
 from ..store.record import RunRecord, identity_differences, plain_json
-from ..tables import Metric
+from ..store.items import unanswered
+from ..tables import UNANSWERED, Metric
 from ..types import is_scored
 
 COLUMNS = ("task", "metric", "n", "baseline", "candidate", "diff", "low", "high", "p_mcnemar", "verdict", "detectable", "p_paired",
@@ -52,7 +56,9 @@ class Row:
     high: float | None
     p_mcnemar: float | None
     verdict: str  # ok | pass | regression | improvement | inconclusive | undecided | n/a
-    detectable: float | None = None  # the smallest drop detectable at 80% power with these items (2.80 bootstrap SEs)
+    # the smallest drop detectable at 80% power with these items (2.80 bootstrap SEs); None where it is more than the
+    # metric can drop from the baseline's value within its bounds
+    detectable: float | None = None
     of: int | None = None  # the gate: the baseline's items with a value
     failed: int | None = None  # the gate: candidate items without a valid value, counted as the worst value
     further_items: int | None = None  # the gate: about how many more items would decide an inconclusive metric
@@ -83,32 +89,57 @@ class Comparison:
 
     @property
     def verdict(self) -> str:
-        """regression (exit 1) if any metric regressed, else inconclusive (exit 3) if any metric's
-        interval reaches below -max_drop (too few items to rule such a drop out), else pass."""
-        return verdict_of(r.verdict for r in self.rows)
+        """regression (exit 1) if any metric regressed (the unanswered share included), else
+        inconclusive (exit 3) if any metric's interval reaches below -max_drop (too few items to
+        rule such a drop out), a metric cannot be computed for the candidate, or no headline
+        metric was decided at all; else pass."""
+        verdict = verdict_of(r.verdict for r in self.rows)
+        return "inconclusive" if verdict == "pass" and not self.decided() else verdict
+
+    def decided(self) -> list[Row]:
+        """The headline metrics with a verdict (not a count, not one neither run can compute)."""
+        return [r for r in self.rows if r.metric != UNANSWERED.name and r.verdict != "n/a"]
 
     def verdict_line(self) -> str:
-        bad = [f"{r.task} {r.metric}" for r in self.rows if r.verdict == "regression"]
-        gated = [r for r in self.rows if r.verdict != "n/a"]
-        open_ = [r for r in self.rows if r.verdict == "inconclusive"]
-        tasks = sorted({r.task for r in self.rows})
-        n_items = sum({r.task: r.n for r in self.rows}.values())
+        rows = self.rows
+        bad = [f"{r.task} {r.metric}" for r in rows if r.verdict == "regression"]
+        gated = [r for r in rows if r.verdict != "n/a"]
+        uncomputed = [r for r in rows if r.verdict == "inconclusive" and r.diff is None]  # the candidate's cannot be
+        open_ = [r for r in rows if r.verdict == "inconclusive" and r.diff is not None]
+        tasks = sorted({r.task for r in rows})
+        n_items = sum({r.task: r.n for r in rows if r.metric != UNANSWERED.name}.values())
         dropped = sum(d["missing"] for d in self.dropped.values())
-        tail = f"; {dropped:,} baseline item(s) dropped (--allow-missing)" if dropped else ""
+        tail = f"; {counted(dropped, 'baseline item')} dropped (--allow-missing)" if dropped else ""
+        grouped: dict[tuple[str, str | None], list[str]] = {}
+        for r in uncomputed:
+            grouped.setdefault((r.task, r.note), []).append(r.metric)
+        failed = "; ".join(f"{t} {', '.join(ms)} {note}" for (t, note), ms in grouped.items())
         if bad:
-            return f"verdict: REGRESSION in {len(bad)} of {len(gated)} metrics ({', '.join(bad)}){tail}"
+            return (f"verdict: REGRESSION in {len(bad)} of {counted(len(gated), 'metric')} ({', '.join(bad)})"
+                    f"{'; ' + failed if failed else ''}{tail}")
+        if not self.decided():
+            why = "; ".join(f"{r.task} {r.metric}: {r.note or 'a count (no better direction)'}" for r in rows
+                            if r.metric != UNANSWERED.name)
+            return f"verdict: inconclusive: no metric could be decided ({why}){tail}"
+        if failed and not open_:
+            return f"verdict: inconclusive: {failed}{tail}"
+        lead = f"verdict: inconclusive: {failed}; and " if failed else "verdict: inconclusive: "
         few = [r for r in open_ if r.note and r.note.startswith(TOO_FEW)]
-        if open_ and few and len(few) == len(open_):
-            return (f"verdict: inconclusive: too few items: {len(few)} of {len(gated)} metrics rest on so few paired items that "
+        if open_ and len(few) == len(open_):
+            return (f"{lead}too few items: {len(few)} of {counted(len(gated), 'metric')} rest on so few paired items that "
                     f"no outcome could show a change ({', '.join(f'{r.task} {r.metric} (n {r.n})' for r in few)}): run more "
                     f"items{tail}")
         if open_:
-            need = max((r.detectable or 0) for r in open_)
-            return (f"verdict: inconclusive: {len(open_)} of {len(gated)} metrics cannot rule out a drop of {self.max_drop} "
-                    f"({', '.join(f'{r.task} {r.metric}' for r in open_)}); with {n_items:,} paired items a drop must be "
-                    f"about {need:.3f} to be detected at 80% power: run more items{tail}")
+            need = [r.detectable for r in open_ if r.detectable is not None]
+            beyond = [f"{r.task} {r.metric}" for r in open_ if r.detectable is None]
+            detect = [f"a drop must be about {max(need):.3f} to be detected at 80% power"] if need else []
+            detect += [f"no drop that {', '.join(beyond)} can make from the baseline's value (within the metric's bounds) "
+                       "could be detected at 80% power"] if beyond else []
+            return (f"{lead}{len(open_)} of {counted(len(gated), 'metric')} cannot rule out a drop of {self.max_drop} "
+                    f"({', '.join(f'{r.task} {r.metric}' for r in open_)}); with {counted(n_items, 'paired item')} "
+                    f"{' and '.join(detect)}: run more items{tail}")
         return (f"verdict: pass: no metric worse by more than {self.max_drop}, every interval above -{self.max_drop} "
-                f"({len(gated)} metrics, {len(tasks)} task(s), {n_items:,} paired items){tail}")
+                f"({counted(len(gated), 'metric')}, {counted(len(tasks), 'task')}, {counted(n_items, 'paired item')}){tail}")
 
     def as_dict(self) -> dict[str, Any]:
         return {"max_drop": self.max_drop, "verdict": self.verdict, "verdict_line": self.verdict_line(),
@@ -266,36 +297,87 @@ def _compare(loaded: FinishedRun, other: FinishedRun, max_drop: float, metrics: 
             idx = [rng.randrange(len(ids)) for _ in ids]
             boots.append((rb(idx), rc(idx)))
         available |= set(hb)
-        for m in hb:
-            if metrics and m not in metrics:
-                continue
+        chosen = [m for m in hb if not metrics or m in metrics]
+        for m in chosen:
             spec = task.metric(m)
             vb, vc = hb.get(m), hc.get(m)
-            diff = vc - vb if vb is not None and vc is not None else None
             draws = [y[m] - x[m] for x, y in boots if x.get(m) is not None and y.get(m) is not None]
-            iv = percentile_interval(draws)
-            low, high = iv if iv else (None, None)
-            detectable = _detectable(draws, len(ids)) if spec.direction else None
             p = None
             if spec.paired_exact and all(isinstance(r.get("correct"), bool) for r in pb + pc):
                 p = mcnemar_exact(sum(x["correct"] and not y["correct"] for x, y in zip(pb, pc)),
                                   sum(y["correct"] and not x["correct"] for x, y in zip(pb, pc)))
-            verdict = _verdict(spec, diff, low, high, max_drop, len(ids))
-            p_paired = note = None
-            if verdict in ("regression", "improvement"):  # the bootstrap saw a change: an exact test must show it too
-                p_paired = paired_p(task.resampler(pb + pc, prep), len(ids), m, diff, n_boot, seed)
-                if p_paired >= ALPHA:
-                    verdict = "inconclusive"
-                    note = (f"{TOO_FEW}: no outcome of {len(ids)} paired items reaches p < {ALPHA} in an exact paired test "
-                            f"(the smallest p is {exact_floor(len(ids)):.3g})" if exact_floor(len(ids)) >= ALPHA else
-                            f"the exact paired test does not show the {verdict} (p {p_paired:.3g}); the bootstrap interval "
-                            "is too narrow with so few items")
-            rows.append(Row(t, m, len(ids), vb, vc, diff, low, high, p, verdict, detectable, p_paired=p_paired, note=note))
+            row = _decided(Row(t, m, len(ids), vb, vc, None, None, None, p, "n/a"), spec, draws, max_drop,
+                           lambda: task.resampler(pb + pc, prep), n_boot, seed)
+            if row.diff is None and spec.direction:
+                row.note = _not_computed(task, pb, pc, vb, vc)
+            rows.append(row)
+        if chosen:  # with the task's unanswered share, whatever --metric chose
+            rows.append(_unanswered_row(task, base.get(t, {}), cand.get(t, {}), max_drop, n_boot, seed))
     unknown = [m for m in metrics if m not in available]
     if unknown:
         raise UsageError(f"no task of these runs has the metric {', '.join(repr(m) for m in unknown)}",
                          hint=f"their metrics: {', '.join(sorted(available))}")
     return Comparison(rows, dropped, run_differences(base_rec, cand_rec), max_drop)
+
+
+def _decided(row: Row, spec: Metric, draws: list[float], max_drop: float, numbers, n_boot: int, seed: int) -> Row:
+    """The row's difference, interval, detectable drop and verdict from its values and paired
+    bootstrap draws; a change the bootstrap sees is checked by the exact paired test over
+    `numbers()` (a resampler over the baseline's records then the candidate's). A metric the
+    candidate cannot compute where the baseline can is inconclusive (never a pass)."""
+    vb, vc, n = row.baseline, row.candidate, row.n
+    row.diff = vc - vb if vb is not None and vc is not None else None
+    iv = percentile_interval(draws)
+    row.low, row.high = iv if iv else (None, None)
+    row.detectable = _detectable(draws, n, _room(spec, vb)) if spec.direction else None
+    verdict = _verdict(spec, row.diff, row.low, row.high, max_drop, n)
+    if verdict in ("regression", "improvement"):  # the bootstrap saw a change: an exact test must show it too
+        row.p_paired = paired_p(numbers(), n, spec.name, row.diff, n_boot, seed)
+        if row.p_paired >= ALPHA:
+            row.note = None if exact_floor(n) >= ALPHA else (
+                f"the exact paired test does not show the {verdict} (p {row.p_paired:.3g}); the bootstrap interval is "
+                "too narrow with so few items")
+            verdict = "inconclusive"
+    elif spec.direction and vb is not None and vc is None:
+        verdict = "inconclusive"
+    if verdict == "inconclusive" and row.diff is not None and exact_floor(n) >= ALPHA:
+        row.note = (f"{TOO_FEW}: no outcome of {n} paired items reaches p < {ALPHA} in an exact paired test "
+                    f"(the smallest p is {exact_floor(n):.3g})")
+    row.verdict = verdict
+    return row
+
+
+def _not_computed(task, pb: list[dict], pc: list[dict], vb, vc) -> str:
+    """Why a metric has no value on one side or both: the unparsed answers among the paired items
+    (a paper's number over the parsed answers has none when none parsed)."""
+    def why(records: list[dict]) -> str:
+        k = sum(task.unparsed(r) for r in records)
+        return (f"{k:,} of its {counted(len(records), 'paired answer')} {'is' if k == 1 else 'are'} unparsed" if k else
+                f"the task computes none from its {counted(len(records), 'paired answer')}")
+    if vb is None and vc is None:
+        return f"cannot be computed for either run (the baseline: {why(pb)}; the candidate: {why(pc)})"
+    return f"cannot be computed for the {'baseline' if vb is None else 'candidate'}: {why(pb if vb is None else pc)}"
+
+
+def _unanswered_row(task, base: dict[str, dict], cand: dict[str, dict], max_drop: float, n_boot: int, seed: int) -> Row:
+    """The task's unanswered share (tables.UNANSWERED: unparsed, errors, skips) over the items both
+    runs have a line for, decided as a metric: McNemar's exact test on the pairs, a seeded paired
+    bootstrap of its own (the headline's draws stay as they were)."""
+    import numpy as np
+
+    ids = [i for i in base if i in cand]
+    ub = np.array([unanswered(task, base[i]) for i in ids])
+    uc = np.array([unanswered(task, cand[i]) for i in ids])
+    n = len(ids)
+    if not n:
+        return Row(task.name, UNANSWERED.name, 0, None, None, None, None, None, None, "n/a")
+    idx = np.random.default_rng([seed, n]).integers(0, n, size=(n_boot, n))
+    draws = (uc[idx] - ub[idx]).mean(axis=1).tolist()
+    both = np.concatenate([ub, uc])
+    p = mcnemar_exact(int(((ub == 0) & (uc == 1)).sum()), int(((ub == 1) & (uc == 0)).sum()))
+    row = Row(task.name, UNANSWERED.name, n, float(ub.mean()), float(uc.mean()), None, None, None, p, "n/a")
+    return _decided(row, UNANSWERED, draws, max_drop, lambda: (lambda at: {UNANSWERED.name: float(both[at].mean())}),
+                    n_boot, seed)
 
 
 POWER_Z = 1.959964 + 0.841621  # two-sided 5% test at 80% power: z(0.975) + z(0.80)
@@ -346,14 +428,25 @@ def resolution(n: int) -> float:
     return -math.log(0.025) / n if n else math.inf
 
 
-def _detectable(draws: list[float], n: int) -> float | None:
+def _room(metric: Metric, baseline: float | None) -> float:
+    """The largest drop the metric can make from the baseline's value within its bounds (its
+    whole range where the baseline has none)."""
+    lo, hi = metric.bounds
+    if baseline is None:
+        return hi - lo
+    return max(0.0, baseline - lo if metric.direction > 0 else hi - baseline)
+
+
+def _detectable(draws: list[float], n: int, room: float = math.inf) -> float | None:
     """The smallest true drop a test of these items would detect at 80% power: (z_0.975 + z_0.8)
     standard errors (the bootstrap draws' standard deviation), and never below the resolution of
-    n items."""
+    n items; None where that exceeds `room`, the most the metric can drop (no drop it can make is
+    detectable with these items), or there are no draws."""
     if len(draws) < 2:
         return None
     mean = sum(draws) / len(draws)
-    return max(POWER_Z * (sum((d - mean) ** 2 for d in draws) / (len(draws) - 1)) ** 0.5, resolution(n))
+    need = max(POWER_Z * (sum((d - mean) ** 2 for d in draws) / (len(draws) - 1)) ** 0.5, resolution(n))
+    return need if need <= room else None
 
 
 def _verdict(metric: Metric, diff, low, high, max_drop: float, n: int) -> str:
@@ -375,27 +468,52 @@ def _fmt(v) -> str:
     return "-" if v is None else (f"{v:.4f}" if isinstance(v, float) else str(v))
 
 
-def render(comparison: Comparison, fmt: str) -> str:
-    """The rows, then what was dropped, what else differs, and the closing verdict line."""
-    rows = comparison.rows
-    cols = ("task", "metric", "n", "baseline", "candidate", "diff", "low", "high", "p_mcnemar", "detectable", "verdict")
-    if fmt == "md":
-        lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-        lines += ["| " + " | ".join(_fmt(getattr(r, c)) for c in cols) + " |" for r in rows]
-        bullet = "- "
-    else:
-        width = [max(len(c), *(len(_fmt(getattr(r, c))) for r in rows)) for c in cols]
-        lines = ["  ".join(c.ljust(w) for c, w in zip(cols, width))]
-        lines += ["  ".join(_fmt(getattr(r, c)).ljust(w) for c, w in zip(cols, width)) for r in rows]
-        bullet = "  "
-    notes = [f"dropped: {t}: {d['missing']:,} of {d['of']:,} baseline items have no candidate score"
+SHOWN = ("task", "metric", "n", "baseline", "candidate", "diff", "low", "high", "p_mcnemar", "detectable", "verdict")
+
+
+def _cells(r: Row) -> dict[str, str]:
+    """A row's shown cells: "none" as the detectable drop where no drop the metric can make is
+    detectable with its items."""
+    cells = {c: _fmt(getattr(r, c)) for c in SHOWN}
+    if r.detectable is None and r.diff is not None and r.verdict in ("inconclusive", "ok"):
+        cells["detectable"] = "none"
+    return cells
+
+
+def _notes(comparison: Comparison) -> list[str]:
+    """What was dropped, what else differs between the runs, and each row's note."""
+    notes = [f"dropped: {t}: {d['missing']:,} of {d['of']:,} baseline items {'has' if d['missing'] == 1 else 'have'} no candidate score"
              + (" (task not run)" if d.get("task_missing") else "") for t, d in comparison.dropped.items()]
     notes += [f"the runs differ in {d}" for d in comparison.differences]
-    notes += [f"{r.task} {r.metric}: {r.note}" for r in rows if r.note]
+    return notes + [f"{r.task} {r.metric}: {r.note}" for r in comparison.rows if r.note]
+
+
+def render(comparison: Comparison) -> str:
+    """Markdown (`--format md`, a report's comparison): the rows, the notes, the closing verdict line."""
+    lines = ["| " + " | ".join(SHOWN) + " |", "|" + "---|" * len(SHOWN)]
+    lines += ["| " + " | ".join(_cells(r).values()) + " |" for r in comparison.rows]
+    notes = _notes(comparison)
     if notes:
-        lines += [""] + [bullet + n for n in notes]
-    lines += ["", comparison.verdict_line()]
-    return "\n".join(lines)
+        lines += [""] + ["- " + n for n in notes]
+    return "\n".join(lines + ["", comparison.verdict_line()])
+
+
+def terminal(comparison: Comparison) -> Callable[[int], list]:
+    """The text output for a console of a given width (judge/terminal.py lays it out): the rows as
+    a table that fits, the notes, the verdict line in the verdict's colour."""
+    from .terminal import Col, lines, table, verdict
+
+    cols = [Col("task", "task", number=False), Col("metric", "metric", number=False), Col("n", "n", drop=1),
+            *(Col(c, c) for c in ("baseline", "candidate", "diff", "low", "high")), Col("p_mcnemar", "p_mcnemar", drop=2),
+            Col("detectable", "detectable", drop=3), Col("verdict", "verdict", number=False)]
+
+    def build(width: int) -> list:
+        parts = table(cols, [_cells(r) for r in comparison.rows], width)
+        notes = _notes(comparison)
+        if notes:
+            parts += [None, *lines(notes)]
+        return parts + [None, verdict(comparison.verdict_line(), comparison.verdict)]
+    return build
 
 
 def junit(comparison: Comparison) -> str:
@@ -428,4 +546,4 @@ def report_entry(baseline: Path, candidate: Path) -> dict[str, Any]:
 def render_entry(entry: dict[str, Any]) -> str:
     """A report's comparison entry (report_entry's dict) as Markdown."""
     rows = [Row(**r) for r in entry["rows"]]
-    return render(Comparison(rows, entry["dropped"], entry["differences"], entry["max_drop"]), "md")
+    return render(Comparison(rows, entry["dropped"], entry["differences"], entry["max_drop"]))

@@ -3,9 +3,9 @@ items in a seeded, uniformly random order (the tasks taking turns, a chunk each)
 chunk the gate takes the next items of that order that the candidate has finished, pairs each
 with the baseline's, and feeds two one-sided betting e-processes per item metric the task
 declares (`Task.item_metrics`; sequential.py): one for "pass" (the mean paired difference lies
-above -max_drop) and one for "regression" (below). A task stops taking items once each of its
-metrics is decided, the gate once every task is; at the budget or the end of the items what is
-open is inconclusive.
+above -max_drop) and one for "regression" (below). A task stops taking items once its verdict is
+known (each of its metrics passed, or one regressed), the gate once every task's is; at the budget
+or the end of the items what is open is inconclusive.
 
 - "pass" needs every gated metric to pass (an intersection-union test): each is tested at
   alpha. "regression" needs one metric: each is tested at alpha / (number of metrics). So the
@@ -13,13 +13,16 @@ open is inconclusive.
 - A candidate item without a valid value (an error, a skip, no value for the metric) counts as
   the metric's worst value: a regression cannot hide its losses as failures. The output says
   how many there were.
+- Every gated task's unanswered share (`tables.UNANSWERED`: unparsed, an error or skipped) is
+  gated beside its item metrics, as compare holds it: a candidate whose unparsed answers rise
+  beyond the margin does not pass, whatever its item metrics count an unparsed answer as.
 - The items are taken strictly in the gate's order: a replayed folder that lacks the next item
   of the order is gated on what came before it (what a live gate would have seen), and what is
   still open then is inconclusive.
 - Baseline and replayed candidate are read with every record re-derived from its stored
   response (verify.py), and the two must be comparable as `compare` requires.
 Numbers that are not means over items (F1 of a class, ECE) are reported at the end with
-compare's paired bootstrap, marked not gated.
+compare's paired bootstrap, marked not gated; one that cannot be computed for a run says why.
 """
 
 from __future__ import annotations
@@ -28,13 +31,13 @@ import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
 from .. import registry
 from .compare import GATE_COLUMNS, Row, check_comparable, check_max_drop, check_prepared, check_reasoning, verdict_of
-from ..errors import UsageError
+from ..errors import UsageError, counted
 from ..store.finished import FinishedRun, open_checked
 from .junit import Case, suite
 from ..store.record import RunRecord, comparable
@@ -42,7 +45,8 @@ from ..store.runfiles import RUN_JSON
 from ..store.runmeta import CHUNK
 from ..run.spec import RunSpec
 from .sequential import Interval, MarginPair
-from ..store.items import ERROR, SKIPPED
+from ..store.items import ERROR, SKIPPED, unanswered
+from ..tables import UNANSWERED
 from ..types import Task, is_scored, task_roles
 from ..store.verify import prepared_from
 
@@ -116,7 +120,7 @@ class Gated:
     def row(self, final: bool) -> Row:
         n, span = self.n, self.hi - self.lo
         low, high = self.shown.bounds() if n else (None, None)
-        to_diff = (lambda w: self.direction * span * w)
+        to_diff = (lambda w: self.direction * span * w + 0.0)  # + 0.0: a zero of a lower-is-better metric is 0, not -0
         lo_hi = sorted((to_diff(low), to_diff(high))) if n else (None, None)
         verdict = self.verdict(final)
         return Row(self.task, self.metric, n, self.baseline_sum / n if n else None, self.candidate_sum / n if n else None,
@@ -153,7 +157,10 @@ class TaskGate:
     received: dict[str, dict] = field(default_factory=dict)  # a live run's records so far, by item id
 
     def decided(self) -> bool:
-        return all(g.verdict(final=False) in ("pass", "regression") for g in self.rows)
+        """Whether the task's verdict is known: every metric decided, or one regressed (no later
+        item can make it pass; its other metrics stay open)."""
+        verdicts = [g.verdict(final=False) for g in self.rows]
+        return "regression" in verdicts or all(v == "pass" for v in verdicts)
 
     def feed(self, records: list[dict]) -> None:
         """A live run's new records (a chunk's, or those a resumed run finds saved): kept, and the
@@ -181,7 +188,7 @@ def _candidate_value(task: Task, rec: dict | None, g: Gated) -> float | None:
     (an error, a skip, no value); a value outside the metric's bounds is refused."""
     if rec is None or not is_scored(rec):
         return None
-    value = task.item_values(rec).get(g.metric)
+    value = _item_values(task, rec).get(g.metric)
     if value is None or not isinstance(value, (int, float)) or not math.isfinite(value):
         return None
     if not _in_range(value, g.lo, g.hi):
@@ -215,7 +222,7 @@ class Gate:
                 not_gated[t] = (f"no item metric {', '.join(map(repr, metrics))}" if metrics and task.item_metrics
                                 else "no item metric")
                 continue
-            values = {i: _baseline_values(task, rec, mine, where) for i, rec in samples.get(t, {}).items()
+            values = {i: _baseline_values(task, rec, [*mine, UNANSWERED], where) for i, rec in samples.get(t, {}).items()
                       if is_scored(rec)}
             if not values:
                 raise UsageError(f"{where}: the baseline has no scored item of {t}")
@@ -224,8 +231,8 @@ class Gate:
                 if not counts[m.name]:
                     not_gated[f"{t} {m.name}"] = "the baseline has no value for it on any item"
             mine = [m for m in mine if counts[m.name]]
-            if mine:
-                plans.append((task, values, mine, counts))
+            if mine:  # with its unanswered share (unparsed, errors, skips), which every baseline item has
+                plans.append((task, values, [*mine, UNANSWERED], {**counts, UNANSWERED.name: len(values)}))
         unknown = [m for m in metrics if m not in every]
         if unknown:
             raise UsageError(f"no gated task has the item metric {', '.join(map(repr, unknown))}",
@@ -289,8 +296,13 @@ def _in_range(value: float, lo: float, hi: float) -> bool:
     return lo - 1e-9 <= value <= hi + 1e-9  # a metric's bounds, give or take rounding
 
 
+def _item_values(task: Task, rec: dict) -> dict[str, float | None]:
+    """A scored record's item metrics, its unanswered share (1.0: unparsed) among them."""
+    return {**task.item_values(rec), UNANSWERED.name: unanswered(task, rec)}
+
+
 def _baseline_values(task: Task, rec: dict, metrics: list, where: Path | None) -> dict[str, float | None]:
-    values = task.item_values(rec)
+    values = _item_values(task, rec)
     out: dict[str, float | None] = {}
     for m in metrics:
         v = values.get(m.name)
@@ -513,9 +525,9 @@ def _result(base: FinishedRun, cand: FinishedRun, g: Gate, population: dict[str,
     what = {"pass": "pass: every gated metric's interval lies above", "regression": "REGRESSION: an interval lies below",
             "inconclusive": "inconclusive: not every interval clears"}[verdict]
     line = (f"gate: {what} -{max_drop} (anytime-valid; pass at alpha {alpha} per metric, regression at {alpha / k:.4g} "
-            f"over {k} metrics) after {used:,} of {total:,} paired items ({used / total:.1%}) in {took:.0f} s")
+            f"over {counted(k, 'metric')}) after {used:,} of {counted(total, 'paired item')} ({used / total:.1%}) in {took:.0f} s")
     if failed:
-        line += f"; {failed:,} candidate item(s) without a valid value counted as the worst value"
+        line += f"; {counted(failed, 'candidate item')} without a valid value counted as the worst value"
     blocked = [f"{t}: {tg.blocked}" for t, tg in g.tasks.items() if tg.blocked]
     notes = (blocked + [f"not gated: {what_}: {why}" for what_, why in g.not_gated.items()] + ([extra_note] if extra_note else [])
              + [p["note"] for t, p in population.items() if t in g.tasks and p["note"]] + _differences(base, cand))
@@ -524,24 +536,33 @@ def _result(base: FinishedRun, cand: FinishedRun, g: Gate, population: dict[str,
                       round(took, 1), g.progress())
 
 
-def render(result: GateResult) -> str:
-    cols = ("task", "metric", "n", "of", "failed", "baseline", "candidate", "diff", "low", "high", "verdict")
-    # the interval's ends are the means it rules out (at or beyond them): shown as "above" and "below"
-    heads = tuple({"low": "above", "high": "below"}.get(c, c) for c in cols)
-    fmt = (lambda v: "-" if v is None else f"{v:.4f}" if isinstance(v, float) else str(v))
-    table = [heads] + [tuple(fmt(getattr(r, c)) for c in cols) for r in result.rows]
-    width = [max(len(x[i]) for x in table) for i in range(len(cols))]
-    out = ["  ".join(x[i].ljust(width[i]) for i in range(len(cols))) for x in table]
-    for r in result.rows:
-        if r.verdict == "inconclusive" and r.further_items is not None:
-            out.append(f"  {r.task} {r.metric}: about {r.further_items:,} more item(s) would decide it at the "
-                       "observed spread")
-    out += [f"  {n}" for n in result.notes]
-    if result.not_gated:
-        out += ["", "not gated (paired bootstrap over the paired items; not means over items):"]
-        out += [f"  {x.task} {x.metric}: baseline {fmt(x.baseline)}, candidate {fmt(x.candidate)}, diff {fmt(x.diff)} "
-                f"[{fmt(x.low)}, {fmt(x.high)}]" for x in result.not_gated]
-    return "\n".join(out + ["", result.verdict_line])
+def _fmt(v) -> str:
+    return "-" if v is None else f"{v:.4f}" if isinstance(v, float) else str(v)
+
+
+def terminal(result: GateResult) -> Callable[[int], list]:
+    """The text output for a console of a given width (judge/terminal.py lays it out): the gated
+    rows as a table that fits (the interval's ends are the means it rules out, at or beyond them:
+    shown as "above" and "below"), the items that would decide an open metric, the notes, the
+    numbers not gated (each with why, where it cannot be computed), the verdict line."""
+    from .terminal import Col, lines, table, verdict
+
+    cols = [Col("task", "task", number=False), Col("metric", "metric", number=False), Col("n", "n"), Col("of", "of", drop=1),
+            Col("failed", "failed", drop=2), *(Col(c, c) for c in ("baseline", "candidate", "diff")), Col("low", "above"),
+            Col("high", "below"), Col("verdict", "verdict", number=False)]
+
+    def build(width: int) -> list:
+        parts = table(cols, [{c.key: _fmt(getattr(r, c.key)) for c in cols} for r in result.rows], width)
+        notes = [f"{r.task} {r.metric}: about {counted(r.further_items, 'more item')} would decide it at the observed "
+                 "spread" for r in result.rows if r.verdict == "inconclusive" and r.further_items is not None]
+        parts += lines(notes + result.notes)
+        if result.not_gated:
+            parts += [None, "not gated (paired bootstrap over the paired items; not means over items):"]
+            parts += lines([f"{x.task} {x.metric}: {x.note}" if x.diff is None else
+                            f"{x.task} {x.metric}: baseline {_fmt(x.baseline)}, candidate {_fmt(x.candidate)}, diff "
+                            f"{_fmt(x.diff)} [{_fmt(x.low)}, {_fmt(x.high)}]" for x in result.not_gated])
+        return parts + [None, verdict(result.verdict_line, result.verdict)]
+    return build
 
 
 def junit(rows: list[Row], max_drop: float) -> str:
@@ -565,4 +586,4 @@ def _not_gated(base: FinishedRun, cand: FinishedRun, g: Gate, max_drop: float) -
     except UsageError as exc:
         return [], f"no paired bootstrap of the other headline numbers: {exc}"
     decided = {(x.task, x.metric) for tg in g.tasks.values() for x in tg.rows}
-    return [r for r in result.rows if r.task in g.tasks and (r.task, r.metric) not in decided and r.diff is not None], None
+    return [r for r in result.rows if r.task in g.tasks and (r.task, r.metric) not in decided and (r.diff is not None or r.note)], None

@@ -6,20 +6,21 @@ its prompts, responses, gold answer, parse and scores."""
 from __future__ import annotations
 
 import fcntl
-import html
 import json
 import os
 from pathlib import Path
 from typing import Any
 
 from .. import config, registry
-from ..errors import UsageError, clean_tree
+from ..errors import UsageError, clean_tree, counted
+from ..store.epochs import epochs_in
 from ..store.finished import open_run
 from ..store.items import UNPARSED, ItemView, item_view, line_task
 from ..store.folder import iter_samples
 from ..reasoning import THINKING
 from ..store.record import NO_TASKS
 from ..store.runfiles import LOCK, RUN_JSON, SAMPLES
+from . import pages
 
 
 def _running(folder: Path) -> bool:
@@ -91,6 +92,7 @@ def list_runs(paths: list[Path]) -> list[dict]:
         elif p.is_dir():
             cands = sorted(q for q in p.iterdir() if q.is_dir() and not q.is_symlink())
             cands += [s for q in list(cands) for s in sorted(q.glob("shard-*-of-*")) if s.is_dir() and not s.is_symlink()]
+            cands += [s for q in list(cands) for s in epochs_in(q).values() if not s.is_symlink()]  # a run --epochs parent's
         elif len(paths) == 1 and p == config.data_home() / "runs":
             cands = []
         else:
@@ -106,11 +108,13 @@ def render_runs(rows: list[dict]) -> str:
     for r in rows:
         items = "-" if r["items_saved"] is None else f"{r['items_saved']:,}"
         limit = f"  --limit {r['limit']}" if r["limit"] else ""
-        out.append(f"{Path(r['folder']).name}  {r['status']}  {r['model']}  {len(r['tasks'])} task(s)  {items} items saved  "
+        saved = f"{items} items saved" if r["items_saved"] != 1 else "1 item saved"
+        out.append(f"{Path(r['folder']).name}  {r['status']}  {r['model']}  {counted(len(r['tasks']), 'task')}  {saved}  "
                    f"{(r['started'] or '?')[:16].replace('T', ' ')}{limit}")
         for task in r["tasks"]:
-            nums = "  ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}" for k, v in r["headline"].get(task, {}).items()
-                             if v is not None)
+            # a finished task's numbers that could not be computed (nothing parsed) are shown as "-", not as "no results"
+            nums = "  ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {'-' if v is None else v}"
+                             for k, v in r["headline"].get(task, {}).items())
             out.append(f"    {task:<22} {nums or '(no results yet)'}")
         out.append(f"    {r['folder']}")
     return "\n".join(out)
@@ -173,49 +177,25 @@ def _item(rec: dict) -> dict:
 def _capped(text: str, limit: int = SHOWN_CHARS) -> str:
     """The text as the page shows it: at most `limit` characters, then a note of what is left out."""
     if len(text) <= limit:
-        return html.escape(text)
-    return (html.escape(text[:limit]) + f"\n… {len(text) - limit:,} more characters not shown "
-            "(samples.jsonl holds the whole text)")
+        return text
+    return text[:limit] + f"\n… {len(text) - limit:,} more characters not shown (samples.jsonl holds the whole text)"
 
 
-VIEW_CSS = """
-body{font-family:system-ui,sans-serif;margin:1.5rem auto;max-width:1200px;padding:0 1rem;color:#222}
-#filters{position:sticky;top:0;background:#fff;padding:.5rem 0;border-bottom:1px solid #ccc;z-index:1}
-select,input{margin-right:.8rem}details{border:1px solid #ddd;margin:.4rem 0;padding:.3rem .6rem;border-radius:4px}
-summary{cursor:pointer}pre{white-space:pre-wrap;background:#f6f6f6;padding:.4rem;max-height:24rem;overflow:auto;font-size:.8rem}
-.correct{border-left:5px solid #1b9e77}.wrong,.unparsed{border-left:5px solid #d95f02}.error,.skipped{border-left:5px solid #999}
-.k{color:#666}table.s td{padding:0 .6rem 0 0;font-size:.85rem}
-"""
-
-VIEW_JS = """
-const items=[...document.querySelectorAll('details.item')];
-const f={task:document.getElementById('f-task'),outcome:document.getElementById('f-outcome'),
-         group:document.getElementById('f-group'),text:document.getElementById('f-text')};
-function apply(){let n=0;const q=f.text.value.toLowerCase();
- for(const el of items){const ok=(!f.task.value||el.dataset.task===f.task.value)&&
-  (!f.outcome.value||el.dataset.outcome===f.outcome.value)&&(!f.group.value||el.dataset.group===f.group.value)&&
-  (!q||el.textContent.toLowerCase().includes(q));el.hidden=!ok;if(ok)n++;}
- document.getElementById('count').textContent=n+' of '+items.length+' items';}
-for(const k in f){f[k].addEventListener(k==='text'?'input':'change',apply);}
-apply();
-"""
+OUTCOMES = ("correct", "wrong", "unparsed", "scored", "skipped", "error")
 
 
-def _item_html(it: dict) -> str:
-    e = html.escape
+def _shown(it: dict) -> dict:
+    """An item as the page places it (templates/view.html): every text capped, the filters' keys
+    (task, group) cut as the filter lists cut them."""
+    def capped(mapping: dict) -> dict:
+        return {str(k): _capped(_text(v)) for k, v in mapping.items()}
 
-    def block(title, mapping):
-        return "".join(f"<p class=k>{e(title)} {e(str(k))}</p><pre>{_capped(_text(v))}</pre>" for k, v in mapping.items())
-
-    scores = "".join(f"<tr><td class=k>{e(k)}</td><td>{e(str(v))}</td></tr>" for k, v in it["scores"].items())
-    summary = (f"{_capped(it['id'], 200)} · {_capped(it['task'], 200)}" + (f" · {_capped(it['group'], 200)}" if it["group"] else "")
-               + f" · <b>{e(it['outcome'])}</b>" + (f" · gold {e(_text(it['gold'])[:80])}" if it["gold"] is not None else "")
-               + (f" · parsed {e(_text(it['parsed'])[:40])}" if it["parsed"] is not None else ""))
-    return (f'<details class="item {e(it["outcome"])}" data-task="{e(it["task"][:200])}" data-outcome="{e(it["outcome"])}" '
-            f'data-group="{e((it["group"] or "")[:200])}"><summary>{summary}</summary>'
-            + (f"<p class=k>why: {_capped(_text(it['why']), 2000)}</p>" if it["why"] else "")
-            + block("prompt", it["prompts"]) + block("reasoning (not parsed)", it["thinking"]) + block("response", it["responses"])
-            + f"<table class=s>{scores}</table></details>")
+    return {"id": _capped(it["id"], 200), "task": _capped(it["task"], 200), "task_key": it["task"][:200],
+            "group": _capped(it["group"], 200) if it["group"] else None, "group_key": (it["group"] or "")[:200],
+            "outcome": it["outcome"], "gold": None if it["gold"] is None else _text(it["gold"])[:80],
+            "parsed": None if it["parsed"] is None else _text(it["parsed"])[:40],
+            "why": _capped(_text(it["why"]), 2000) if it["why"] else None, "prompts": capped(it["prompts"]),
+            "thinking": capped(it["thinking"]), "responses": capped(it["responses"]), "scores": {str(k): str(v) for k, v in it["scores"].items()}}
 
 
 def write_view(folder: Path, out: Path, tasks: tuple[str, ...] = ()) -> int:
@@ -239,32 +219,22 @@ def write_view(folder: Path, out: Path, tasks: tuple[str, ...] = ()) -> int:
     if not chosen:
         raise UsageError(f"{folder} holds no samples" + (f" of {', '.join(tasks)}" if tasks else ""))
     listed = describe(folder) or {"model": "?", "status": "?"}
-    e = html.escape
 
-    def options(values, label):
-        return f'<option value="">{label}</option>' + "".join(f'<option value="{e(v)}">{e(v)}</option>' for v in values)
-
-    left_out = (f" · the first {len(chosen):,} of {total:,} items shown: name tasks (--task) to see others"
-                if total > len(chosen) else "")
-    groups = sorted({g for _, g in chosen if g})
-    head = (f"<h1>econeval view: {e(folder.name)}</h1><p>model {e(str(listed['model']))} · status {e(str(listed['status']))} · "
-            f"{total:,} items{e(left_out)} · {e(str(folder))}</p>"
-            f'<div id="filters"><select id="f-task">{options(sorted({t for t, _ in chosen}), "every task")}</select>'
-            f'<select id="f-outcome">{options(["correct", "wrong", "unparsed", "scored", "skipped", "error"], "every outcome")}</select>'
-            f'<select id="f-group">{options(groups, "every group")}</select>'
-            f'<input id="f-text" type="search" placeholder="text in prompt or response"><span id="count"></span></div>')
-    with atomic_writer(out) as fh:
-        fh.write(("<!doctype html><html><head><meta charset=utf-8><title>econeval view</title>"
-                  f"<style>{VIEW_CSS}</style></head><body>{head}").encode("utf-8"))
+    def items():
         shown = 0
         for rec in iter_samples(path):
             if shown == len(chosen):
                 break
             it = _item(rec)
             if not tasks or it["task"][:200] in tasks:
-                fh.write(clean_tree(_item_html(it)).encode("utf-8", "replace"))
+                yield _shown(it)
                 shown += 1
-        fh.write(f"<script>{VIEW_JS}</script></body></html>".encode("utf-8"))
+
+    page = pages.stream("view.html", title=f"econeval view: {folder.name}", model=str(listed["model"]), status=str(listed["status"]),
+                        total=total, shown=len(chosen), folder_name=pages.shown_path(folder, Path(out).parent),
+                        tasks=sorted({t for t, _ in chosen}), outcomes=OUTCOMES, groups=sorted({g for _, g in chosen if g}),
+                        items=items())
+    with atomic_writer(out) as fh:
+        for piece in page:
+            fh.write(piece.encode("utf-8", "replace"))
     return len(chosen)
-
-

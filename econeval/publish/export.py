@@ -1,11 +1,13 @@
-"""Results other tools open (`econeval export`): a run folder, read and verified as `compare`
-reads it (finished.open_checked), written in another tool's shape.
+"""Results other tools open (`econeval export`): a run folder, read and checked as `compare`
+reads it and its results recomputed from its samples (finished.open_verified), written in another
+tool's shape.
 
 - `table`: one row per item and task, flat columns of stable names and types (table_columns():
   TABLE_COLUMNS with the labels the tasks declare after `group`, then one `metric_<name>` column
   per item metric), as CSV or Parquet (by --out's suffix; Parquet needs pyarrow: the `export` extra). pandas, R's arrow and readr read it as it is.
-- `inspect`: one Inspect eval log per task in a folder, built with inspect_ai's own types
-  (export_inspect.py; the `inspect` extra).
+- `inspect`: one Inspect eval log per task in a folder (`.eval`, or `.json` with --log-format
+  json), built with inspect_ai's own types and written by its own writer (export_inspect.py; the
+  `inspect` extra).
 - `every-eval-ever`: the run's aggregate record in the Every Eval Ever schema (export_eee.py).
 - `lm-eval`: a results.json in lm-evaluation-harness's layout (`results` with `<metric>,none`
   keys, `versions`, `n-shot`, `higher_is_better`, `n-samples`, `config`), valid under lm-eval's
@@ -33,21 +35,24 @@ from typing import Any
 from .. import registry
 from ..version import __version__
 from ..errors import UsageError
-from ..results import check_output, dumps, read_regular, write_output
-from .export_read import interval, obj, text
+from ..results import check_output, check_place, dumps, read_regular, write_output
+from .export_read import interval, judged_by, obj, text
 from ..store.items import ERROR, SCORED, SKIPPED, UNPARSED
 from ..types import as_text
-from ..store.finished import FinishedRun, open_checked
+from ..store.finished import FinishedRun, open_verified
 
 MARK = "econeval_export"  # in every export: what a later export may replace
-TABLE_VERSION = 1
+# the table's format (a public interface): 2: the judge column; 3: the marker is the table's last
+# column, `econeval_export` (`table/3 econeval VERSION` in every row), no longer a `#` first line,
+# so that a plain pandas.read_csv reads the CSV
+TABLE_VERSION = 3
 # the table's fixed columns and their types; one `metric_<name>` (float) column per item metric follows
 # (the item's labels, a string column each, stand after `group`: label_columns())
 TABLE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("run", "string"), ("model", "string"), ("task", "string"), ("item_id", "string"), ("group", "string"),
     ("gold", "string"), ("parsed", "string"), ("correct", "bool"),
     ("unparsed_reason", "string"), ("error", "string"), ("skipped", "string"), ("n_prompt_tokens", "int"),
-    ("n_generated_tokens", "int"), ("n_reasoning_tokens", "int"))
+    ("n_generated_tokens", "int"), ("n_reasoning_tokens", "int"), ("judge", "string"))
 
 
 def label_columns() -> list[str]:
@@ -64,7 +69,7 @@ def table_columns() -> list[tuple[str, str]]:
     head = 5  # run, model, task, item_id, group
     return [*TABLE_COLUMNS[:head], *((k, "string") for k in label_columns()), *TABLE_COLUMNS[head:]]
 def _finished(folder: Path) -> FinishedRun:
-    run = open_checked(folder)
+    run = open_verified(folder)
     status = run.record.status
     if status != "complete":
         raise UsageError(f"{folder} is not a finished run (its status is {status!r})",
@@ -78,12 +83,15 @@ def metric_column(name: str) -> str:
 
 
 def table_rows(runs: list[FinishedRun]) -> tuple[list[str], list[dict[str, Any]]]:
-    """The table's column names and its rows, in each run's task and samples order."""
+    """The table's column names and its rows, in each run's task and samples order; the last
+    column is the marker `econeval_export` (the table's format and the econeval that wrote it)."""
+    mark = f"table/{TABLE_VERSION} econeval {__version__}"
     metrics: list[str] = []
     rows: list[dict[str, Any]] = []
     for run in runs:
         for name in run.record.tasks:
             task = registry.get_task(name)
+            judge = judged_by(run, name)
             for m in task.item_metrics:
                 if metric_column(m.name) not in metrics:
                     metrics.append(metric_column(m.name))
@@ -95,17 +103,17 @@ def table_rows(runs: list[FinishedRun]) -> tuple[list[str], list[dict[str, Any]]
                     "unparsed_reason": item.why if item.outcome in (SCORED, UNPARSED) else None,
                     "error": item.why if item.outcome == ERROR else None, "skipped": item.why if item.outcome == SKIPPED else None,
                     "n_prompt_tokens": item.tokens("n_prompt_tokens"), "n_generated_tokens": item.tokens("n_tokens"),
-                    "n_reasoning_tokens": item.tokens("n_reasoning_tokens")}
+                    "n_reasoning_tokens": item.tokens("n_reasoning_tokens"), "judge": judge}
                 for m in task.item_metrics:
                     v = item.values.get(m.name)
                     row[metric_column(m.name)] = float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+                row[MARK] = mark
                 rows.append(row)
-    return [c for c, _ in table_columns()] + metrics, rows
+    return [c for c, _ in table_columns()] + metrics + [MARK], rows
 
 
 def _csv(columns: list[str], rows: list[dict]) -> bytes:
     buf = io.StringIO()
-    buf.write(f"# {MARK} table/{TABLE_VERSION} econeval {__version__}\n")  # pandas: comment="#"; R: comment.char="#"
     writer = csv.DictWriter(buf, columns, lineterminator="\n")
     writer.writeheader()
     for row in rows:
@@ -119,7 +127,7 @@ def _parquet(columns: list[str], rows: list[dict]) -> bytes:
         import pyarrow.parquet as pq
     except ImportError:
         raise UsageError("writing Parquet needs pyarrow", hint="pip install 'econeval[export]', or name a .csv file") from None
-    kinds = dict(table_columns())
+    kinds = {**dict(table_columns()), MARK: "string"}
     types = {"string": pa.string(), "bool": pa.bool_(), "int": pa.int64()}
     schema = pa.schema([(c, types[kinds[c]] if c in kinds else pa.float64()) for c in columns],
                        metadata={MARK: f"table/{TABLE_VERSION}", "econeval_version": __version__})
@@ -147,12 +155,24 @@ def _unix(stamp: Any) -> float | None:
         return None
 
 
-def lm_eval_doc(run: FinishedRun) -> dict[str, Any]:
+def lm_eval_model_args(run: FinishedRun, developer: str | None = None) -> str:
+    """The model as lm-eval's `config.model_args` names it: `key=value` pairs, `pretrained=` the
+    model's `<developer>/<name>` as the Every Eval Ever record files it (export_eee.model_identity:
+    --developer, models.toml's, the GGUF's, a served name's prefix), the bare name where nothing
+    names the developer. lm-eval takes its `model_name` from it, and Every Eval Ever's
+    `convert lm_eval` its model id and developer (the part before the `/`)."""
+    from .export_eee import UNKNOWN, model_identity
+
+    dev, name, _ = model_identity(run.record, developer)
+    return f"pretrained={name if dev == UNKNOWN else f'{dev}/{name}'}"
+
+
+def lm_eval_doc(run: FinishedRun, developer: str | None = None) -> dict[str, Any]:
     """The run's headline numbers in lm-eval's results.json layout, as lm-eval's own result schema
     (lm_eval/result_schema.py, EvalResults) types it: each task's `name`, `alias` and `sample_len`;
     a metric as a number, left out where the run computed none (named in the task's config's
     `not_computed`), its `_stderr` only where the run has an interval; a config's values as text;
-    `date` a UNIX time."""
+    `date` a UNIX time; the model as lm-eval's `model_args` (`pretrained=DEVELOPER/MODEL`)."""
     if run.record.gate:
         raise UsageError(f"{run.path} is a gate's folder: its items are the gate's sample, not a task's results",
                          hint="export the baseline or candidate run, or use --format table")
@@ -195,8 +215,10 @@ def lm_eval_doc(run: FinishedRun) -> dict[str, Any]:
             "not_computed": ", ".join(missing) or None,
             # a task that draws with its authors' seed says so (STEER-ME without --seed)
             "seed": text(run.preps[name].settings.get("seed", rec.seed)),
-            "options": text(dict(entry.options) or None)}
-    config: dict[str, Any] = {"model": str(rec.backend_kind or "econeval"), "model_args": rec.model_name, "limit": rec.limit,
+            "options": text(dict(entry.options) or None),
+            "judge": judged_by(run, name)}  # "self-judged": the evaluated model judged its own answers
+    model_args = lm_eval_model_args(run, developer)
+    config: dict[str, Any] = {"model": str(rec.backend_kind or "econeval"), "model_args": model_args, "limit": rec.limit,
                               "gen_kwargs": None}
     for key, value in (("random_seed", rec.seed), ("bootstrap_iters", rec.bootstrap)):
         if isinstance(value, int):
@@ -205,9 +227,9 @@ def lm_eval_doc(run: FinishedRun) -> dict[str, Any]:
         config["model_sha"] = rec.model_sha256
     doc["config"] = config
     doc["model_source"] = str(rec.backend_kind or "econeval")
-    if rec.model_name:
-        doc["model_name"] = rec.model_name
-        doc["model_name_sanitized"] = re.sub(r"[^A-Za-z0-9._-]+", "__", rec.model_name)
+    # as lm-eval names the model: the `pretrained` of its model_args, sanitized by its own rule (lm_eval/utils.py)
+    doc["model_name"] = model_args.partition("=")[2]
+    doc["model_name_sanitized"] = re.sub(r"[\"<>:/|\\?*\[\]]+", "__", doc["model_name"])
     if (date := _unix(rec.started)) is not None:
         doc["date"] = date
         end = _unix(rec.finished)
@@ -243,7 +265,9 @@ def _previous(path: Path, fmt: str) -> bool:
             return MARK.encode() in (pq.read_schema(io.BytesIO(head)).metadata or {})
         except Exception:  # noqa: BLE001 - not a Parquet file pyarrow reads: not ours
             return False
-    return head.startswith(f"# {MARK} ".encode())
+    # a CSV whose header names the marker column (table/3), or an older one's `# econeval_export` first line
+    first = head.split(b"\n", 1)[0].decode("utf-8", "replace")
+    return first.startswith(f"# {MARK} ") or MARK in next(csv.reader([first]), [])
 
 
 def _table(runs: list[FinishedRun], out: Path) -> bytes:
@@ -255,11 +279,14 @@ FORMATS = ("table", "lm-eval", "inspect", "every-eval-ever")
 FOLDER_MARK = ".econeval_export"  # in an Inspect export's folder: a later export may replace the folder
 
 
-def export(folders: list[Path], fmt: str, out: Path, developer: str | None = None) -> int:
+def export(folders: list[Path], fmt: str, out: Path, developer: str | None = None, log_format: str | None = None) -> int:
     """Write the runs in `fmt` to `out`; returns the rows (table), tasks (lm-eval) or logs (inspect) written
-    (`developer`: who made the model, for an Every Eval Ever record whose run does not say)."""
-    if developer is not None and fmt != "every-eval-ever":
-        raise UsageError("--developer is for --format every-eval-ever", hint="leave it out")
+    (`developer`: who made the model, for an Every Eval Ever record or lm-eval's model_args, where the run does not say;
+    `log_format`: an Inspect export's log format, `eval` (the default) or `json`)."""
+    if log_format is not None and fmt != "inspect":
+        raise UsageError("--log-format is for --format inspect", hint="leave it out")
+    if developer is not None and fmt not in ("every-eval-ever", "lm-eval"):
+        raise UsageError("--developer is for --format every-eval-ever and lm-eval", hint="leave it out")
     if developer is not None and (not developer.strip() or "/" in developer):
         raise UsageError(f"--developer {developer!r}: a name such as google, one path component", hint="name the organisation")
     to_stdout = str(out) == "-"  # `--out -`: standard output (a table as CSV)
@@ -270,7 +297,7 @@ def export(folders: list[Path], fmt: str, out: Path, developer: str | None = Non
     if fmt in ("lm-eval", "inspect", "every-eval-ever") and len(folders) != 1:
         raise UsageError(f"an {fmt} export holds one run: name one run folder", hint="export each run on its own")
     if fmt == "inspect":
-        return _export_inspect(Path(folders[0]), out)
+        return _export_inspect(Path(folders[0]), out, log_format)
     if not to_stdout:
         check_output(out)
     if not to_stdout and out.exists() and not _previous(out, fmt):
@@ -294,7 +321,7 @@ def export(folders: list[Path], fmt: str, out: Path, developer: str | None = Non
                                                   "checksum": hashlib.sha256(body).hexdigest(), "total_rows": len(lines)}
         data, count = dumps(doc) + b"\n", len(doc["evaluation_results"])
     else:
-        doc = lm_eval_doc(runs[0])
+        doc = lm_eval_doc(runs[0], developer)
         data, count = dumps(doc) + b"\n", len(doc["results"])
     if to_stdout:
         import sys
@@ -307,16 +334,23 @@ def export(folders: list[Path], fmt: str, out: Path, developer: str | None = Non
     return count
 
 
-def _export_inspect(folder: Path, out: Path) -> int:
+def _export_inspect(folder: Path, out: Path, log_format: str | None = None) -> int:
     """One Inspect log per task in the folder `out` (new, or an earlier Inspect export, replaced
-    whole): written into a staging folder beside it, then renamed into place."""
+    whole), `.eval` unless `log_format` says `json`: written into a staging folder beside it, then
+    renamed into place."""
     import os
     import shutil
 
-    from .export_inspect import eval_logs, write_logs
+    from .export_inspect import LOG_FORMATS, eval_logs, write_logs
+
+    log_format = log_format or LOG_FORMATS[0]
+    if log_format not in LOG_FORMATS:
+        raise UsageError(f"--log-format {log_format}: Inspect's log formats are {' and '.join(LOG_FORMATS)}",
+                         hint="--log-format eval")
 
     if out.is_symlink() or (out.exists() and not out.is_dir()):
         raise UsageError(f"--out {out}: an Inspect export is a folder of logs, and this is not a folder", hint="name a new folder")
+    check_place(out)  # the staging folder is made beside it
     if out.exists() and any(out.iterdir()) and not (out / FOLDER_MARK).is_file():
         raise UsageError(f"--out {out} is a folder that is not an earlier export of econeval's: it is left as it is",
                          hint="name a new folder")
@@ -327,8 +361,8 @@ def _export_inspect(folder: Path, out: Path) -> int:
     old = out.parent / f".{out.name}.{os.getpid()}.replaced"
     staging.mkdir(parents=True)
     try:
-        write_logs(logs, staging)
-        (staging / FOLDER_MARK).write_text("inspect/1\n")
+        write_logs(logs, staging, log_format)
+        (staging / FOLDER_MARK).write_text(f"inspect/2 {log_format}\n")
         if out.exists():
             out.rename(old)
         staging.rename(out)

@@ -18,7 +18,7 @@ from typing import Any
 
 from .. import registry
 from ..version import __version__
-from .export_read import interval, obj, text
+from .export_read import interval, judged_by, obj, text
 from ..types import as_text
 from ..store.finished import FinishedRun
 from ..store.record import RunRecord
@@ -163,10 +163,11 @@ def record(run: FinishedRun, developer: str | None = None) -> dict[str, Any]:
         if not isinstance(res, dict):
             continue
         estimate = obj(res.get("estimate"))
+        judge = judged_by(run, name)  # "self-judged": the evaluated model judged its own answers
         source = {"dataset_name": task.benchmark, "source_type": "other",
                   "additional_details": _strings({"econeval_task": name, "prompt_version": task.prompt_version,
                                                   "dataset": entry.dataset, "options": dict(entry.options),
-                                                  "items": len(run.preps[name].items)})}
+                                                  "items": len(run.preps[name].items), "judge": judge})}
         for metric, value in task.headline(res).items():
             if not isinstance(value, (int, float)) or isinstance(value, bool):
                 continue  # not computed: no number is written for it
@@ -185,7 +186,7 @@ def record(run: FinishedRun, developer: str | None = None) -> dict[str, Any]:
                                   "min_score": _bound(spec.bounds[0]), "max_score": _bound(spec.bounds[1]),
                                   "metric_unit": "count" if spec.count else "proportion" if spec.bounds == (0.0, 1.0) else "points"},
                 "score_details": {"score": value, "details": _strings({"table": res.get("table"), "n": n,
-                                                                       "estimate": estimate.get("note")}),
+                                                                       "estimate": estimate.get("note"), "judge": judge}),
                                   **({"uncertainty": uncertainty} if uncertainty else {})}})
     return {"schema_version": SCHEMA, "evaluation_id": f"econeval/{info['id']}/{created}", "evaluation_timestamp": started,
             "retrieved_timestamp": created,

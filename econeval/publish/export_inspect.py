@@ -2,8 +2,10 @@
 log types and written by its own writer (the optional `inspect` extra), so that
 `inspect_ai.log.read_eval_log` reads it back and `inspect view` shows it.
 
-Each item is a sample: its first prompt as the input, every request as a user/assistant turn, the
-answer as the output, the gold answer as the target (as a reader reads it: `Yes`/`No`, an option's
+Each item is a sample: its first prompt as the input, its requests as the conversation (each prompt
+once as a user turn: a second request on the same prompt, such as the option log-probabilities
+beside a generated answer, adds no turn; each text answer once as an assistant turn, the model of
+the role that made it), the answer as the output, the gold answer as the target (as a reader reads it: `Yes`/`No`, an option's
 letter, the text; Task.shown), and one score `econeval` whose value holds the task's item metrics,
 whose answer is the parse (read the same way; the stored codes in its metadata) and whose
 explanation says why an item was not parsed. The tokens each request counted are the sample's
@@ -11,6 +13,11 @@ and the log's model usage, per model (a judge's under its own name and role). Th
 numbers are the log's metrics, the paper's lead number first (Inspect shows the first; a 95%
 interval, where the run has one, in the metric's metadata); the log's start and end span the
 task's own measured seconds; the model, seed, versions and the data hash are in the eval spec.
+
+The logs are Inspect's native `.eval` files by default: `inspect view` lists an `.eval` log with
+its samples, tokens, duration and task arguments (read from the log's header), a `.json` log
+without them. `.json` stays available (`--log-format json`): inspect_ai's `.eval` writer takes
+time that grows with the square of a log's samples (write_logs).
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ from typing import Any
 from .. import registry
 from ..version import __version__
 from ..errors import UsageError
-from .export_read import interval, obj, usage_by_role
+from .export_read import call_roles, interval, judged_by, obj, usage_by_role
 from ..store.finished import FinishedRun
 from ..store.items import ERROR, SKIPPED, ItemView
 from ..types import MODEL, as_text
@@ -75,16 +82,29 @@ class _Models:
         return out
 
 
+def _messages(model, texts: dict[str, str], replies: dict[str, Any], roles: dict[str, str], models: _Models) -> list:
+    """The item's requests as one conversation: each prompt once as a user turn (a request on the
+    prompt of the turn before it, such as the option log-probabilities beside a generated answer
+    or a judge's second request, adds none), each text answer once as an assistant turn by the
+    model of the role that made the request."""
+    messages: list = []
+    last = None
+    for name, prompt in texts.items():
+        if prompt != last:
+            messages.append(model.ChatMessageUser(content=prompt))
+            last = prompt
+        if isinstance(replies.get(name), str):
+            messages.append(model.ChatMessageAssistant(content=replies[name], model=models.of(roles.get(name, MODEL))))
+    return messages
+
+
 def _sample(task, prep, view: ItemView, models: _Models, item: dict | None):
     log, model, scorer = _inspect()
     texts = view.prompts()
     replies = {c.name: c.result for c in view.calls}
-    messages: list = []
-    for name, prompt in texts.items():
-        messages.append(model.ChatMessageUser(content=prompt))
-        if isinstance(replies.get(name), str):
-            messages.append(model.ChatMessageAssistant(content=replies[name], model=models.model))
-    answer = next((replies[k] for k in texts if isinstance(replies.get(k), str)), "")
+    roles = call_roles(task, item, prep, view)
+    messages = _messages(model, texts, replies, roles, models)
+    answer = next((replies[k] for k in texts if isinstance(replies.get(k), str) and roles.get(k, MODEL) == MODEL), "")
     score = scorer.Score(value={m.name: view.values.get(m.name) for m in task.item_metrics} if view.scored else {},
                          answer=view.answer, explanation=view.why,
                          metadata={"correct": view.correct, "parsed": as_text(view.answer_code),
@@ -96,7 +116,7 @@ def _sample(task, prep, view: ItemView, models: _Models, item: dict | None):
         labels["reasoning"] = view.reasoning()  # never parsed
     if view.outcome in (ERROR, SKIPPED):
         labels[view.outcome] = view.why
-    by_role = usage_by_role(task, item, prep, view)
+    by_role = usage_by_role(roles, view)
     usage = {who: _usage(model, counts) for who, counts in models.per_model(by_role).items()}
     output = model.ModelOutput.from_content(model=models.model, content=answer)
     if MODEL in by_role:
@@ -143,7 +163,8 @@ def eval_logs(run: FinishedRun) -> dict[str, Any]:
         results_ = log.EvalResults(total_samples=len(recs), completed_samples=len(recs), scores=[log.EvalScore(
             name=SCORER, scorer=SCORER, scored_samples=scored, unscored_samples=None if scored is None else len(recs) - scored,
             metrics=metrics, metadata={"table": res.get("table"), "estimate": estimate.get("note"), "n": res.get("n"),
-                                       "not_computed": [m for m, v in headline.items() if v is None] or None})])
+                                       "not_computed": [m for m, v in headline.items() if v is None] or None,
+                                       "judge": judged_by(run, name)})])  # "self-judged": the model judged its own answers
         seconds = entry.seconds
         spec = log.EvalSpec(
             created=str(rec.started), task=f"econeval/{name}", task_version=task.prompt_version,
@@ -177,15 +198,20 @@ def _when(stamp: Any) -> datetime | None:
         return None
 
 
-def log_name(created: str, task: str) -> str:
-    """A JSON log's file name as Inspect names its logs (`inspect view` lists a JSON log only when
-    its name starts with the run's ISO time): `<started, ':' as '-'>_<task>.json`."""
-    return f"{created[:25].replace(':', '-')}_{task}.json"
+LOG_FORMATS = ("eval", "json")  # Inspect's own log formats (`inspect eval --log-format`); the first is the default
 
 
-def write_logs(logs: dict[str, Any], folder) -> None:
-    """Each log in Inspect's JSON log format: its `.eval` writer takes time quadratic in the samples
-    of one write (49 s for 6,400 STEER-ME items here, against 0.7 s as JSON)."""
+def log_name(created: str, task: str, fmt: str = LOG_FORMATS[0]) -> str:
+    """A log's file name as Inspect names its logs (`inspect view` lists a log by a name that starts
+    with the run's ISO time): `<started, ':' as '-'>_<task>.<eval|json>`."""
+    return f"{created[:25].replace(':', '-')}_{task}.{fmt}"
+
+
+def write_logs(logs: dict[str, Any], folder, fmt: str = LOG_FORMATS[0]) -> None:
+    """Each log in Inspect's `.eval` (a zip of a header, sample summaries and one member per
+    sample) or `.json` format, by inspect_ai's own writer. Its `.eval` writer (inspect_ai 0.3.285)
+    takes time that grows with the square of a log's samples: 57 s for 6,400 STEER-ME samples on
+    a loaded 2-core machine, 14 s for 3,200, against 0.8 s as JSON."""
     log, _, _ = _inspect()
     for name, one in logs.items():
-        log.write_eval_log(one, str(folder / log_name(one.eval.created, name)))
+        log.write_eval_log(one, str(folder / log_name(one.eval.created, name, fmt)), format=fmt)

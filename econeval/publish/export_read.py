@@ -7,8 +7,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from .. import registry
 from ..store.items import ItemView
-from ..types import MODEL, as_text
+from ..types import JUDGE, MODEL, as_text, task_roles
 
 
 def obj(value: Any) -> dict:
@@ -25,6 +26,14 @@ def interval(result: dict, metric: str) -> tuple[float, float] | None:
     if isinstance(iv, list) and len(iv) == 2 and all(isinstance(x, (int, float)) and math.isfinite(x) for x in iv):
         return iv[0], iv[1]
     return None
+
+
+def judged_by(run, name: str) -> str | None:
+    """Who judged a task's answers in a run (RunRecord.judged_by: "self-judged" where the evaluated
+    model judged its own), for every export to say it; None for a task without a judge."""
+    if JUDGE not in task_roles(registry.get_task(name), run.preps[name]):
+        return None
+    return run.record.judged_by(JUDGE)
 
 
 def call_roles(task, item: dict | None, prep, view: ItemView) -> dict[str, str]:
@@ -52,10 +61,10 @@ def call_roles(task, item: dict | None, prep, view: ItemView) -> dict[str, str]:
     return roles
 
 
-def usage_by_role(task, item: dict | None, prep, view: ItemView) -> dict[str, dict[str, int]]:
-    """The item's token counts summed per role: input, output and reasoning tokens of the
-    requests that role made (a count the backend did not make is left out, never taken as 0)."""
-    roles = call_roles(task, item, prep, view)
+def usage_by_role(roles: dict[str, str], view: ItemView) -> dict[str, dict[str, int]]:
+    """The item's token counts summed per role (`roles`: call_roles'): input, output and reasoning
+    tokens of the requests that role made (a count the backend did not make is left out, never
+    taken as 0)."""
     by_name = {c.name: c for c in view.calls}
     out: dict[str, dict[str, int]] = {}
     for name, info in obj(view.line.get("calls")).items():  # in the order the line keeps its calls

@@ -6,6 +6,12 @@ the backend's counters measured) plus its token budget for generation; each task
 size unit are measured on its own chunks (a task not started yet uses the run's average). The
 counts are items *saved* in samples.jsonl: the chunk in progress shows as a fraction beside them.
 
+The ETA follows the chunk in progress as it runs: the tokens the backend has evaluated and
+generated in it so far (its counters, read at each redraw), at the seconds per token its task's
+chunks took, are taken off the chunk's expected time (never more than all of it); a backend that
+counts no tokens gives the share of the chunk's requests finished instead. `chunk_seconds` is the
+same estimate of a chunk not started yet, for a `--budget` (the runner's rule).
+
 Shown with rich on a terminal (redrawn in place), a line per task every 10% otherwise (logs stay
 readable); a callback (the Python API's `progress=`) gets the same figures as a dict.
 """
@@ -49,6 +55,9 @@ class TaskLine:
         return sum(c / chars_per_token + b for c, b in zip(self.chars[lo:hi], self.budget[lo:hi]))
 
 
+TOKENS = ("tokens_evaluated", "tokens_generated")  # the backend's counters of the work done (llama.cpp's)
+
+
 @dataclass
 class RunProgress:
     lines: list[TaskLine]
@@ -56,16 +65,20 @@ class RunProgress:
     show: bool = True
     callback: Callable[[dict], None] | None = None
     stream: Any = None
-    start: float = field(default_factory=time.monotonic)
+    clock: Callable[[], float] = time.monotonic
+    start: float | None = None
+    prior: dict[str, float] = field(default_factory=dict)  # task → seconds per size unit the projection gives
     _chars_sent: int = 0
     _tokens_eval: int = 0
     _current: TaskLine | None = None
+    _chunk: int = 0  # items of the chunk in progress (0: none)
     _t0: float = 0.0
     _c0: dict = field(default_factory=dict)
     _live: Any = None
     _last: float = 0.0
 
     def __post_init__(self):
+        self.started = self.clock() if self.start is None else self.start
         self.stream = self.stream or sys.stderr
         self.tty = self.show and hasattr(self.stream, "isatty") and self.stream.isatty()
         if self.tty:
@@ -83,7 +96,11 @@ class RunProgress:
         self._update(force=True)
 
     def _mark(self) -> None:
-        self._t0, self._c0 = time.monotonic(), self._count()
+        self._t0, self._c0 = self.clock(), self._count()
+
+    def starting(self, n: int) -> None:
+        """A chunk of the current task's next n items starts."""
+        self._chunk = n
 
     def _count(self) -> dict:
         return dict(self.counters()) if self.counters else {}
@@ -98,7 +115,7 @@ class RunProgress:
         line = self._current
         if line is None:
             return
-        now, c = time.monotonic(), self._count()
+        now, c = self.clock(), self._count()
         line.seconds += now - self._t0
         evaluated = c.get("tokens_evaluated", 0) - self._c0.get("tokens_evaluated", 0)
         line.tokens += evaluated + c.get("tokens_generated", 0) - self._c0.get("tokens_generated", 0)
@@ -108,9 +125,15 @@ class RunProgress:
         line.units_done += line.units(self.chars_per_token(), lo, lo + n)
         line.saved += n
         line.items_done += n
-        line.in_chunk = 0.0
+        line.in_chunk, self._chunk = 0.0, 0
         self._t0, self._c0 = now, c
         self._update(force=True)
+
+    def dropped(self) -> None:
+        """The chunk in progress was cut off (a --budget's deadline): nothing of it is saved."""
+        if self._current:
+            self._current.in_chunk, self._chunk = 0.0, 0
+            self._update(force=True)
 
     def note(self, name: str, text: str | None) -> None:
         next(line for line in self.lines if line.name == name).note = text or ""
@@ -139,16 +162,47 @@ class RunProgress:
     def chars_per_token(self) -> float:
         return self._chars_sent / self._tokens_eval if self._tokens_eval > 0 and self._chars_sent > 0 else 4.0
 
+    def _rates(self, line: TaskLine) -> tuple[float | None, float | None]:
+        """A task's seconds per size unit and per token: measured on its own chunks, else the run's
+        averages over the tasks measured (None: none is)."""
+        measured = [line] if line.items_done and line.units_done > 0 else \
+            [x for x in self.lines if x.items_done and x.units_done > 0]
+        seconds, tokens = sum(x.seconds for x in measured), sum(x.tokens for x in measured)
+        return (seconds / sum(x.units_done for x in measured) if measured else None,
+                seconds / tokens if tokens else None)
+
+    def _chunk_done(self, line: TaskLine, per_unit: float, per_token: float | None) -> float:
+        """Seconds of the chunk in progress done by now, at most the chunk's expected time: its tokens
+        so far at the task's seconds per token, or, where the backend counts none, the share of its
+        requests finished."""
+        lo, n = line.items_done, self._chunk
+        expected = line.units(self.chars_per_token(), lo, lo + n) * per_unit
+        c = self._count()
+        if per_token is not None and all(k in c for k in TOKENS):
+            done = sum(max(0, c[k] - self._c0.get(k, 0)) for k in TOKENS) * per_token
+        else:
+            done = expected * line.in_chunk / n
+        return min(done, expected)
+
+    def chunk_seconds(self, name: str, n: int) -> float | None:
+        """The seconds the task's next n items are expected to take: at the seconds per size unit its
+        own chunks took in this process, else at the projection's (`prior`); None: nothing to go by."""
+        line = next(x for x in self.lines if x.name == name)
+        per_unit = line.seconds / line.units_done if line.items_done and line.units_done > 0 else self.prior.get(name)
+        lo = line.items_done
+        return None if per_unit is None else line.units(self.chars_per_token(), lo, lo + n) * per_unit
+
     def snapshot(self) -> dict:
         cpt = self.chars_per_token()
-        measured = [line for line in self.lines if line.items_done and line.units_done > 0]
-        average = (sum(x.seconds for x in measured) / sum(x.units_done for x in measured)) if measured else None
-        tasks, eta_total = [], 0.0 if average is not None else None
+        measured = any(line.items_done and line.units_done > 0 for line in self.lines)
+        tasks, eta_total = [], 0.0 if measured else None
         for line in self.lines:
-            per_unit = line.seconds / line.units_done if line.items_done and line.units_done > 0 else average
+            per_unit, per_token = self._rates(line)
             start = line.items_done if line.saved < line.total else len(line.chars)
             left = line.units(cpt, start) if line.saved < line.total else 0.0
             eta = left * per_unit if per_unit is not None else (0.0 if not left else None)
+            if eta is not None and per_unit is not None and line is self._current and self._chunk:
+                eta -= self._chunk_done(line, per_unit, per_token)
             if eta_total is not None:
                 eta_total = eta_total + eta if eta is not None else None
             tasks.append({"task": line.name, "saved": line.saved, "total": line.total, "in_chunk": round(line.in_chunk, 2),
@@ -156,10 +210,10 @@ class RunProgress:
                           "tokens_per_s": line.tokens / line.seconds if line.seconds and self.counters else None,
                           "eta_s": eta, "running": line is self._current, **({"note": line.note} if line.note else {})})
         return {"tasks": tasks, "saved": sum(x.saved for x in self.lines), "total": sum(x.total for x in self.lines),
-                "elapsed_s": time.monotonic() - self.start, "eta_s": eta_total}
+                "elapsed_s": self.clock() - self.started, "eta_s": eta_total}
 
     def _update(self, force: bool = False) -> None:
-        now = time.monotonic()
+        now = self.clock()
         if not force and now - self._last < 0.2:
             return
         self._last = now

@@ -5,6 +5,13 @@ per item, resumes what an earlier run into the same folder finished, writes the 
 The run folder (`folder.py`) is locked for the whole run and its identity checked before
 anything is written; SIGINT / SIGTERM / SIGHUP are acknowledged at once, finish the current
 write, mark run.json `interrupted` and leave the folder resumable.
+
+A deadline (`--budget`): a chunk starts only if the time it is expected to take (its task's
+seconds per size unit measured on its chunks so far, else the projection's: `RunProgress.
+chunk_seconds`) ends by the deadline; a task whose next chunk does not fit takes no more items
+(its items run in their order), the others go on while theirs fit. The chunk in flight at the
+deadline is cut off at the model's next step where the model allows it (an in-process engine between
+decode steps, a stand-in between requests: `signals.until`), dropped whole, and runs again on resume.
 """
 
 from __future__ import annotations
@@ -13,14 +20,13 @@ import dataclasses
 import math
 import resource
 import signal
-import time
 from typing import Any, Callable
 
 from .. import registry
 from ..version import __version__
 from ..context import RunContext, check_task_options
-from ..errors import Interrupted, UsageError
-from ..signals import Guard
+from ..errors import BudgetSpent, Interrupted, UsageError, saved_words
+from ..signals import Guard, until
 from ..store.folder import RunFolder
 from ..metrics import logprob_problem
 from .progress import RunProgress, TaskLine
@@ -207,8 +213,8 @@ def _plan(tasks: list[Task], preps: dict[str, Prepared], selection: Selection, s
 def _schedule(tasks: list[Task], plan: dict[str, list[list[dict]]], interleave: bool,
               cost: Callable[[Task], float] | None = None) -> list[tuple[Task, list[dict]]]:
     """The chunks in the order they run: task after task, or (interleave) one chunk of each task
-    in turn, the tasks whose chunks cost least first (`cost`), so that a short budget reaches as
-    many tasks as it can."""
+    in turn, the tasks whose items cost least first (`cost`: the projected seconds per item, or
+    without a projection their size), so that a short budget reaches as many tasks as it can."""
     if not interleave:
         return [(t, ch) for t in tasks for ch in plan[t.name]]
     if cost:
@@ -220,16 +226,41 @@ def _schedule(tasks: list[Task], plan: dict[str, list[list[dict]]], interleave: 
 
 
 def _item_cost(line: TaskLine, n: int = 16) -> float:
-    """A task's estimated cost per item over its next n items: prompt tokens (4 characters
-    each) plus the generation budget."""
+    """A task's estimated cost per item over its next n items, where the run has no projection:
+    prompt tokens (4 characters each) plus the generation budget."""
     k = min(n, len(line.chars))
     return line.units(4.0, 0, k) / k if k else 0.0
+
+
+def _projected_per_item(projection: dict) -> dict[str, float]:
+    """Each projected task's seconds per item (the order of a budget's tasks): its likely time, else
+    the middle of its range."""
+    out = {}
+    for name, t in projection["tasks"].items():
+        s = t["seconds"]
+        if t["items"]:
+            out[name] = (s["likely"] if s["likely"] is not None else (s["low"] + s["high"]) / 2) / t["items"]
+    return out
+
+
+def _prior(projection: dict, lines: list[TaskLine], chars_per_token: float) -> dict[str, float]:
+    """Each projected task's seconds per size unit of its remaining items: the likely time where the
+    folder's items gave generated lengths, else the low end (every answer stopping after a token: a
+    --budget refuses no chunk that could end in time; one that runs longer is cut off at the deadline)."""
+    out = {}
+    for line in lines:
+        seconds = (projection["tasks"].get(line.name) or {}).get("seconds") or {}
+        best = seconds.get("likely") if seconds.get("likely") is not None else seconds.get("low")
+        units = line.units(chars_per_token, line.items_done)
+        if best is not None and units > 0:
+            out[line.name] = best / units
+    return out
 
 
 def _segment_end(acc: dict, backend, prog: RunProgress) -> None:
     """A task's run of consecutive chunks ended: add its seconds and counters to the task's."""
     c1 = backend.counters()
-    acc["seconds"] += time.monotonic() - acc["t0"]
+    acc["seconds"] += prog.clock() - acc["t0"]
     for k, v in c1.items():
         acc["counters"][k] = acc["counters"].get(k, 0) + v - acc["c0"].get(k, 0)
     prog.end()
@@ -259,7 +290,10 @@ class _Run:
         self.timing: dict[str, dict] = {}
         self.stopped: set[str] = set()  # tasks the watcher needs no more items of
         self.budget_spent = False
+        self.late: set[str] = set()  # tasks whose next chunk would not end by the deadline
+        self.cut = False  # the chunk in flight at the deadline was cut off
         self.chunk_no = 0
+        self.running: int | None = None  # the chunk in progress (its number), None between chunks
         self.log = folder.samples()  # what the folder holds already
         self.built: dict[str, dict[str, dict]] = {}  # task → item id → its first-stage requests (built once)
         self.lines: list[TaskLine] = [self._line(task) for task in tasks]
@@ -268,7 +302,9 @@ class _Run:
         if saved:
             say(f"econeval: resuming {folder.path}: {saved:,} of {self.total:,} items done, {self.total - saved:,} to run")
         self.refused: dict[str, frozenset[str]] = {}  # items longer than the context, by task (found when the run starts)
-        self.prog = RunProgress(self.lines, counters=backend.counters, show=show_progress, callback=on_progress)
+        self.per_item: dict[str, float] = {}  # task → its projected seconds per item (none: no projection)
+        self.clock = selection.clock
+        self.prog = RunProgress(self.lines, counters=backend.counters, show=show_progress, callback=on_progress, clock=self.clock)
 
     def items(self, task: Task) -> list[dict]:
         return [it for ch in self.plan[task.name] for it in ch]
@@ -351,10 +387,14 @@ class _Run:
         return refused
 
     def _ack(self, signum: int, writing: bool) -> None:
-        doing = (f"finishing the write of chunk {self.chunk_no}" if writing else
-                 f"the model stops within its current step; chunk {self.chunk_no} (in progress) is dropped and runs again on resume")
+        if self.running is None:  # before the first chunk, between chunks or after the last one
+            doing = "finishing a write to the run folder" if writing else "no chunk is in progress"
+        elif writing:
+            doing = f"finishing the write of chunk {self.running}"
+        else:
+            doing = f"the model stops within its current step; chunk {self.running} (in progress) is dropped and runs again on resume"
         self.prog.say(f"econeval: {signal.Signals(signum).name}: stopping: {doing}; "
-                      f"{self.prog.snapshot()['saved']:,} of {self.total:,} items are saved")
+                      f"{saved_words(self.prog.snapshot()['saved'], self.total)}")
 
     def _project(self, show_progress: bool) -> None:
         """What the rest will cost, at the rates this device has now."""
@@ -372,7 +412,9 @@ class _Run:
                                   if isinstance(c, dict) and c.get("kind") == "generate" and isinstance(c.get("n_tokens"), int)]
         if (projection := project(items, sampled, lengths, self.backend, self.ctx.seed)) is not None:
             self.record = self.record.projected(projection)
-            left = None if self.selection.deadline is None else max(0.0, self.selection.deadline - time.monotonic())
+            self.prog.prior = _prior(projection, self.lines, self.prog.chars_per_token())
+            self.per_item = _projected_per_item(projection)
+            left = None if self.selection.deadline is None else max(0.0, self.selection.deadline - self.clock())
             for text in projection_lines(projection, self.record.device or "this machine", budget_left=left):
                 if show_progress:
                     self.prog.say(text)  # beside the live display on a terminal
@@ -390,25 +432,41 @@ class _Run:
         by_name = {x.name: x for x in self.lines}
         try:
             for task, whole in _schedule(self.tasks, self.plan, interleave=selection.interleave,
-                                         cost=lambda t: _item_cost(by_name[t.name])):
+                                         cost=(lambda t: self.per_item.get(t.name, 0.0)) if self.per_item else
+                                         (lambda t: _item_cost(by_name[t.name]))):
                 chunk = [it for it in whole if (task.name, it["id"]) not in self.log.done]
-                if not chunk or task.name in self.stopped:
+                if not chunk or task.name in self.stopped or task.name in self.late:
                     continue
-                if selection.deadline is not None and time.monotonic() >= selection.deadline:
-                    self.budget_spent = True  # no chunk starts after the budget: the one in flight is the overshoot
-                    break
+                if selection.deadline is not None:
+                    now, need = self.clock(), prog.chunk_seconds(task.name, len(chunk))
+                    if now >= selection.deadline:
+                        self.budget_spent = True
+                        break
+                    if need is not None and now + need > selection.deadline:  # it would not end by the deadline
+                        self.budget_spent = True
+                        self.late.add(task.name)  # nor its later items (they run in their order); other tasks go on
+                        continue
                 if current != task.name:
                     if current:
                         _segment_end(spent[current], backend, prog)
                     prog.begin(task.name)
-                    spent.setdefault(task.name, {"seconds": 0.0, "counters": {}}).update(c0=backend.counters(), t0=time.monotonic())
+                    spent.setdefault(task.name, {"seconds": 0.0, "counters": {}}).update(c0=backend.counters(), t0=self.clock())
                     current = task.name
                 self.chunk_no += 1
+                self.running = self.chunk_no
                 prep = self.preps[task.name]
-                outputs = run_chunk(task, chunk, prep, self.ctx, progress=prog.advance, first=self.built[task.name],
-                                    refused=self.refused.get(task.name, frozenset()), budget=self.budgets.get(task.name))
+                prog.starting(len(chunk))
+                try:
+                    with until(selection.deadline, self.clock):  # past it, the model stops at its next step
+                        outputs = run_chunk(task, chunk, prep, self.ctx, progress=prog.advance, first=self.built[task.name],
+                                            refused=self.refused.get(task.name, frozenset()), budget=self.budgets.get(task.name))
+                except BudgetSpent:  # the chunk is dropped whole: it runs again on resume
+                    self.running, self.budget_spent, self.cut = None, True, True
+                    prog.dropped()
+                    break
                 records = score_records(task, chunk, outputs, prep)
                 sig.write(self.log.append, records)
+                self.running = None
                 prog.saved(len(chunk), sum(len(str(p)) for o in outputs for p in (o.get("prompts") or {}).values()))
                 if selection.watches:  # a budget's progress note, a gate's verdicts
                     self._watch(task, records)
@@ -416,10 +474,15 @@ class _Run:
             if current:
                 _segment_end(spent[current], backend, prog)
             self._time(spent)
-        over = time.monotonic() - selection.deadline if selection.deadline is not None else 0.0
+        if self.cut or self.late:
+            said = (["the chunk in flight at its end was cut off (it runs again when the folder is resumed)"] if self.cut else [])
+            said += [f"the next chunk of {', '.join(sorted(self.late))} did not start (projected to end after it)"] if self.late else []
+            self.say("econeval: the --budget is spent: " + "; ".join(said))
+        over = self.clock() - selection.deadline if selection.deadline is not None else 0.0
         if over >= OVERRUN_SAID:
             prog.say(f"econeval: the --budget ran out {duration(over)} before the run ended: the chunk then in flight "
-                     f"was finished (no chunk starts after the budget; a chunk holds max({CHUNK}, 2 x parallel) items)")
+                     f"could not be stopped before its end (this model stops only between chunks; a chunk holds "
+                     f"max({CHUNK}, 2 x parallel) items)")
 
     def _time(self, spent: dict[str, dict]) -> None:
         for line in self.lines:

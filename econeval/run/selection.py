@@ -8,7 +8,9 @@ one object the runner executes.
   fraction; its numbers are estimates of the full set's; results-sample-SPEC.json.
 - `Ordered(order, ...)`: every item in a seeded order ("nested": `--budget`'s growing stratified
   samples; "random": the gate's uniformly random order), the tasks' chunks interleaved, the
-  cheapest per item first; no chunk starts after `deadline`; `watch(task, records)`, fed each
+  cheapest per item first; until `deadline` (on `clock`: no chunk starts that is projected to end
+  after it, and the chunk in flight at it is cut off where the model allows: the runner's rule,
+  docs/statistics.md); `watch(task, records)`, fed each
   chunk's new records (a resumed run's saved ones first), says whether the task needs more items
   (the gate's e-processes, a budget's progress note); `only` keeps the item ids a gate's baseline
   scored. What stopped early is reported as estimates in results-partial.json.
@@ -41,7 +43,8 @@ class Selection:
 
     interleave = False  # the tasks take turns a chunk at a time (cheapest per item first)
     watches = False  # watch() is asked after every chunk
-    deadline: float | None = None  # time.monotonic(): no chunk starts after it
+    deadline: float | None = None  # on `clock`: the run's chunks end by it (the runner's budget rule)
+    clock: Callable[[], float] = time.monotonic  # the clock of the deadline and of the run's timing
     limit: int | None = None  # what run.json and results.json record as the run's --limit
 
     def items(self, task: Task, prep: Prepared, seed: int) -> list[dict]:
@@ -93,11 +96,19 @@ class Full(Selection):
     pass
 
 
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 @dataclass
 class Limit(Selection):
     n: int
 
     def __post_init__(self):
+        from ..sampling import MAX_SAMPLE
+
+        if not _whole(self.n) or not 1 <= self.n <= MAX_SAMPLE:
+            raise UsageError(f"Limit({self.n!r}): the items of each task, a whole number from 1 to {MAX_SAMPLE:,}")
         self.limit = self.n
 
     def items(self, task, prep, seed):
@@ -108,6 +119,16 @@ class Limit(Selection):
 class StratifiedSample(Selection):
     spec: float | int
     designs: dict[str, dict] = field(default_factory=dict)  # task → its sample design (run.json)
+
+    def __post_init__(self):
+        from ..sampling import parse
+
+        try:
+            self.spec = parse(self.spec)  # type: ignore[assignment]  # a spec parse refuses is never None
+        except ValueError as exc:
+            raise UsageError(f"StratifiedSample({self.spec!r}): {str(exc).split(': ', 1)[-1]}") from None
+        if self.spec is None:
+            raise UsageError("StratifiedSample(None): give a number of items (e.g. 200) or a fraction (e.g. 0.1)")
 
     def items(self, task, prep, seed):
         from ..sampling import stratified
@@ -136,9 +157,14 @@ class Ordered(Selection):
     deadline: float | None = None
     watcher: Watch | None = None
     only: dict[str, set[str]] | None = None
+    clock: Callable[[], float] = time.monotonic
 
     interleave = True
     watches = True
+
+    def __post_init__(self):
+        if self.order not in ("nested", "random"):
+            raise UsageError(f"Ordered({self.order!r}): the order is 'nested' (a budget's) or 'random' (a gate's)")
 
     def items(self, task, prep, seed):
         from ..sampling import nested_order, random_order
@@ -177,6 +203,11 @@ class Shard(Selection):
     n: int
 
     def __post_init__(self):
+        if not isinstance(self.inner, (Full, Limit, StratifiedSample)):
+            raise UsageError(f"Shard({self.inner!r}, ...): a shard is of Full(), Limit(n) or StratifiedSample(spec)",
+                             hint="a budget's or a gate's order spans every shard")
+        if not (_whole(self.k) and _whole(self.n) and 1 <= self.k <= self.n):
+            raise UsageError(f"Shard(k={self.k!r}, n={self.n!r}): shard {self.k} of {self.n} does not exist (1 ≤ K ≤ N)")
         self.limit = self.inner.limit
 
     def items(self, task, prep, seed):

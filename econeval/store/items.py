@@ -138,6 +138,12 @@ def outcome_of(task: Task, record: Mapping[str, Any]) -> tuple[str, str | None]:
     return SCORED, None if why is None else str(why)
 
 
+def unanswered(task: Task, record: Mapping[str, Any]) -> float:
+    """1.0 for an item without a valid answer (unparsed, an error or skipped), else 0.0: its value
+    of `tables.UNANSWERED`, as compare and the gate count it."""
+    return 0.0 if outcome_of(task, record)[0] == SCORED else 1.0
+
+
 def item_view(task: Task, record: Mapping[str, Any]) -> ItemView:
     """The view of one sample line of `task`."""
     outcome, why = outcome_of(task, record)

@@ -16,6 +16,7 @@ tasks use, and (where the backend's results depend on batch composition) the chu
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -27,12 +28,20 @@ import orjson
 from ..context import DEFAULT_SEED
 from ..errors import UsageError
 from ..results import read_json, write_json
+from ..types import SELF_JUDGED
 from .runfiles import RESULTS, RUN_JSON
 
 if TYPE_CHECKING:
     from ..reasoning import ReasoningKey
 
 RUN_FORMAT = 3  # run.json / samples.jsonl layout; folders of another format are refused, never mixed
+# each run format: the econeval that writes and reads it, and what tells its layout (docs/run-folders.md)
+RUN_FORMATS = {
+    1: ("econeval 0.1.0 before commit cf16fc0 (2026-11-30)", "run.json has no run_format"),
+    2: ("econeval 0.1.0 from commit cf16fc0 (2026-11-30) until d6cfabe (2026-12-01)",
+        "its identity has no backend settings or schedule version; judge and embedder at the top of run.json"),
+    3: ("econeval 0.1.0 since commit d6cfabe (2026-12-01), 0.2.0 and 0.3.0", "this layout"),
+}
 
 
 def now() -> str:
@@ -101,7 +110,7 @@ def _label(path: str) -> str:
         return ".".join(parts[2:])
     if parts[0] == "tasks" and len(parts) > 3 and parts[2] == "options":
         return f"task option {'.'.join(parts[3:])} of {parts[1]}"
-    return {"model.model": "the model's weights", "model.n_ctx": "n_ctx", "model.chat_mode": "chat",
+    return {"model.model": "the model's weights", "model.model.lora": "the LoRA adapters", "model.n_ctx": "n_ctx", "model.chat_mode": "chat",
             "seed": "seed"}.get(path, path)
 
 
@@ -171,6 +180,18 @@ def _whole(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+_SCALES = {"K": 10**3, "M": 10**6, "B": 10**9, "T": 10**12, "Q": 10**15}
+
+
+def size_label_count(label: str | None) -> int | None:
+    """A GGUF size label as a parameter count: `1.5B`, `270M`, `8x7B` (experts × each), as the
+    GGUF naming convention writes it (`<experts>x<count><scale>`); None for anything else."""
+    m = re.fullmatch(r"\s*(?:(\d+)x)?(\d+(?:\.\d+)?)([KMBTQ])\s*", label or "", re.IGNORECASE)
+    if not m:
+        return None
+    return round(int(m.group(1) or 1) * float(m.group(2)) * _SCALES[m.group(3).upper()])
+
+
 @dataclass(frozen=True)
 class RoleEntry:
     """What run.json's `roles` keeps of the model that filled a role: its name, its backend's kind,
@@ -200,6 +221,16 @@ class TaskEntry:
     options: Mapping[str, Any] = field(default_factory=dict)
     dataset: Any = None
     seconds: float | None = None  # measured over its items (summed over resumes); None: not measured
+
+    def option(self, name: str) -> Any:
+        """The value the run gave one of the task's options (None: not recorded)."""
+        return self.options.get(name)
+
+    def data_upstream(self) -> str | None:
+        """The release of its benchmark the task's data was built from, where it was not the
+        manifest's own (`econeval data build --upstream NAME`; data.fingerprint)."""
+        got = self.dataset.get("upstream") if isinstance(self.dataset, dict) else None
+        return got if isinstance(got, str) else None
 
     def identity(self) -> dict[str, Any] | None:
         """What makes the task's numbers comparable (data, prompt version, settings, options), as
@@ -309,6 +340,19 @@ class RunRecord:
                              hint=hint or "the folder was edited or written by another tool")
         return record
 
+    def check_format(self, folder: Path) -> None:
+        """Refuse, in one line naming its layout and the econeval that reads it, a folder of another
+        run format: its records are that econeval's to re-derive (prompts and scorers changed)."""
+        fmt = self.run_format if _whole(self.run_format) else 1
+        if fmt == RUN_FORMAT:
+            return
+        from ..version import __version__
+
+        readers, layout = RUN_FORMATS.get(fmt, ("another econeval", "a layout this econeval does not know"))  # type: ignore[arg-type]
+        raise UsageError(f"{folder} is in run format {fmt} ({layout}), written by econeval {self.econeval_version or '?'}: "
+                         f"{readers} reads it; this econeval ({__version__}) reads run format {RUN_FORMAT}",
+                         hint="read it with that econeval, or rerun its tasks into a new folder")
+
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for f in dataclasses.fields(self):
@@ -391,6 +435,17 @@ class RunRecord:
         return _text(_obj(self.model.get("gguf_metadata")), key)
 
     @property
+    def parameters(self) -> int | None:
+        """The evaluated model's parameter count: llama.cpp's count where the run recorded it
+        (`n_params`), else its GGUF's `general.size_label` read as a number ("270M", "8x7B": 56
+        billion); None where neither says (a served model, a fake one). The file's size is no
+        count: it depends on the quantization."""
+        n = self.model.get("n_params")
+        if isinstance(n, int) and not isinstance(n, bool) and n > 0:
+            return n
+        return size_label_count(self.file_metadata("general.size_label"))
+
+    @property
     def engine_version(self) -> str | None:
         """The llama.cpp build that ran the model (llama-cpp-python's version); None for another backend."""
         return _text(self.backend, "llama_cpp_python")
@@ -466,6 +521,24 @@ class RunRecord:
 
     def role_identities(self) -> dict:
         return role_identities(self.identity)
+
+    def judged_by(self, role: str = "judge") -> str | None:
+        """Who judged the run's answers, as every table and export says it: SELF_JUDGED where the
+        evaluated model judged its own (no --judge: the judge fell back to it; or the judge named is
+        the same model: the same identity), else the judge's name; None where no task used the role."""
+        if role not in self.role_entries:
+            return None
+        ident = self.role_identities().get(role)
+        if not self.role(role).named or (ident is not None and ident == self.identity.get("model")):
+            return SELF_JUDGED
+        return self.role(role).name or "a named judge"
+
+    @property
+    def lora(self) -> list[dict]:
+        """The LoRA adapters the evaluated model ran with (the llama.cpp backend's record): path,
+        sha256, scale."""
+        got = self.model.get("lora")
+        return [a for a in got if isinstance(a, dict)] if isinstance(got, list) else []
 
     @property
     def scored(self) -> bool:

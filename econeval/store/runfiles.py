@@ -6,7 +6,9 @@ stopped early: estimates) — with the order in which their tables are read."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..errors import UsageError
 from ..results import read_json
@@ -43,8 +45,8 @@ def results_files(path: Path) -> list[Path]:
     return [path / n for n in names if (path / n).is_file()]
 
 
-def read_results_file(file: Path) -> dict[str, dict]:
-    """The tasks of one results file; a file that cannot be read as a results document is refused."""
+def read_results_doc(file: Path) -> dict:
+    """One results file's document; a file that cannot be read as a results document is refused."""
     try:
         doc = read_json(file)
     except (OSError, ValueError) as exc:
@@ -52,13 +54,33 @@ def read_results_file(file: Path) -> dict[str, dict]:
     tasks = doc.get("tasks") if isinstance(doc, dict) else None
     if not isinstance(tasks, dict):
         raise UsageError(f"{file} is not a results document (no 'tasks' table)")
-    return tasks
+    return doc
 
 
-def folder_results(path: Path) -> dict[str, dict]:
-    """Each task's result in a run folder's results files (the first file that has the task)."""
-    results: dict[str, dict] = {}
+def read_results_file(file: Path) -> dict[str, dict]:
+    """The tasks of one results file (read_results_doc)."""
+    return read_results_doc(file)["tasks"]
+
+
+@dataclass(frozen=True)
+class ResultSource:
+    """Where a task's result was read: its results file, and the selection that file's run made
+    (its `limit` and `sample`, as the file records them; the items its results count)."""
+
+    file: Path
+    limit: Any = None
+    sample: Any = None
+
+
+def folder_results(path: Path) -> tuple[dict[str, Any], dict[str, ResultSource]]:
+    """Each task's result in a run folder's results files (the first file that has the task), and
+    where each was read."""
+    results: dict[str, Any] = {}
+    sources: dict[str, ResultSource] = {}
     for file in results_files(path):
-        for task, res in read_results_file(file).items():
-            results.setdefault(task, res)
-    return results
+        doc = read_results_doc(file)
+        for task, res in doc["tasks"].items():
+            if task not in results:
+                results[task] = res
+                sources[task] = ResultSource(file, doc.get("limit"), doc.get("sample"))
+    return results, sources

@@ -5,7 +5,9 @@ record re-derived from its stored response with the task's own scorer.
 A record whose scored fields (`correct`, `parsed`, a score, ...) differ from what the task's
 scorer makes of the record's own stored outputs is a folder that contradicts itself (edited, or
 written by something else): it is refused in one line naming the item, never trusted. So is an
-id that appears twice, and an item the task's data does not have.
+id that appears twice, and an item the task's data does not have; and a task's table in a results
+file (what report and the exports publish) that is not what the task makes of the records it
+counts, or whose intervals are no intervals.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import orjson
 from ..context import RunContext
 from ..errors import UsageError
 from .record import RunRecord
+from .runfiles import ResultSource
 from ..types import Prepared, Task, is_scored
 
 
@@ -75,6 +78,8 @@ def check_records(task: Task, prep: Prepared, records: dict[str, dict], where: P
                 derived = _plain(task.score(final.get(item_id, by_id[item_id]), rec, prep))
             except Exception:  # noqa: BLE001 - a record the scorer cannot read is a contradiction too
                 derived = None
+            if derived is not None:  # a field the scorer came to add later is not asked of a line written before it
+                derived = {k: v for k, v in derived.items() if k in rec or k not in task.later_fields}
             if derived is not None and all(_same(value, _plain(rec.get(key))) for key, value in derived.items()) \
                     and _same_prompts(task, final.get(item_id, by_id[item_id]), prep, rec):
                 break
@@ -128,3 +133,117 @@ def _check_values(task: Task, item_id: str, rec: dict, where: Path) -> None:
             raise UsageError(f"{where}: {task.name} item {item_id}: its {m.name} {v!r} is not a number within "
                              f"{list(m.bounds) if m.bounds else 'the finite numbers'}: the folder contradicts itself",
                              hint="the samples were edited or written by another tool; rerun or rescore the items")
+
+
+EDITED = "results.json was edited or written by another tool; rerun or rescore the items"
+
+
+def counted_records(task: Task, prep: Prepared, records: dict[str, dict], source: ResultSource, seed: int) -> list[dict]:
+    """The records a results file's table of the task counts, in the order the run took them: the
+    items of the file's selection (its sample's, else its --limit's, else all) the folder holds."""
+    from ..sampling import parse, stratified
+    from ..scoring import select_items
+
+    if source.sample is not None:
+        try:
+            spec = parse(source.sample)
+        except ValueError:
+            raise UsageError(f"{source.file}: its sample {source.sample!r} is no sample: the folder contradicts itself",
+                             hint=EDITED) from None
+        items = task.finalize_items(stratified(prep.items, task.strata, spec or 0, seed, task.name)[0], prep)
+    else:
+        limit = source.limit if isinstance(source.limit, int) and not isinstance(source.limit, bool) and source.limit > 0 else None
+        items = select_items(task, prep, limit)
+    return [records[it["id"]] for it in items if it["id"] in records]
+
+
+def check_result(task: Task, prep: Prepared, result: Any, counted: list[dict], file: Path) -> None:
+    """Refuse a task's table in a results file that is not what the task's aggregate makes of the
+    records it counts (`counted`): every number of the table and its counts recomputed (a table of
+    another type, a number that is text, a value edited, a line added or removed), its intervals
+    pairs of finite numbers within the metric's bounds (they rest on resamples, not redrawn here:
+    their width is the run's, checked only for being an interval)."""
+    from ..scoring import aggregate
+
+    where = f"{file}: {task.name}"
+    if not isinstance(result, dict):
+        raise UsageError(f"{where}: its result is {type(result).__name__}, not a table: the folder contradicts itself", hint=EDITED)
+    derived = _plain(aggregate(task, counted, prep))  # no resamples: the table and its counts
+    path = _differs(derived, result)
+    if path is not None:
+        stored, made = _at(result, path), _at(derived, path)
+        said = "is missing" if stored is _MISSING else f"is {_shown(stored)}"
+        raise UsageError(f"{where}: its {'.'.join(map(str, path)) or 'result'} {said}, and the {len(counted):,} items it "
+                         f"counts make it {_shown(made)}: the folder contradicts itself", hint=EDITED)
+    try:
+        task.headline(result), task.table_numbers(result)
+    except Exception:  # noqa: BLE001 - a table the task cannot read is a contradiction too
+        raise UsageError(f"{where}: its table cannot be read as {task.name}'s: the folder contradicts itself", hint=EDITED) from None
+    _check_intervals(task, result.get("intervals"), where)
+
+
+_MISSING = object()
+
+
+def _differs(derived: Any, stored: Any, path: tuple = ()) -> tuple | None:
+    """The first path where `stored` lacks or differs from a number (or table) `derived` has; text is
+    not compared (a description)."""
+    if isinstance(derived, dict):
+        if not isinstance(stored, dict):
+            return path
+        for k, v in derived.items():
+            if k not in stored:
+                return (*path, k)
+            found = _differs(v, stored[k], (*path, k))
+            if found is not None:
+                return found
+        return None
+    if isinstance(derived, list):
+        if not isinstance(stored, list) or len(stored) != len(derived):
+            return path
+        return next((p for i, (a, b) in enumerate(zip(derived, stored)) if (p := _differs(a, b, (*path, i))) is not None), None)
+    if isinstance(derived, str):
+        return None
+    return None if _same(derived, _plain(stored)) else path
+
+
+def _shown(value: Any) -> str:
+    """A value of a results table in a message: a number or text as it is, a table or list by its kind."""
+    if isinstance(value, dict):
+        return "a table"
+    if isinstance(value, list):
+        return f"a list of {len(value)}"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "…"
+
+
+def _at(doc: Any, path: tuple) -> Any:
+    for k in path:
+        if isinstance(doc, dict) and k in doc:
+            doc = doc[k]
+        elif isinstance(doc, list) and isinstance(k, int) and k < len(doc):
+            doc = doc[k]
+        else:
+            return _MISSING
+    return doc
+
+
+def _check_intervals(task: Task, intervals: Any, where: str) -> None:
+    if intervals is None:
+        return
+    bad = None if isinstance(intervals, dict) else f"intervals ({_shown(intervals)})"
+    for name, iv in (intervals.items() if isinstance(intervals, dict) else ()):
+        if name in ("method", "seed") or iv is None:
+            continue
+        declared = next((m for m in task.metrics if m.name == name), None)
+        lo, hi = declared.bounds if declared else (-math.inf, math.inf)
+        if not (isinstance(iv, list) and len(iv) == 2 and all(_finite(x) for x in iv) and lo <= iv[0] <= iv[1] <= hi):
+            bad = f"interval of {name} ({_shown(iv)})"
+            break
+    if bad:
+        raise UsageError(f"{where}: its {bad} is no 95% interval within the metric's bounds: the folder contradicts itself",
+                         hint=EDITED)
+
+
+def _finite(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)

@@ -25,6 +25,9 @@ from ...tables import Metric
 from ...types import JUDGE, MODEL, Generate, OptionLogprobs, Prepared, Task, TaskOption, call_info
 from . import prompts as P
 from .generator import GENERATOR_VERSION, covered, generate
+from .orders import MAX_PERMUTE, across_orders, car_over_orders, limited, with_orders
+from .values import free_text_gold, option_values
+from .values import to_float as _to_float
 
 BENCHMARK = "steer-me"
 LETTERS = "ABCDEFGHIJ"
@@ -99,13 +102,6 @@ def number_from_text(text: str) -> float | None:
     return _to_float(nums[-1]) if nums else None
 
 
-def _to_float(s: str) -> float | None:
-    try:
-        return float(s.replace("$", "").replace(",", ""))
-    except ValueError:
-        return None
-
-
 # The paper's evaluator prompt (its Appendix C.3) is not in the text we have; this one asks for what
 # Section 5.3 says the evaluator reported: the answer the reasoning arrived at, or None.
 EXTRACT_PROMPT = ("Below is a question and a response that reasons about it. Report the final numerical answer the "
@@ -120,19 +116,6 @@ def number_from_evaluator(text: str) -> float | None:
         return None
     m = re.search(_NUMBER, text)
     return _to_float(m.group(0)) if m else None
-
-
-def free_text_gold(item: dict) -> float | None:
-    """A question's answer as a number (its solution's value, else its correct option read as one);
-    None where it is not one (a package question answered by a word)."""
-    value = item["solution"].get("value") if isinstance(item.get("solution"), dict) else None
-    if value is None and item.get("correct_index") is not None:
-        value = _to_float(str(item["options"][item["correct_index"]]))
-    try:
-        number = float(value) if value is not None and not isinstance(value, bool) else None
-    except (TypeError, ValueError):
-        return None
-    return number if number is not None and math.isfinite(number) else None
 
 
 def free_text_correct(value: float | None, gold: float, others: list[float]) -> bool:
@@ -390,7 +373,9 @@ class SteerMe(Task):
     protocol_seed = 42  # the authors' package's seed (NOTA placement, few-shot draws); --seed wins
     group_field = "element"
     labels = ("element", "setting", "module", "domain", "perspective", "type")  # the taxonomy an item carries
+    later_fields = ("perspective", "mistake")  # a sample line written before econeval recorded them lacks them
     stands_in_for_choices = True  # a later part quotes the letter chosen before it
+    fixed: dict[str, Any] = {}  # option values an experiment of the paper's matrix fixes (steer_me_paper.py)
     metrics = (Metric("acc", paired_exact=True), Metric("norm acc", bounds=(-1.0, 1.0)), Metric("ECE", lower_is_better=True),
                Metric("Brier", lower_is_better=True, bounds=(0.0, 2.0)))
     # over all items (an unanswered question counts as wrong; the paper's acc is over the answered
@@ -406,7 +391,7 @@ class SteerMe(Task):
             return ", ".join(str(letter(v)) for v in value)
         return letter(value) or super().shown(value, record)
 
-    options = (
+    options: tuple[TaskOption, ...] = (
         TaskOption("adaptation", "direct", "direct | cot-shown | cot-hidden (0-CoT, options shown or hidden while "
                    "reasoning) | free-text (no options; the final number is read)", ADAPTATIONS, "choice", flag="--adaptation"),
         TaskOption("car", False, 'calibrated answer replacement: one option per question becomes "No other option is correct."',
@@ -430,6 +415,9 @@ class SteerMe(Task):
         TaskOption("text_answer_tokens", "8", "tokens a model without log-probabilities writes for its letter, read "
                    "from the text, and the reply at the answer turn under answer_rule=generated (none: the server's limit, "
                    "as the authors' package leaves it; 4096 for that reply)"),
+        TaskOption("permute", "0", "ask each question again under K seeded permutations of its options (0-23; free text "
+                   "shows none): accuracy in every order, the circular accuracy (right in all) and each letter's rate of being "
+                   "chosen against being right (results' `orders`)", recorded_at_default=False),
         TaskOption("questions", None, "a question set from `econeval steer generate` (a .jsonl file), or the authors' "
                    "released STEER-ME data package (a folder: elements.csv + data/<element>/test.parquet, or the staging layout "
                    "data/<setting>/<module>/<element>/test.parquet; needs pyarrow), instead of the bundled one", kind="path", flag="--questions"),
@@ -440,7 +428,7 @@ class SteerMe(Task):
         return shots if isinstance(shots, int) and not isinstance(shots, bool) else None
 
     def prepare(self, ctx) -> Prepared:
-        opts = ctx.options_for(self)
+        opts = {**ctx.options_for(self), **self.fixed}
         adaptation = opts["adaptation"]
         qfile = opts["questions"]
         items, source = _questions(qfile)
@@ -458,7 +446,12 @@ class SteerMe(Task):
             _int_option(opts["text_answer_tokens"], "text_answer_tokens", 1, 65536)
         per_part = 1 if P.FORMATS[adaptation] == "mc" else 2
         most_parts = max((len(P.parts_of(it)) for it in items), default=1)
-        seed = ctx.seed_for(self)  # NOTA placement and few-shot draws
+        seed = ctx.seed_for(self)  # NOTA placement, few-shot draws and the options' orders
+        permute = _int_option(opts.get("permute", "0"), "permute", 0, MAX_PERMUTE)
+        if permute and adaptation == "free-text":
+            raise UsageError("-T permute asks the options in other orders: free text shows no options")
+        if permute:
+            items = with_orders(items, permute, seed)
         car = bool(opts["car"])  # applied to the items that run (finalize_items), so --limit keeps its 1/K balance
         label = adaptation + ("+car" if car else "")
         prep = Prepared(items=items, settings={
@@ -478,6 +471,10 @@ class SteerMe(Task):
                   "stop": ("\nQ: ",) if opts["reasoning"] == "econeval" else (), "strip": opts["reasoning"] == "econeval",
                   "text_tokens": text_tokens, "grading": opts["free_text_grading"],
                   "pool": self._shot_pool(qfile) if shots else []})
+        if permute:
+            prep.settings["permute"] = {"orders": permute, "seed": seed, "how": "each single question asked again under this "
+                                        "many distinct seeded permutations of its options (fewer where it has fewer), as "
+                                        "items ID~1, ID~2, ...; the paper's numbers are over every order"}
         if most_parts > 1:
             prep.stages = per_part * most_parts  # each part in turn, in one conversation
         if adaptation == "free-text":
@@ -523,20 +520,18 @@ class SteerMe(Task):
         return None
 
     def finalize_items(self, items, prep):
-        return apply_car(items, prep.state["seed"]) if prep.state["car"] else items
+        if not prep.state["car"]:
+            return items
+        if any("variant_of" in it for it in items):  # -T permute: each order its question after CAR
+            return car_over_orders(items, lambda bases: apply_car(bases, prep.state["seed"]))
+        return apply_car(items, prep.state["seed"])
 
     def strata(self, item):
         return item["element"]  # the paper reports per element
 
     def limit_items(self, items, limit):
-        """--limit N: the first N questions of each element."""
-        seen: dict[str, int] = {}
-        out = []
-        for it in items:
-            seen[it["element"]] = seen.get(it["element"], 0) + 1
-            if seen[it["element"]] <= limit:
-                out.append(it)
-        return out
+        """--limit N: the first N questions of each element (with -T permute, each in all its orders)."""
+        return limited(items, limit)
 
     def answer_options(self, item, prep):
         return tuple(LETTERS[:len(item["options"])])
@@ -633,9 +628,14 @@ class SteerMe(Task):
     def score(self, item, outputs, prep):
         k = len(item["options"])
         rec = {"element": item["element"], "setting": item.get("setting"), "module": item.get("module"),
-               "domain": item.get("domain"), "type": item.get("type"), "k": k, "gold": item["correct_index"]}
+               "domain": item.get("domain"), "type": item.get("type"), "perspective": item.get("perspective"), "k": k,
+               "gold": item["correct_index"]}
         if item.get("car_replaced") is not None:
             rec["nota_is_correct"] = item["nota_is_correct"]
+        if "order" in item:  # -T permute
+            rec["order"] = item["order"]
+            if "variant_of" in item:
+                rec["variant_of"] = item["variant_of"]
         if prep.state["adaptation"] == "free-text":
             gold = free_text_gold(item)
             assert gold is not None  # prepare ran only questions with a numeric answer
@@ -649,10 +649,10 @@ class SteerMe(Task):
                 assert gold is not None
                 rec.update(answered=value is not None, parsed=value, correct=same_at_3_figures(value, gold), penalty=0.0,
                            regex_parsed=by_regex, regex_correct=same_at_3_figures(by_regex, gold))
-                return rec
+                return _with_mistake(rec, item, package=True)
             rec.update(answered=value is not None, parsed=value, correct=free_text_correct(value, gold, others),
                        regex_parsed=by_regex, regex_correct=free_text_correct(by_regex, gold, others))
-            return rec
+            return _with_mistake(rec, item)
         if item.get("parts") or item.get("grading", "answer") != "answer":
             rec = self._score_group(item, outputs, rec, prep.state["rule"])
             if rec["answered"] and item.get("car_replaced") is not None:
@@ -681,7 +681,7 @@ class SteerMe(Task):
                        generated_answer=letter is not None)
         if rec["answered"] and item.get("car_replaced") is not None:
             rec["chose_nota"] = rec["parsed"] == item["car_replaced"]
-        return rec
+        return _with_mistake(rec, item)
 
     def item_values(self, record):
         probs = record.get("p_renormalized")
@@ -721,6 +721,7 @@ class SteerMe(Task):
         return rec
 
     def aggregate(self, records, prep):
+        records = _with_perspective(records, prep)
         groups = {"overall": {"all": records}}
         for key in ("setting", "module", "element"):
             g: dict[str, list] = {}
@@ -739,6 +740,12 @@ class SteerMe(Task):
         out["paper"]["overall"] = out["paper"]["overall"]["all"]
         out["heatmap"] = {"rows": "this run's model", "columns": "elements", "metric": "normalized_accuracy",
                           "values": {el: m["normalized_accuracy"] for el, m in out["paper"]["element"].items()}}
+        mistakes = mistake_shares(records, prep)
+        if mistakes:
+            out["mistakes"] = mistakes
+        orders = across_orders(records)
+        if orders:
+            out["orders"] = orders
         if prep.state.get("extractor") == "judge":
             regex = [r for r in records if "regex_correct" in r]
             out["extras"] = {"regex_extraction": {
@@ -766,6 +773,83 @@ class SteerMe(Task):
 
     def resampler(self, records, prep):
         return overall_resampler(records)
+
+
+# ---- the mistakes wrong answers make (the paper's Fig. 10 and §5.2) ------------------------
+NOTA_MISTAKE = 'chose "No other option is correct."'  # under --car, where another option was right
+OTHER_MISTAKE = "no option's value"  # free text: a wrong number near no option (within the grading's rule)
+
+
+def labelled(item: dict) -> bool:
+    """Whether the question labels each option with the mistake it encodes (a generated one does:
+    `distractor_reasons`; the authors' data package does not)."""
+    reasons = item.get("distractor_reasons")
+    return not item.get("parts") and isinstance(reasons, list) and len(reasons) == len(item["options"])
+
+
+def _with_mistake(rec: dict, item: dict, package: bool = False) -> dict:
+    """The record with `mistake`, for a question whose options are labelled: None when right or
+    unanswered; else the label of the option chosen (NOTA_MISTAKE for "No other option is
+    correct" where it was not). Free text: the label of the wrong option whose value the number is
+    as the grading counts a right one (within 2% and closest of all options; `package`: equal at 3
+    significant figures), else OTHER_MISTAKE."""
+    if not labelled(item):
+        return rec
+    mistake = None
+    if rec["answered"] and not rec["correct"]:
+        if isinstance(rec["parsed"], int):
+            mistake = NOTA_MISTAKE if rec["parsed"] == item.get("car_replaced") else item["distractor_reasons"][rec["parsed"]]
+        else:
+            values = option_values(item)
+            near = [i for i, v in values.items() if i != item["correct_index"] and
+                    (same_at_3_figures(rec["parsed"], v) if package else
+                     free_text_correct(rec["parsed"], v, [w for j, w in values.items() if j != i]))]
+            mistake = item["distractor_reasons"][near[0]] if near else OTHER_MISTAKE
+    rec["mistake"] = mistake
+    return rec
+
+
+def mistake_shares(records: list[dict], prep) -> dict | None:
+    """Per element, the share of its wrong answers that make each mistake its options encode, with
+    a 95% Wilson interval; every mistake the element's questions offer is listed (a share over no
+    wrong answer is null, with its count). None when no record has a mistake label."""
+    from ...intervals import wilson
+
+    mine = [r for r in records if "mistake" in r]
+    if not mine:
+        return None
+    items = {it["id"]: it for it in (prep.items if prep else [])}
+    offered: dict[str, list[str]] = {}
+    for r in mine:
+        labels = offered.setdefault(r["element"], [])
+        item = items.get(r.get("id"), {})
+        for reason in item.get("distractor_reasons", []):
+            if reason != "correct" and reason not in labels:
+                labels.append(reason)
+    for r in mine:  # labels no option of the run's questions offers (NOTA, no option's value) come last
+        if r["mistake"] is not None and r["mistake"] not in offered[r["element"]]:
+            offered[r["element"]].append(r["mistake"])
+    out = {}
+    for element, labels in offered.items():
+        recs = [r for r in mine if r["element"] == element]
+        wrong = [r["mistake"] for r in recs if r["answered"] and not r["correct"]]
+        out[element] = {"n": len(recs), "n_answered": sum(bool(r["answered"]) for r in recs), "n_wrong": len(wrong),
+                        "mistakes": {m: {"n": wrong.count(m), "share": wrong.count(m) / len(wrong) if wrong else None,
+                                         "interval": list(iv) if (iv := wilson(wrong.count(m), len(wrong))) else None}
+                                     for m in labels}}
+    return {"description": "per element, the share of wrong answers (answered, not right) that make each mistake its "
+                           "options encode: the chosen option's label (free text: the wrong option whose value the number is "
+                           "within the grading's rule, else \"" + OTHER_MISTAKE + "\"); 95% Wilson intervals; unanswered "
+                           "questions are not wrong answers here", "element": out}
+
+
+def _with_perspective(records: list[dict], prep) -> list[dict]:
+    """The records, each with its question's perspective: a line written before econeval recorded
+    it (a folder resumed since) takes it from the question."""
+    if all("perspective" in r for r in records):
+        return records
+    of = {it["id"]: it.get("perspective") for it in (prep.items if prep else [])}
+    return [r if "perspective" in r else {**r, "perspective": of.get(r.get("id"))} for r in records]
 
 
 def overall_resampler(recs: list[dict]):
@@ -822,7 +906,7 @@ def metrics(recs: list[dict]) -> dict:
         out["invalid_top_rate"] = mean([float(f) for f in flags]) if flags else None
     else:
         out["renormalized"] = out["mixed"] = None  # no log-probabilities: calibration is unavailable
-    for key in ("domain", "type"):
+    for key in ("domain", "type", "perspective"):  # the paper's domain and type robustness; perspective alike
         by: dict[str, list[float]] = {}
         for r in answered:
             by.setdefault(r.get(key) or "?", []).append(float(r["correct"]))
@@ -850,4 +934,3 @@ def car_table(recs: list[dict]) -> dict:
         if precision is not None and recall is not None else None
     return {"n": len(recs), "n_nota_correct": sum(truth), "n_chose_nota": sum(chose),
             "precision": precision, "recall": recall, "f1": f1}
-

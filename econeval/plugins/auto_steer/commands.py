@@ -17,12 +17,13 @@ from ...benchmarks.steer_me.generator import covered, generate, lexicon
 from ...errors import UsageError
 from ...results import check_output, dumps, write_atomic, write_output
 from ...run.spec import RunSpec
+from ...store.runfiles import RUN_JSON
 from ...store.finished import open_run
 from . import written
 from .check_task import TASK as CHECK_TASK
 from .check_task import taxonomy
 from .contamination import report, table
-from .review_page import render
+from .review_page import pct, render
 from .write_task import TASK as WRITE_TASK
 from .write_task import choose
 
@@ -137,9 +138,6 @@ def steer_check(folder, checker, n_questions, threshold, tokens, seed, model_opt
     ws.check = check
     write_atomic(Path(folder) / written.REVIEW_PAGE, render(ws, sources(Path(folder))).encode())
     s = check.summary
-
-    def pct(x):
-        return "n/a" if x is None else f"{100 * x:.0f}%"
     flagged = sum(ws.state(t["id"]) == "flagged" for t in ws.all())
     click.echo(f"{folder}: {flagged} of {len(ws.all())} templates flagged (agreement < {threshold}); checker agreement with the "
                f"closed forms: written {pct(s['written']['agreement'])}, gold {pct(s['gold']['agreement'])}; review page "
@@ -148,7 +146,7 @@ def steer_check(folder, checker, n_questions, threshold, tokens, seed, model_opt
 
 def sources(folder: Path) -> dict[str, str]:
     """Template id → the text the writer rewrote into it (from the writer run, where the folder has one)."""
-    if not (folder / written.WRITE_RUN / "run.json").exists():
+    if not (folder / written.WRITE_RUN / RUN_JSON).exists():
         return {}
     from .write_task import jobs
 

@@ -18,39 +18,20 @@ evidence either way at that many questions.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
 from ...benchmarks.steer_me import BENCHMARK, metrics
 from ...benchmarks.steer_me.tables import NOTE as REIMPLEMENTED
 from ...errors import UsageError
+from ...intervals import newcombe, wilson
 from ...store.finished import FinishedRun, open_run
 from ...tables import Table
 
-Z = 1.959963984540054
 NOTE = ("bundled − written accuracy, with a 95% interval (Newcombe). Above 0 beyond the interval: what a model that "
         "has seen the bundled wording shows, and also what harder or less clear written wording shows (see the written "
         "set's checker agreement and review state); an interval holding 0: no evidence either way at this n. Accuracy is "
         "over the answered questions, as STEER-ME's own.")
-
-
-def wilson(k: int, n: int) -> tuple[float, float]:
-    if n == 0:
-        return 0.0, 1.0
-    p = k / n
-    centre = (p + Z * Z / (2 * n)) / (1 + Z * Z / n)
-    half = Z * math.sqrt(p * (1 - p) / n + Z * Z / (4 * n * n)) / (1 + Z * Z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
-def newcombe(k1: int, n1: int, k2: int, n2: int) -> tuple[float, float]:
-    """The 95% interval of p1 − p2 (Newcombe 1998, method 10)."""
-    p1, p2 = k1 / n1, k2 / n2
-    l1, u1 = wilson(k1, n1)
-    l2, u2 = wilson(k2, n2)
-    d = p1 - p2
-    return d - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2), d + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2)
 
 
 def template_set(run: FinishedRun) -> dict | None:
@@ -93,15 +74,17 @@ def _scored(run: FinishedRun) -> list[dict]:
 def _side(recs: list[dict]) -> dict:
     answered = [r for r in recs if r["answered"]]
     k, n = sum(bool(r["correct"]) for r in answered), len(answered)
+    interval = wilson(k, n)
     return {"n": n, "k": k, "n_items": len(recs), "n_unanswered": len(recs) - n,
-            "accuracy": metrics(recs)["accuracy"], "interval": list(wilson(k, n)) if n else None}
+            "accuracy": metrics(recs)["accuracy"], "interval": list(interval) if interval else None}
 
 
 def _row(a: list[dict], b: list[dict]) -> dict:
     sa, sb = _side(a), _side(b)
-    if not (sa["n"] and sb["n"]):
+    both = newcombe(sa["k"], sa["n"], sb["k"], sb["n"])
+    if both is None:
         return {"bundled": sa, "written": sb, "difference": None, "interval": None, "excludes_zero": None}
-    lo, hi = newcombe(sa["k"], sa["n"], sb["k"], sb["n"])
+    lo, hi = both
     return {"bundled": sa, "written": sb, "difference": sa["accuracy"] - sb["accuracy"], "interval": [lo, hi],
             "excludes_zero": lo > 0 or hi < 0}
 
@@ -187,6 +170,13 @@ def pairs(runs: list[FinishedRun]) -> tuple[list[tuple[FinishedRun, FinishedRun]
     return out, why
 
 
+def _states(review: Any) -> str:
+    """A written set's review state as words: "6 passed, 2 accepted" (the counts of each state)."""
+    if not isinstance(review, dict) or not review:
+        return "none"
+    return ", ".join(f"{n:,} {state}" if isinstance(n, int) else f"{state} {n}" for state, n in review.items())
+
+
 def report_table(runs: list[FinishedRun]) -> Table | None:
     """Beside the paper's tables, where the report holds one model's runs on the bundled set and on
     a written set (`steer generate --templates`): `econeval steer contamination`'s numbers."""
@@ -208,7 +198,7 @@ def report_table(runs: list[FinishedRun]) -> Table | None:
         ts = template_set(written) or {}
         tab.notes.append(f"{label} against {base}: written set {str(ts.get('sha256', ''))[:12]} (writer "
                          f"{(ts.get('writer') or {}).get('name')}, checker {(ts.get('checker') or {}).get('name') or 'none'}, "
-                         f"review {ts.get('review')}).")
+                         f"review: {_states(ts.get('review'))}).")
     if tab.rows:
         tab.notes += why
     return tab if tab.rows else None

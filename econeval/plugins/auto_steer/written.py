@@ -31,6 +31,7 @@ from ...benchmarks.steer_me.generator import covered, lexicon, templates
 from ...benchmarks.steer_me.solvers import ELEMENTS
 from ...errors import UsageError
 from ...results import dumps, read_regular, write_atomic
+from ...store.runfiles import RUN_JSON
 from ...store.finished import FinishedRun, open_run
 from .check_task import TASK as CHECK_TASK
 from .validate import LEXICON_SLOTS, labeled_fields
@@ -219,7 +220,7 @@ def load(folder: Path, with_check: bool = True) -> WrittenSet:
 
 def writer_of(folder: Path) -> dict | None:
     """The writer run's model, prompt version and seed (from its run.json), if the folder has one."""
-    if not (folder / WRITE_RUN / "run.json").exists():
+    if not (folder / WRITE_RUN / RUN_JSON).exists():
         return None
     rec = open_run(folder / WRITE_RUN).record
     if WRITE_TASK not in rec.tasks:
