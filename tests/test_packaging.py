@@ -51,7 +51,11 @@ def test_the_wheel_works_without_the_source_tree(shipped, clean_env, tmp_path, t
                "print(len(g.templates()))", cwd=empty, env=clean_env).stdout.split()
     assert "site-packages" in where[0] and str(REPO) not in where[0] and int(where[1]) == 64
     out = run("list", "--json").stdout
-    assert set(json.loads(out)["suites"]) == {"econnli", "econlogicqa", "cfbenchmark", "steer-me", "all"}
+    suites = set(json.loads(out)["suites"])
+    assert suites == {"econnli", "econlogicqa", "cfbenchmark", "steer-me", "steer-me-paper", "all"}
+    # the wheel lists what the checkout lists: no suite is left out of the package
+    here = sh(sys.executable, "-m", "econeval", "list", "--json", cwd=REPO, env={**os.environ}).stdout
+    assert suites == set(json.loads(here)["suites"])
     out = run("models", "list").stdout
     assert "gemma3-270m" in out and "_registry/models.toml" in out  # the registry ships inside the package
     # no data yet: a run says exactly what to do
