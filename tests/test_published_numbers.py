@@ -31,6 +31,13 @@ def _set(doc, res, **paths):
         node[last] = value
 
 
+def _nudge_interval(res) -> None:
+    """An interval moved by 0.01, still within its bounds and around its number: plausible."""
+    name = next(k for k, v in res["intervals"].items() if isinstance(v, list))
+    lo, hi = res["intervals"][name]
+    res["intervals"][name] = [max(0.0, lo - 0.01), hi]
+
+
 EDITS = {  # (how results.json was edited, what the one line names)
     "a plausible F1": (lambda d, r: _set(d, r, paper__Average__f1=0.95), "paper.Average.f1 is 0.95"),
     "an impossible F1": (lambda d, r: _set(d, r, paper__Average__f1=-5.0), "paper.Average.f1 is -5.0"),
@@ -41,6 +48,7 @@ EDITS = {  # (how results.json was edited, what the one line names)
     "n as text": (lambda d, r: _set(d, r, n="40"), "its n is '40'"),
     "intervals as text": (lambda d, r: _set(d, r, intervals="x"), "intervals ('x')"),
     "an interval beyond the bounds": (lambda d, r: _set(d, r, intervals={"method": "m", "F1": [0.2, 1.5]}), "interval of F1"),
+    "a plausible interval": (lambda d, r: _nudge_interval(r), "redrawn with the run's seed"),
     "a task the run does not have": (lambda d, r: d["tasks"].__setitem__("econlogicqa-1shot", r), "a task the run does not have"),
 }
 
@@ -129,3 +137,32 @@ def test_a_task_run_with_another_prompt_version_is_named_as_such(cli, tmp_path):
     line = one_line(*cli("export", run, "--format", "lm-eval", "--out", tmp_path / "l.json"), 2,
                     "econnli-zero was run with its prompts of econnli-zero/1", "sends econnli-zero/2")
     assert "contradicts itself" not in line
+
+
+def test_intervals_and_estimates_are_redrawn_as_the_run_drew_them(cli, tmp_path):
+    """An interval edited within its bounds (0.01 wider) or a sample's estimate said to be of
+    another population was published as results.json said: intervals were only checked for being
+    intervals. They are redrawn from the records with the run's seed and resamples (a sample's
+    design from run.json), so an edit is refused; a run whose records were written in another order
+    (a predictions file in its own order, shards merged) publishes as it is."""
+    sample = tmp_path / "sample"
+    rc, _, err = cli("run", "--model", "fake:a", "--task", TASK, "--sample", "40", "--bootstrap", "50", "-q", "--out", sample)
+    assert rc == 0, err
+    file = next(sample.glob("results-sample-*.json"))
+    assert cli("export", sample, "--format", "lm-eval", "--out", tmp_path / "l.json")[0] == 0
+    doc = json.loads(file.read_text())
+    doc["tasks"][TASK]["estimate"]["of"] += 100
+    file.write_text(json.dumps(doc))
+    one_line(*cli("report", sample), 2, "estimate.of is", "redrawn", "contradicts itself")
+    # a predictions file scored in an order of its own: its intervals rest on that order
+    from econeval import data
+
+    rows = data.load("econlogicqa", "test.jsonl")[:30][::-1]
+    pred = tmp_path / "p.jsonl"
+    pred.write_text("".join(json.dumps({"id": r["id"], "response": " " + (r["answer"] if i % 3 else "A")}) + "\n"
+                            for i, r in enumerate(rows)))
+    scored = tmp_path / "scored"
+    assert cli("score", "--task", "econlogicqa-1shot", "--predictions", pred, "--out", scored)[0] == 0
+    assert json.loads((scored / "results.json").read_text())["tasks"]["econlogicqa-1shot"]["intervals"]
+    rc, _, err = cli("export", scored, "--format", "every-eval-ever", "--out", tmp_path / "e.json")
+    assert rc == 0, err

@@ -22,7 +22,7 @@ from .record import RoleEntry, RunRecord
 from .runfiles import SAMPLES, ResultSource, folder_results
 from ..types import Prepared
 from ..version import __version__
-from .verify import EDITED, check_records, check_result, counted_records, prepared_from
+from .verify import EDITED, check_intervals, check_records, check_result, counted_records, prepared_from
 
 
 class FinishedRun:
@@ -116,6 +116,9 @@ class FinishedRun:
             task = registry.get_task(name)
             counted = counted_records(task, self.preps[name], self.samples.get(name, {}), source, self.record.run_seed)
             check_result(task, self.preps[name], result, counted, source.file)
+            ids = {id(r) for r in counted}
+            in_file = [r for r in self.samples.get(name, {}).values() if id(r) in ids]  # the order they were written
+            check_intervals(task, self.preps[name], result, counted, in_file, self.record, source.file)
         return self
 
     def _check_prompt_version(self, name: str) -> None:

@@ -7,7 +7,7 @@ scorer makes of the record's own stored outputs is a folder that contradicts its
 written by something else): it is refused in one line naming the item, never trusted. So is an
 id that appears twice, and an item the task's data does not have; and a task's table in a results
 file (what report and the exports publish) that is not what the task makes of the records it
-counts, or whose intervals are no intervals.
+counts, or whose intervals (or sample estimate) are not what the run's seeded resamples of them make.
 """
 
 from __future__ import annotations
@@ -161,8 +161,7 @@ def check_result(task: Task, prep: Prepared, result: Any, counted: list[dict], f
     """Refuse a task's table in a results file that is not what the task's aggregate makes of the
     records it counts (`counted`): every number of the table and its counts recomputed (a table of
     another type, a number that is text, a value edited, a line added or removed), its intervals
-    pairs of finite numbers within the metric's bounds (they rest on resamples, not redrawn here:
-    their width is the run's, checked only for being an interval)."""
+    pairs of finite numbers within the metric's bounds (redrawn by check_intervals)."""
     from ..scoring import aggregate
 
     where = f"{file}: {task.name}"
@@ -181,6 +180,92 @@ def check_result(task: Task, prep: Prepared, result: Any, counted: list[dict], f
         raise UsageError(f"{where}: its table cannot be read as {task.name}'s: the folder contradicts itself", hint=EDITED) from None
     _check_intervals(task, result.get("intervals"), where)
 
+
+def check_intervals(task: Task, prep: Prepared, result: dict, counted: list[dict], in_file: list[dict], record: RunRecord,
+                    file: Path) -> None:
+    """Refuse a task's table whose intervals (or sample estimate) are not what the run's seeded
+    resamples of the records it counts make: they are redrawn as the run drew them (its seed, its
+    resamples, its sample design: run.json's for a sample's file, the kept items' for a run that
+    stopped early), over the records in the run's order or, for a scored predictions file, the
+    file's (`in_file`). A table without intervals has nothing to redraw."""
+    from ..scoring import aggregate
+
+    if result.get("intervals") is None and result.get("estimate") is None:
+        return
+    design = _design(task, prep, result, counted, record, file)
+    if design is _UNKNOWN:
+        return
+    seen = _redrawn_before(task, result, counted, in_file, record, design)
+    if seen is None or seen.exists():
+        return
+    made = None
+    for order in (counted, in_file):
+        made = _plain(aggregate(task, order, prep, n_boot=record.n_boot, seed=record.run_seed, sample=design))
+        if _differs(made.get("intervals"), result.get("intervals")) is None and \
+                _differs(made.get("estimate"), result.get("estimate")) is None:
+            _remember(seen)
+            return
+    assert made is not None
+    key = "intervals" if _differs(made.get("intervals"), result.get("intervals")) is not None else "estimate"
+    path = (key, *(_differs(made.get(key), result.get(key)) or ()))
+    stored, redrawn = _at(result, path), _at(made, path)
+    raise UsageError(f"{file}: {task.name}: its {'.'.join(map(str, path))} "
+                     f"{'is missing' if stored is _MISSING else 'is ' + _shown(stored)}, and the {len(counted):,} items it "
+                     f"counts, redrawn with the run's seed {record.run_seed} and {record.n_boot:,} resamples, make it "
+                     f"{'none' if redrawn is _MISSING else _shown(redrawn)}: the folder contradicts itself", hint=EDITED)
+
+
+def _redrawn_before(task: Task, result: dict, counted: list[dict], in_file: list[dict], record: RunRecord,
+                    design: Any) -> Path | None:
+    """The cache's mark that these intervals were redrawn from these records by this econeval
+    (a redraw takes seconds per task: a suite's 50 s where the rest of an export takes 4): named by
+    a hash of everything the redraw reads, so an edit of any of it is redrawn again. None: nothing
+    to redraw (an empty table)."""
+    import hashlib
+
+    from .. import config
+    from ..version import __version__
+
+    if not counted:
+        return None
+    key = hashlib.sha256(orjson.dumps([__version__, task.name, task.prompt_version, result.get("intervals"),
+                                       result.get("estimate"), counted, [r.get("id") for r in in_file], record.n_boot,
+                                       record.run_seed, design], option=orjson.OPT_SORT_KEYS | orjson.OPT_SERIALIZE_NUMPY,
+                                      default=str)).hexdigest()
+    return config.cache_home() / "redrawn" / key
+
+
+def _remember(mark: Path) -> None:
+    """Leave the mark (best effort: a cache that cannot be written costs only the next redraw)."""
+    try:
+        mark.parent.mkdir(parents=True, exist_ok=True)
+        mark.touch()
+    except OSError:
+        pass
+
+
+def _design(task: Task, prep: Prepared, result: dict, counted: list[dict], record: RunRecord, file: Path) -> Any:
+    """The sample design a results file's table was estimated under: run.json's record of a
+    sample's file; for a run that stopped early (results-partial.json), the design of the items it
+    kept among those it would have run (_UNKNOWN where those were a gate's baseline's items, which the
+    folder does not list); None for a table of the whole selection."""
+    from ..sampling import SCHEME, design
+    from ..scoring import select_items
+
+    recorded = (record.samples or {}).get(file.name)
+    if isinstance(recorded, dict) and isinstance(recorded.get("tasks"), dict) and task.name in recorded["tasks"]:
+        return recorded["tasks"][task.name]
+    estimate = result.get("estimate")
+    if not isinstance(estimate, dict):
+        return None
+    scheme = estimate.get("scheme")
+    items = select_items(task, prep, record.limit if isinstance(record.limit, int) and not isinstance(record.limit, bool) else None)
+    made = design(items, {r["id"] for r in counted}, task.strata if scheme == SCHEME else None,
+                  scheme if isinstance(scheme, str) else SCHEME)
+    return made if made["population"] == estimate.get("of") else _UNKNOWN
+
+
+_UNKNOWN: Any = {}  # a design the folder does not let us redraw
 
 _MISSING = object()
 
