@@ -270,3 +270,89 @@ def test_the_deadline_covers_the_pools_of_the_proxies_the_environment_names(monk
     monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
     with httpx.Client() as client:
         assert install(client) == 3 and install(client) == 0  # the client's own, the two proxies'; once
+
+
+def _resolver(monkeypatch, seconds: float) -> list[str]:
+    """Names under `.test` resolve to 127.0.0.1 after `seconds` (a resolver that is slow or does
+    not answer); every other name as the machine resolves it. Returns the names looked up."""
+    import socket
+
+    real, asked = socket.getaddrinfo, []
+
+    def lookup(host, port, *args, **kwargs):
+        if isinstance(host, str) and host.endswith(".test"):
+            asked.append(host)
+            time.sleep(seconds)
+            return real("127.0.0.1", port, *args, **kwargs)
+        return real(host, port, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", lookup)
+    return asked
+
+
+def test_a_name_lookup_that_does_not_answer_is_within_the_deadline(cli, tmp_path, bad_server, monkeypatch):
+    """The deadline bounded every connect, read and write but not the lookup of the server's name,
+    which waits on the resolver's own timeouts and retries (here 40 s: the run took that long with
+    `--timeout 1`). The lookup now gets the time left too."""
+    asked = _resolver(monkeypatch, 40)
+    slow = bad_server.replace("127.0.0.1", "slow-dns.test")
+    t0 = time.monotonic()
+    rc, out, err = _served(cli, tmp_path, slow, "", "--timeout", "1")
+    assert time.monotonic() - t0 < 20 and asked
+    one_line(rc, out, err, 1, "slow-dns.test", "within 1 s")
+
+
+def test_a_name_that_resolves_in_time_is_connected_to_by_its_address(cli, tmp_path, bad_server, monkeypatch):
+    asked = _resolver(monkeypatch, 0.2)
+    rc, out, err = _served(cli, tmp_path, bad_server.replace("127.0.0.1", "fast-dns.test"), "", "--timeout", "5")
+    assert rc == 0 and asked, err
+
+
+def test_tls_still_checks_the_servers_name_when_its_address_is_connected_to(tmp_path, monkeypatch):
+    """The deadline connects to the address it looked up; the TLS handshake must still be made
+    with, and the certificate checked against, the name in the URL."""
+    import shutil
+    import ssl
+    import subprocess
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    import httpx
+
+    from econeval.backends.http_deadline import deadline, install
+
+    if not shutil.which("openssl"):
+        pytest.skip("no openssl to make a certificate with")
+    key, cert = tmp_path / "k.pem", tmp_path / "c.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "1",
+                    "-subj", "/CN=tls.test", "-addext", "subjectAltName=DNS:tls.test"], check=True, capture_output=True)
+
+    class Ok(BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+        def log_message(self, *args):
+            pass
+
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Ok)
+    server_side = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_side.load_cert_chain(cert, key)
+    srv.socket = server_side.wrap_socket(srv.socket, server_side=True)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    _resolver(monkeypatch, 0.0)
+    trusted = ssl.create_default_context(cafile=str(cert))
+    try:
+        for name, ok in (("tls.test", True), ("other.test", False)):
+            with httpx.Client(verify=trusted) as client:
+                assert install(client) == 1
+                with deadline(10):
+                    if ok:
+                        assert client.get(f"https://{name}:{srv.server_port}/").text == "ok"
+                    else:
+                        with pytest.raises(httpx.ConnectError, match="certificate|hostname"):
+                            client.get(f"https://{name}:{srv.server_port}/")
+    finally:
+        srv.shutdown()

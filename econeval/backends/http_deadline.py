@@ -2,7 +2,7 @@
 
 httpx's timeouts bound each read and write, not the request (encode/httpx#1450): a server that
 sends a byte a second never times out, in its headers or its body. Inside `deadline(seconds)`,
-every connect, TLS handshake, read and write of this thread gets at most the time left until then,
+every name lookup, connect, TLS handshake, read and write of this thread gets at most the time left until then,
 and a timeout once it has passed, so a request ends in time whatever the server drips. It works
 below httpx, as the network backend of the client's connection pools (`install`), because a
 blocked read cannot be cut short from above; httpcore's own timeout errors carry it back up, so
@@ -77,13 +77,57 @@ class _Backend:
 
     def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
                     socket_options: Any = None) -> _Stream:
-        return _Stream(self.inner.connect_tcp(host, port, _left(timeout, "ConnectTimeout"), local_address, socket_options))
+        """A connection to the first of the host's addresses that takes one: the name looked up
+        within the time left too (a resolver that does not answer would hold the request for its
+        own timeouts and retries, outside any deadline). TLS is then started with the host's name
+        (httpcore passes it to start_tls), so connecting to its address changes nothing else."""
+        error: Exception | None = None
+        for address in _addresses(host, port, _left(timeout, "ConnectTimeout")):
+            try:
+                return _Stream(self.inner.connect_tcp(address, port, _left(timeout, "ConnectTimeout"), local_address,
+                                                      socket_options))
+            except Exception as exc:  # noqa: BLE001 - the next address, as socket.create_connection tries them
+                error = exc
+        assert error is not None
+        raise error
 
     def connect_unix_socket(self, path: str, timeout: float | None = None, socket_options: Any = None) -> _Stream:
         return _Stream(self.inner.connect_unix_socket(path, _left(timeout, "ConnectTimeout"), socket_options))
 
     def sleep(self, seconds: float) -> None:
         self.inner.sleep(seconds)
+
+
+def _addresses(host: str, port: int, timeout: float | None) -> list[str]:
+    """The host's addresses in the resolver's order (an address literal is its own), the lookup
+    given at most `timeout` seconds: it runs in a daemon thread, left to end on its own when the
+    time is up (getaddrinfo cannot be cut short), and httpcore's ConnectTimeout is raised here."""
+    import ipaddress
+    import socket
+
+    try:
+        ipaddress.ip_address(host)
+        return [host]
+    except ValueError:
+        pass
+    found: list = []
+
+    def look_up() -> None:
+        try:
+            found.append([info[4][0] for info in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)])
+        except OSError as exc:
+            found.append(exc)
+
+    worker = threading.Thread(target=look_up, daemon=True, name="econeval-dns")
+    worker.start()
+    worker.join(timeout)
+    import httpcore
+
+    if not found:
+        raise httpcore.ConnectTimeout(f"looking up {host} took longer than {timeout:g} s")
+    if isinstance(found[0], OSError):
+        raise httpcore.ConnectError(str(found[0]))
+    return list(dict.fromkeys(found[0])) or [host]
 
 
 def install(client: Any) -> int:
