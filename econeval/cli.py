@@ -391,7 +391,7 @@ def _run_spec_options(candidate: bool = False):
                    "so the same command resumes it). A folder of the same run, or of some of its tasks, is resumed.")
 @click.option("--new", is_flag=True, help="Start a new run folder (timestamped) instead of resuming the run's own.")
 @click.option("--epochs", type=click.IntRange(min=1),
-              help="Repeat the run N times with N seeds (epoch 1 as given, epoch k with --seed S+k-1), each into its own "
+              help="Repeat the run N times with N seeds (epoch 1 as given, epoch k with its seeds moved by k-1: --seed S+k-1), each into its own "
                    "run folder OUT/epoch-K (resumed as any run folder); the summary and `econeval report OUT` show each "
                    "number as the mean ± std over the epochs.")
 @_task_options

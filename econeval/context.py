@@ -82,9 +82,11 @@ class RunContext:
 
     def seed_for(self, task: Task) -> int:
         """The seed of the task's own draws: the one given, else its authors' (`Task.protocol_seed`),
-        else the run's."""
+        else the run's. Without --seed, the run's seed is the default except in epoch k > 1 of
+        --epochs (the default + k - 1, store/epochs.py): the authors' seed moves as far, so epoch k
+        draws with their seed + k - 1, as every other task draws with the run's."""
         if not self.seed_given and task.protocol_seed is not None:
-            return task.protocol_seed
+            return task.protocol_seed + self.seed - DEFAULT_SEED
         return self.seed
 
     def role(self, name: str):

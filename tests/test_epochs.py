@@ -30,8 +30,8 @@ def test_each_epoch_is_the_run_with_its_seed(cli, tmp_path, epochs):
     out, stdout = epochs
     assert sorted(p.name for p in out.iterdir()) == ["epoch-1", "epoch-2", "epoch-3"]
     recs = [json.loads((out / f"epoch-{k}" / "run.json").read_text()) for k in (1, 2, 3)]
-    assert [(r["seed"], r["seed_given"], r["status"]) for r in recs] == [(1234, False, "complete"), (1235, True, "complete"),
-                                                                          (1236, True, "complete")]
+    assert [(r["seed"], r["seed_given"], r["status"]) for r in recs] == [(1234, False, "complete"), (1235, False, "complete"),
+                                                                          (1236, False, "complete")]
     assert "the means over 3 epochs (seeds 1234, 1235, 1236" in stdout
     for where in (out, out.parent):  # `econeval runs` lists each epoch, given the parent or the folder above it
         rc, listed, err = cli("runs", where, "--json")
@@ -91,3 +91,19 @@ def test_epochs_are_refused_where_they_do_not_fit(cli, tmp_path):
     one_line(*_run(cli, tmp_path / "s", "--epochs", "2", "--shard", "1/2", limit=4), 2, "--epochs and --shard")
     one_line(*cli("run", "--model", "fake:a", *TASKS, "--budget", "60", "--epochs", "2", "--out", tmp_path / "b", "-q"), 2,
              "--epochs repeats a whole run", "--budget")
+
+
+def test_a_task_with_its_authors_seed_moves_it_with_the_epochs(cli, tmp_path):
+    """STEER-ME without --seed draws with its authors' seed 42; in --epochs it drew with 42 in epoch 1
+    but with the run's 1235 in epoch 2 (its 1234 + 1), so the epochs mixed two seed families. Each
+    epoch now moves the authors' seed as far as the run's: 42, 43; with --seed 7: 7, 8."""
+    for extra, seeds in (((), [42, 43]), (("--seed", "7"), [7, 8])):
+        out = tmp_path / f"e{len(extra)}"
+        rc, _, err = cli("run", "--model", "fake:a", "--task", "steer-me", "--limit", "8", "--out", out, "-q", "--bootstrap", "0",
+                         "--epochs", "2", *extra)
+        assert rc == 0, err
+        got = [json.loads((out / f"epoch-{k}" / "run.json").read_text())["tasks"]["steer-me"]["settings"]["seed"]["value"]
+               for k in (1, 2)]
+        assert got == seeds
+    rc, _, err = cli("report", tmp_path / "e0")  # each epoch re-derived with its own seed
+    assert rc == 0, err

@@ -1,7 +1,8 @@
 """A run repeated with N seeds (`econeval run --epochs N`, inspect_ai's name): N ordinary run
 folders under one parent, OUT/epoch-1 … OUT/epoch-N, each resumed on its own as any run folder is.
-Epoch 1 is the command as given; epoch k > 1 is the same command with `--seed S+k-1` (S: --seed,
-or the default seed). A report (publish/report.py) reads the parent as one row per task: each
+Epoch 1 is the command as given; epoch k > 1 is the same command with its seeds moved by k-1: the
+run's S+k-1 (S: --seed, or the default seed), and without --seed a task's authors' seed + k-1
+(seed_of). A report (publish/report.py) reads the parent as one row per task: each
 number the mean over the epochs, with its standard deviation, as the EconNLI paper reports
 repeated runs (Table 3: mean ± std over three runs).
 
@@ -32,11 +33,13 @@ def folder_for(parent: Path, epoch: int) -> Path:
 
 
 def seed_of(seed: int | None, epoch: int) -> tuple[int | None, bool]:
-    """Epoch k's --seed (None: as given) : epoch 1 runs as the command asks, epoch k > 1 with the
-    seed S + k - 1, S being --seed or the default."""
+    """Epoch k's seed (None: as given) and whether it counts as given: epoch 1 runs as the command
+    asks, epoch k > 1 with the seed S + k - 1, S being --seed or the default. Without --seed no
+    epoch's is given, so a task with its authors' seed draws with it moved as far (RunContext.seed_for:
+    STEER-ME's 42, 43, 44 beside the run's 1234, 1235, 1236)."""
     if epoch == 1:
         return seed, seed is not None
-    return (DEFAULT_SEED if seed is None else seed) + epoch - 1, True
+    return (DEFAULT_SEED if seed is None else seed) + epoch - 1, seed is not None
 
 
 def epochs_in(parent: Path) -> dict[int, Path]:
