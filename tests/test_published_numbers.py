@@ -154,6 +154,9 @@ def test_intervals_and_estimates_are_redrawn_as_the_run_drew_them(cli, tmp_path)
     doc["tasks"][TASK]["estimate"]["of"] += 100
     file.write_text(json.dumps(doc))
     one_line(*cli("report", sample), 2, "estimate.of is", "redrawn", "contradicts itself")
+    not_a_folder = tmp_path / "cache-file"
+    not_a_folder.write_text("x")  # a cache that cannot hold marks costs a redraw, never a verdict
+    one_line(*cli("report", sample, env={"ECONEVAL_CACHE": str(not_a_folder)}), 2, "estimate.of is", "redrawn")
     # a predictions file scored in an order of its own: its intervals rest on that order
     from econeval import data
 

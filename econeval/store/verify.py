@@ -196,7 +196,7 @@ def check_intervals(task: Task, prep: Prepared, result: dict, counted: list[dict
     if design is _UNKNOWN:
         return
     seen = _redrawn_before(task, result, counted, in_file, record, design)
-    if seen is None or seen.exists():
+    if seen is None or _marked(seen):
         return
     made = None
     for order in (counted, in_file):
@@ -233,6 +233,13 @@ def _redrawn_before(task: Task, result: dict, counted: list[dict], in_file: list
                                        record.run_seed, design], option=orjson.OPT_SORT_KEYS | orjson.OPT_SERIALIZE_NUMPY,
                                       default=str)).hexdigest()
     return config.cache_home() / "redrawn" / key
+
+
+def _marked(mark: Path) -> bool:
+    try:
+        return mark.is_file()
+    except OSError:  # a cache that cannot be read: redrawn
+        return False
 
 
 def _remember(mark: Path) -> None:
