@@ -177,3 +177,18 @@ def test_the_python_api_leaves_no_thread_sending_after_an_error(tmp_path, server
     assert rec.after(t_err) == 0  # no chunk went on sending behind the caller's back
     assert not [t.name for t in threading.enumerate() if t.name in ("econeval-chunk", "econeval-http")]
     assert json.loads((tmp_path / "run" / "run.json").read_text())["status"] == "failed"
+
+
+def test_the_acknowledgement_names_both_chunks_in_flight():
+    from types import SimpleNamespace
+
+    from econeval.run.runner import _Run
+
+    said: list[str] = []
+    stub = SimpleNamespace(running=[3, 4], total=64, prog=SimpleNamespace(say=said.append, snapshot=lambda: {"saved": 32}))
+    _Run._ack(stub, signal.SIGINT, False)
+    _Run._ack(stub, signal.SIGINT, True)  # the older one is being written: it is kept
+    assert said[0].startswith("econeval: SIGINT: stopping: the model stops within its current step; chunks 3 and 4 "
+                              "(in progress) are dropped and run again on resume; "), said
+    assert said[1].startswith("econeval: SIGINT: stopping: finishing the write of chunk 3; chunk 4 (in progress) is "
+                              "dropped and runs again on resume; "), said

@@ -12,6 +12,13 @@ chunk_seconds`) ends by the deadline; a task whose next chunk does not fit takes
 (its items run in their order), the others go on while theirs fit. The chunk in flight at the
 deadline is cut off at the model's next step where the model allows it (an in-process engine between
 decode steps, a stand-in between requests: `signals.until`), dropped whole, and runs again on resume.
+
+Two chunks in flight (`_Run._overlapped`): where every role's backend `overlaps` (a served model),
+the next chunk starts on a thread of its own once every request of the newest one is in flight, so
+that the server never drains between chunks or tasks; at most WINDOW chunks, each saved whole in
+the plan's order on the main thread, both stopped (nothing sent after) and dropped at an interrupt
+or an error. Off (the chunks in turn) under a --budget, a selection that watches records (a gate),
+interleaved tasks, and any role whose backend does not declare it (`_Run._window`).
 """
 
 from __future__ import annotations
