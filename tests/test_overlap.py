@@ -192,3 +192,34 @@ def test_the_acknowledgement_names_both_chunks_in_flight():
                               "(in progress) are dropped and run again on resume; "), said
     assert said[1].startswith("econeval: SIGINT: stopping: finishing the write of chunk 3; chunk 4 (in progress) is "
                               "dropped and runs again on resume; "), said
+
+
+def test_a_task_with_an_in_process_role_runs_its_chunks_in_turn_on_the_runs_thread(cli, tmp_path, server, monkeypatch):
+    """A judge or embedder in-process (llama.cpp, ONNX: one thread, the run's signals) is never
+    called from a chunk's thread nor by two chunks at once: such a task's chunks run in turn on the
+    run's thread, while the tasks around it still overlap; the samples are those of a run in turn."""
+    from econeval.backends.fake import FakeBackend
+
+    assert not FakeBackend.overlaps
+    threads: list[str] = []
+    real = FakeBackend.evaluate
+
+    def evaluate(self, requests, on_done=None):
+        threads.append(threading.current_thread().name)
+        return real(self, requests, on_done)
+
+    monkeypatch.setattr(FakeBackend, "evaluate", evaluate)
+    tasks = ("--task", "econnli-zero", "--task", "econnli-gen", "--task", "econnli-icl", "--judge", "fake:j")
+    rec, url = server()
+    args = lambda out: ("run", "--model", "openai:standin", "--base-url", url, *tasks, "--limit", LIMIT,  # noqa: E731
+                        "--concurrency", str(C), "--quiet", "--bootstrap", "0", "--out", str(out))
+    rc, _, err = cli(*args(tmp_path / "overlap"))
+    assert rc == 0, err
+    assert threads and set(threads) == {"MainThread"}, threads
+    _sequential(monkeypatch)
+    seq, url = server()
+    rc, _, err = cli(*args(tmp_path / "turns"))
+    assert rc == 0, err
+    assert (tmp_path / "overlap" / "samples.jsonl").read_text() == (tmp_path / "turns" / "samples.jsonl").read_text()
+    # in turn the server drains at each of the five boundaries; overlapped, only at the three the judged task has
+    assert seq.idle() >= 5 and rec.idle() <= seq.idle() - 2, (rec.idle(), seq.idle())

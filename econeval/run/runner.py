@@ -13,12 +13,13 @@ chunk_seconds`) ends by the deadline; a task whose next chunk does not fit takes
 deadline is cut off at the model's next step where the model allows it (an in-process engine between
 decode steps, a stand-in between requests: `signals.until`), dropped whole, and runs again on resume.
 
-Two chunks in flight (`_Run._overlapped`): where every role's backend `overlaps` (a served model),
-the next chunk starts on a thread of its own once every request of the newest one is in flight, so
+Two chunks in flight (`_Run._overlapped`): where the evaluated model's backend `overlaps` (a served
+model), the next chunk starts on a thread of its own once every request of the newest one is in flight, so
 that the server never drains between chunks or tasks; at most WINDOW chunks, each saved whole in
 the plan's order on the main thread, both stopped (nothing sent after) and dropped at an interrupt
 or an error. Off (the chunks in turn) under a --budget, a selection that watches records (a gate),
-interleaved tasks, and any role whose backend does not declare it (`_Run._window`).
+interleaved tasks, and an evaluated model whose backend does not declare it (`_Run._window`); a
+task with a role whose backend does not (an in-process embedder or judge) runs its chunks in turn.
 """
 
 from __future__ import annotations
@@ -105,7 +106,7 @@ def run_chunk(task: Task, items: list[dict], prep: Prepared, ctx: RunContext, ou
     is in `skip_roles`, are not sent. `first`: item id → its first-stage requests, built already
     (for the run's estimate), taken from there instead of being built again. `refused`: the ids
     of items refused before the run (longer than the model context): skipped, never sent.
-    `overlap` (every role's backend `overlaps`): handed to each call, its `stop` ending them, its
+    `overlap` (a chunk in flight beside another: every role's backend `overlaps`): handed to each call, its `stop` ending them, its
     `sent` called when the last call's requests are all in flight (the next chunk may start)."""
     fresh = outputs is None
     outputs = outputs if outputs is not None else [{"skipped": OVER_CONTEXT} if it["id"] in refused else {} for it in items]
@@ -457,17 +458,23 @@ class _Run:
                     self.prog.say(text)  # beside the live display on a terminal
 
     def _window(self) -> int:
-        """How many chunks may be in flight at once: WINDOW where every role these tasks use has a
-        backend that `overlaps` (a served model: its server batches the next chunk's requests with
-        this one's last ones) and nothing is decided between chunks; else one (the chunks in turn).
-        One under a --budget (a chunk starts only if it is projected to end by the deadline, measured
-        on the chunks before it), a selection that watches records (a gate's or a budget's decisions
-        after each chunk) and interleaved tasks."""
+        """How many chunks may be in flight at once: WINDOW where the evaluated model's backend
+        `overlaps` (a served model: its server batches the next chunk's requests with this one's
+        last ones) and nothing is decided between chunks; else one (the chunks in turn). One under a
+        --budget (a chunk starts only if it is projected to end by the deadline, measured on the
+        chunks before it), a selection that watches records (a gate's or a budget's decisions after
+        each chunk) and interleaved tasks. A task with a role whose backend does not overlap (an
+        in-process embedder or judge) runs its chunks in turn: `_alone`."""
         sel = self.selection
         if sel.deadline is not None or sel.watches or sel.interleave:
             return 1
-        roles = {r for t in self.tasks for r in task_roles(t, self.preps[t.name])} | {MODEL}
-        return WINDOW if all(getattr(self.ctx.role(r), "overlaps", False) for r in roles) else 1
+        return WINDOW if getattr(self.backend, "overlaps", False) else 1
+
+    def _alone(self, task: Task) -> bool:
+        """Whether the task uses a role whose backend does not overlap (CFBenchmark's in-process
+        embedder, a judge in llama.cpp): its chunks run in turn on the run's thread, none other in
+        flight, as every chunk of an in-process engine does (its signals, its one thread)."""
+        return not all(getattr(self.ctx.role(r), "overlaps", False) for r in task_roles(task, self.preps[task.name]))
 
     def _todo(self) -> Iterator[tuple[Task, list[dict]]]:
         """The plan's chunks not saved yet, in the selection's order, each decided when it is asked
@@ -511,19 +518,8 @@ class _Run:
                 self._overlapped(self._todo(), sig)
             else:
                 for task, chunk in self._todo():
-                    self._oldest(task, chunk)
-                    self.chunk_no += 1
-                    self.running = [self.chunk_no]
-                    try:
-                        with until(selection.deadline, self.clock):  # past it, the model stops at its next step
-                            outputs = run_chunk(task, chunk, self.preps[task.name], self.ctx, progress=self.prog.advance,
-                                                first=self.built[task.name], refused=self.refused.get(task.name, frozenset()),
-                                                budget=self.budgets.get(task.name))
-                    except BudgetSpent:  # the chunk is dropped whole: it runs again on resume
-                        self.running, self.budget_spent, self.cut = [], True, True
-                        self.prog.dropped()
+                    if not self._in_turn(task, chunk, sig):
                         break
-                    self._save(task, chunk, outputs, sig)
         finally:  # an interrupted or failed run keeps the seconds and counters of what it ran (the chunks in flight too)
             if self.current:
                 _segment_end(self.spent[self.current], backend, self.prog)
@@ -537,6 +533,24 @@ class _Run:
             self.prog.say(f"econeval: the --budget ran out {duration(over)} before the run ended: the chunk then in flight "
                           f"could not be stopped before its end (this model stops only between chunks; a chunk holds "
                           f"max({CHUNK}, 2 x parallel) items)")
+
+    def _in_turn(self, task: Task, chunk: list[dict], sig) -> bool:
+        """A chunk on this thread, no other in flight: run, saved whole; False when a --budget's
+        deadline cut it off (dropped whole: it runs again on resume)."""
+        self._oldest(task, chunk)
+        self.chunk_no += 1
+        self.running = [self.chunk_no]
+        try:
+            with until(self.selection.deadline, self.clock):  # past it, the model stops at its next step
+                outputs = run_chunk(task, chunk, self.preps[task.name], self.ctx, progress=self.prog.advance,
+                                    first=self.built[task.name], refused=self.refused.get(task.name, frozenset()),
+                                    budget=self.budgets.get(task.name))
+        except BudgetSpent:
+            self.running, self.budget_spent, self.cut = [], True, True
+            self.prog.dropped()
+            return False
+        self._save(task, chunk, outputs, sig)
+        return True
 
     def _oldest(self, task: Task, chunk: list[dict]) -> None:
         """A chunk of `task` is now the oldest unfinished one: the time and counters from here on are its task's."""
@@ -567,19 +581,23 @@ class _Run:
         events: queue.Queue = queue.Queue()  # (flight, outputs, error): done; (flight, None, None) with .sent: its tail
         stop = threading.Event()
         flights: deque[_Flight] = deque()
-        more = True
+        nxt = next(todo, None)
         try:
             while True:
-                while more and len(flights) < WINDOW and (not flights or flights[-1].sent):
+                while nxt is not None and len(flights) < WINDOW and (not flights or flights[-1].sent):
+                    if self._alone(nxt[0]):  # on this thread, once the chunks in flight are saved
+                        if flights:
+                            break
+                        self._in_turn(*nxt, sig)
+                    else:
+                        self.chunk_no += 1
+                        self.running.append(self.chunk_no)
+                        flights.append(self._launch(*nxt, stop, events))
                     nxt = next(todo, None)
-                    if nxt is None:
-                        more = False
-                        break
-                    self.chunk_no += 1
-                    self.running.append(self.chunk_no)
-                    flights.append(self._launch(*nxt, stop, events))
                 if not flights:
-                    return
+                    if nxt is None:
+                        return
+                    continue
                 head = flights[0]
                 if not head.begun:
                     head.begun = True
