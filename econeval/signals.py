@@ -38,6 +38,13 @@ def stop_requested() -> int | None:
     return DEADLINE if _until and _until[0][1]() >= _until[0][0] else None
 
 
+def signalled() -> int | None:
+    """The signal that asked the run to stop (a Guard's watcher raises the flag at once, from any
+    thread), None: none; a deadline is not one. Threads that send requests look at it, so that
+    nothing is sent after a Ctrl-C while the main thread unwinds."""
+    return _stop[0] if _stop else None
+
+
 class until:
     """Around a chunk of a --budget run: past `deadline` (on `clock`) a model step that checks
     `stop_requested` stops as at a signal, and `raise_if_stopped` raises BudgetSpent. None: no

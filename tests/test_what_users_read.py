@@ -45,7 +45,7 @@ def test_a_stop_before_the_first_chunk_says_nothing_ran_yet(cli, tmp_path, monke
     from econeval.run.runner import _Run
 
     said: list[str] = []
-    stub = SimpleNamespace(chunk_no=0, running=None, total=24,
+    stub = SimpleNamespace(chunk_no=0, running=[], total=24,
                            prog=SimpleNamespace(say=said.append, snapshot=lambda: {"saved": 0}))
     _Run._ack(stub, signal.SIGINT, False)  # the watcher thread's acknowledgement, as it prints it
     assert said == ["econeval: SIGINT: stopping: no chunk is in progress; none of its 24 items is saved yet"], said

@@ -31,7 +31,7 @@ from .. import registry
 from ..reasoning import estimate_tokens
 from ..errors import ModelError, UsageError
 from ..types import BackendInfo, Completion, Generate, OptionLogprobs, OptionScores, chat_messages
-from .base import Backend, Settings, option
+from .base import Backend, Overlap, Settings, option
 from .http_client import Detection, HTTPError, Reading, ServedClient, ServedOptions, reasoning_of, split_stops, token_count
 
 API_VERSION = "2023-06-01"
@@ -57,6 +57,7 @@ class AnthropicOptions(ServedOptions):
 class AnthropicBackend(Backend[AnthropicOptions]):
     prefix = "anthropic"
     runs_elsewhere = True
+    overlaps = True  # the server batches requests from two chunks in flight (ServedClient.map)
     Options = AnthropicOptions
     description = "a model behind Anthropic's Messages API"
 
@@ -215,10 +216,8 @@ class AnthropicBackend(Backend[AnthropicOptions]):
     def reasoning_tokens_for(self, request) -> int:
         return self.budget(request) if self.thinks else 0
 
-    def evaluate(self, requests: Sequence[Generate | OptionLogprobs], on_done=None) -> list:
-        if requests:
-            self._ensure_detected()
-        return self.client.map(self._one, requests, on_done)
+    def evaluate(self, requests: Sequence[Generate | OptionLogprobs], on_done=None, overlap: Overlap | None = None) -> list:
+        return self.client.map(self._one, requests, on_done, overlap, before=self._ensure_detected if requests else None)
 
     def info(self) -> BackendInfo:
         self.detection.before_record(self._probe)

@@ -10,7 +10,8 @@ batches. The shared layers know only this.
   `option_logprobs` default to it), `info()`, `counters()`, `close()`; class attributes `prefix`
   (`--model PREFIX:NAME`), `implied_by` (models.toml keys that imply the kind) and `serves` (the
   kinds of model it can be: MODEL, a text model, for the evaluated model and every role that takes
-  one; EMBEDDER, a sentence embedder).
+  one; EMBEDDER, a sentence embedder); `overlaps` (whether the runner may keep two chunks in
+  flight on it: `Overlap`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import re
 
 import dataclasses
+import threading
 import typing
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Generic, Sequence, TypeVar
@@ -187,6 +189,17 @@ class ReasoningOptions(BackendOptions):
                               **{k: v for k, v in more.items() if v is not None}}}
 
 
+@dataclass(frozen=True)
+class Overlap:
+    """What the runner hands `evaluate` of a backend that `overlaps` while two chunks are in flight:
+    `stop`, set to end the call at once (no request is sent after it, retry waits end, the call
+    raises); `sent`, called once when every request of the call is in flight (the next chunk may
+    start: the runner's window)."""
+
+    stop: threading.Event
+    sent: Callable[[], None] | None = None
+
+
 O = TypeVar("O", bound=BackendOptions)
 
 
@@ -208,6 +221,10 @@ class Backend(Generic[O]):
     runs_elsewhere: ClassVar[bool] = False
     open_weights: ClassVar[bool] = False
     engine_label: ClassVar[str | None] = None
+    # whether evaluate() may run on two threads at once, taking `overlap=Overlap(...)`: a served model
+    # whose server batches requests from both (the runner then sends the next chunk's requests while
+    # this one's last answers are out: run/runner.py); never an in-process engine (one thread)
+    overlaps: ClassVar[bool] = False
 
     @staticmethod
     def engine_version() -> str:
@@ -304,4 +321,4 @@ class Backend(Generic[O]):
         self.close()
 
 
-__all__ = ["Backend", "BackendOptions", "ReasoningOptions", "Settings", "option", "MODEL", "JUDGE", "EMBEDDER"]
+__all__ = ["Backend", "BackendOptions", "Overlap", "ReasoningOptions", "Settings", "option", "MODEL", "JUDGE", "EMBEDDER"]

@@ -26,7 +26,7 @@ from typing import Any, Callable, Sequence
 from .. import errors
 from ..errors import ModelError, UsageError
 from ..reasoning import Markers
-from .base import ReasoningOptions, option
+from .base import Overlap, ReasoningOptions, option
 from .concurrency import CAP_LOCAL, CAP_MAX, CAP_REMOTE, Limiter, Policy, served_engine
 from .http_deadline import deadline, install
 
@@ -40,6 +40,7 @@ CONTEXT = object()  # a request the server refused as longer than its context
 MAX_BODY = 16 << 20  # bytes of one answer, after decompression: a completion is never near this
 CHARS_PER_TOKEN = 128  # a stored text is cut at max_tokens × this (no token decodes to more)
 MAX_COUNT = 1 << 53  # a token count past this is no count (JSON readers lose integers beyond it)
+POLL = 0.1  # seconds: how often a call that another thread may stop looks at its stop
 SHOWN = 80  # characters of a value a server sent (a model name, a fingerprint) shown in a message
 _SURROGATE = re.compile("[\ud800-\udfff]")  # what json.loads leaves of a lone "\\ud800" escape
 MIN_SECRET = 8  # characters: a shorter key is a placeholder (EMPTY, ollama), left in the answers it would change
@@ -278,7 +279,11 @@ class ServedClient:
         self.n = {"requests": 0, "retries": 0}
         self.fingerprints: set[str] = set()
         self.fallbacks: set[str] = set()  # what the backends fell back to (run.json records them)
-        self._stop = threading.Event()  # set when the current map() call ends
+        self._local = threading.local()  # a thread's `stop`: that of the map() call its requests belong to
+
+    def _stop(self) -> threading.Event:
+        """The stop of the map() call this thread sends for (one never set outside a call)."""
+        return getattr(self._local, "stop", None) or threading.Event()
 
     def count(self, key: str, by: int = 1) -> None:
         with self.lock:
@@ -360,7 +365,7 @@ class ServedClient:
         wait = self._rng.uniform(0, min(BACKOFF_CAP, BACKOFF_BASE * 2 ** attempt))
         self.count("retries")
         self._note(f"{self.base}: {why}; asking again in {wait:.1f} s")
-        if self._stop.wait(wait):
+        if self._stop().wait(wait):
             raise ModelError(f"{self.base}: stopped while retrying")
 
     def get_json(self, path: str, body: dict | None = None) -> Any:
@@ -448,7 +453,7 @@ class ServedClient:
         try (a 200 that is no completion, another model's answer) would all be callbacks of ours; and it
         would be one more package to carry to an air-gapped machine."""
         url = base + path
-        stop = self._stop
+        stop = self._stop()
         last = ""
         for attempt in range(self.max_retries + 1):
             wait = self._rng.uniform(0, min(BACKOFF_CAP, BACKOFF_BASE * 2 ** attempt))  # full jitter
@@ -520,22 +525,45 @@ class ServedClient:
             self.warn(f"{base}: system_fingerprint {fp} after {', '.join(earlier)}: the server's configuration changed "
                       "during the run (run.json records every fingerprint)")
 
-    def map(self, one: Callable, requests: Sequence, on_done=None) -> list:
+    def map(self, one: Callable, requests: Sequence, on_done=None, overlap: Overlap | None = None,
+            before: Callable[[], None] | None = None) -> list:
         """All requests, as many in flight at a time as the limiter allows; results in request
         order. Each worker takes the next request, then waits for a place; workers are added as the
         limit grows. The workers are daemon threads: on an error or an interrupt the call returns
-        at once (no new request starts, retry waits end) instead of waiting for answers still in flight."""
+        at once (no new request starts, retry waits end) instead of waiting for answers still in flight.
+
+        Two calls may run at once (two chunks in flight, `Backend.overlaps`), sharing the limiter:
+        each has its own stop, which ends its workers' retry waits and nothing of the other's.
+        `overlap`: its `stop` ends this call from another thread (it raises ModelError; no request
+        is sent after it), its `sent` is called once every request is in flight. `before`: run
+        first on the calling thread (the backend's detection), its retry waits ended by that stop
+        too. A signal's stop flag (signals.py) also ends the workers: nothing is sent after it."""
+        from ..signals import signalled
+
+        cancel = overlap.stop if overlap is not None else None
+        if before is not None:
+            self._local.stop = cancel
+            try:
+                before()
+            finally:
+                self._local.stop = None
         if not requests:
             return []
-        stop = self._stop = threading.Event()
+        ended = threading.Event()  # this call's stop: set when it returns
+        sent = overlap.sent if overlap is not None else None
         todo = iter(enumerate(requests))
         take = threading.Lock()
         results: queue.Queue = queue.Queue()
         limiter = self.limiter
         left = [len(requests)]  # requests no worker has taken yet
+        unsent = [len(requests)]  # requests not in flight yet
+
+        def stopped() -> bool:
+            return ended.is_set() or (cancel is not None and cancel.is_set()) or signalled() is not None
 
         def worker():
-            while not stop.is_set():
+            self._local.stop = ended  # this thread's retry waits end with this call
+            while not stopped():
                 with take:
                     nxt = next(todo, None)
                     if nxt is not None:
@@ -543,9 +571,17 @@ class ServedClient:
                 if nxt is None:
                     return
                 i, req = nxt
-                if limiter.acquire(stop) is None:
+                if limiter.acquire(ended) is None:
                     return
                 try:
+                    if stopped():  # stopped while it waited for a place: it is not sent
+                        return
+                    if sent is not None:
+                        with take:
+                            unsent[0] -= 1
+                            last = unsent[0] == 0
+                        if last:
+                            sent()
                     results.put((i, one(req), None))
                 except ItemError as exc:  # this request's answer is unusable: its item is an error
                     results.put((i, _errored(req, str(exc)), None))
@@ -564,11 +600,19 @@ class ServedClient:
                 threading.Thread(target=worker, daemon=True, name="econeval-http").start()
                 workers += 1
 
+        def next_result() -> tuple:
+            while True:  # stoppable from another thread: looked at every POLL seconds
+                try:
+                    return results.get(timeout=POLL if cancel is not None else None)
+                except queue.Empty:
+                    if cancel is not None and cancel.is_set():
+                        raise ModelError(f"{self.base}: stopped") from None
+
         staff()
         out: list = [None] * len(requests)
         try:
             for _ in range(len(requests)):
-                i, res, exc = results.get()
+                i, res, exc = next_result()
                 if exc is not None:
                     raise exc
                 out[i] = res
@@ -576,7 +620,7 @@ class ServedClient:
                     on_done(i)
                 staff()
         finally:
-            stop.set()
+            ended.set()
             limiter.wake()
         return out
 

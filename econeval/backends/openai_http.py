@@ -68,7 +68,7 @@ from .. import reasoning as rz
 from .. import registry
 from ..errors import ModelError, UsageError
 from ..types import BackendInfo, Completion, Generate, OptionLogprobs, OptionScores, chat_messages
-from .base import Backend, Settings, option
+from .base import Backend, Overlap, Settings, option
 from .http_client import CONTEXT, Detection, HTTPError, Reading, ServedClient, ServedOptions, choice_text, reasoning_of, split_stops, token_count
 
 TOP_LOGPROBS = (20, 5)  # asked in this order: OpenAI's legacy completions allow at most 5
@@ -115,6 +115,7 @@ class OpenAIHTTPBackend(Backend[OpenAIOptions]):
     prefix = "openai"
     runs_elsewhere = True
     implied_by = ("base_url",)
+    overlaps = True  # the server batches requests from two chunks in flight (ServedClient.map)
     Options = OpenAIOptions
     description = "a model behind an OpenAI-compatible HTTP API"
 
@@ -594,12 +595,10 @@ class OpenAIHTTPBackend(Backend[OpenAIOptions]):
     def _one(self, r):
         return self._option_scores(r) if isinstance(r, OptionLogprobs) else self._generate(r)
 
-    def evaluate(self, requests: Sequence[Generate | OptionLogprobs], on_done=None) -> list:
+    def evaluate(self, requests: Sequence[Generate | OptionLogprobs], on_done=None, overlap: Overlap | None = None) -> list:
         """All requests, `concurrency` in flight at a time; results in request order (the model's
         reasoning detected first)."""
-        if requests:
-            self._ensure_detected()
-        return self.client.map(self._one, requests, on_done)
+        return self.client.map(self._one, requests, on_done, overlap, before=self._ensure_detected if requests else None)
 
     def reasoning_tokens_for(self, request) -> int:
         return self.options.budget_for(request) if self.thinks else 0

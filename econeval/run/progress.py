@@ -14,11 +14,17 @@ same estimate of a chunk not started yet, for a `--budget` (the runner's rule).
 
 Shown with rich on a terminal (redrawn in place), a line per task every 10% otherwise (logs stay
 readable); a callback (the Python API's `progress=`) gets the same figures as a dict.
+
+With two chunks in flight (a served model: run/runner.py) the current task is that of the oldest
+unfinished chunk, whose seconds run from the last save to its own; the newer chunk's requests
+advance its own task's fraction (`advance(..., name)`), from the thread that runs it: every
+event and figure is taken under one lock.
 """
 
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
@@ -78,6 +84,7 @@ class RunProgress:
     _last: float = 0.0
 
     def __post_init__(self):
+        self._lock = threading.RLock()  # events come from the chunks' threads, figures from the display's
         self.started = self.clock() if self.start is None else self.start
         self.stream = self.stream or sys.stderr
         self.tty = self.show and hasattr(self.stream, "isatty") and self.stream.isatty()
@@ -91,27 +98,37 @@ class RunProgress:
 
     # ---- the run's events ----------------------------------------------------------------
     def begin(self, name: str) -> None:
-        self._current = next(line for line in self.lines if line.name == name)
-        self._mark()
-        self._update(force=True)
+        with self._lock:
+            self._current = next(line for line in self.lines if line.name == name)
+            self._mark()
+            self._update(force=True)
 
     def _mark(self) -> None:
         self._t0, self._c0 = self.clock(), self._count()
 
     def starting(self, n: int) -> None:
-        """A chunk of the current task's next n items starts."""
-        self._chunk = n
+        """A chunk of the current task's next n items starts (with two in flight: is the oldest)."""
+        with self._lock:
+            self._chunk = n
 
     def _count(self) -> dict:
         return dict(self.counters()) if self.counters else {}
 
-    def advance(self, fraction_items: float) -> None:
-        if self._current:
-            self._current.in_chunk += fraction_items
-            self._update()
+    def advance(self, fraction_items: float, name: str | None = None) -> None:
+        """A fraction of an item of the current task's chunk, or of the chunk of task `name`, is done."""
+        with self._lock:
+            line = self._current if name is None else next(x for x in self.lines if x.name == name)
+            if line:
+                line.in_chunk += fraction_items
+                self._update()
 
-    def saved(self, n: int, chars: int) -> None:
-        """n items of the current task were written (their prompts held `chars` characters)."""
+    def saved(self, n: int, chars: int, ticked: float | None = None) -> None:
+        """n items of the current task were written (their prompts held `chars` characters); `ticked`:
+        what their chunk advanced (another chunk of the task may be in flight), None: all of it."""
+        with self._lock:
+            self._saved(n, chars, ticked)
+
+    def _saved(self, n: int, chars: int, ticked: float | None) -> None:
         line = self._current
         if line is None:
             return
@@ -125,22 +142,25 @@ class RunProgress:
         line.units_done += line.units(self.chars_per_token(), lo, lo + n)
         line.saved += n
         line.items_done += n
-        line.in_chunk, self._chunk = 0.0, 0
+        line.in_chunk, self._chunk = 0.0 if ticked is None else max(0.0, round(line.in_chunk - ticked, 9)), 0
         self._t0, self._c0 = now, c
         self._update(force=True)
 
     def dropped(self) -> None:
         """The chunk in progress was cut off (a --budget's deadline): nothing of it is saved."""
-        if self._current:
-            self._current.in_chunk, self._chunk = 0.0, 0
-            self._update(force=True)
+        with self._lock:
+            if self._current:
+                self._current.in_chunk, self._chunk = 0.0, 0
+                self._update(force=True)
 
     def note(self, name: str, text: str | None) -> None:
-        next(line for line in self.lines if line.name == name).note = text or ""
+        with self._lock:
+            next(line for line in self.lines if line.name == name).note = text or ""
 
     def end(self) -> None:
-        self._current = None
-        self._update(force=True)
+        with self._lock:
+            self._current = None
+            self._update(force=True)
 
     def close(self) -> None:
         if self._live is not None:
@@ -193,6 +213,10 @@ class RunProgress:
         return None if per_unit is None else line.units(self.chars_per_token(), lo, lo + n) * per_unit
 
     def snapshot(self) -> dict:
+        with self._lock:
+            return self._snapshot()
+
+    def _snapshot(self) -> dict:
         cpt = self.chars_per_token()
         measured = any(line.items_done and line.units_done > 0 for line in self.lines)
         tasks, eta_total = [], 0.0 if measured else None
@@ -212,7 +236,7 @@ class RunProgress:
         return {"tasks": tasks, "saved": sum(x.saved for x in self.lines), "total": sum(x.total for x in self.lines),
                 "elapsed_s": self.clock() - self.started, "eta_s": eta_total}
 
-    def _update(self, force: bool = False) -> None:
+    def _update(self, force: bool = False) -> None:  # under the lock
         now = self.clock()
         if not force and now - self._last < 0.2:
             return

@@ -12,17 +12,29 @@ chunk_seconds`) ends by the deadline; a task whose next chunk does not fit takes
 (its items run in their order), the others go on while theirs fit. The chunk in flight at the
 deadline is cut off at the model's next step where the model allows it (an in-process engine between
 decode steps, a stand-in between requests: `signals.until`), dropped whole, and runs again on resume.
+
+Two chunks in flight (`_Run._overlapped`): where the evaluated model's backend `overlaps` (a served
+model), the next chunk starts on a thread of its own once every request of the newest one is in flight, so
+that the server never drains between chunks or tasks; at most WINDOW chunks, each saved whole in
+the plan's order on the main thread, both stopped (nothing sent after) and dropped at an interrupt
+or an error. Off (the chunks in turn) under a --budget, a selection that watches records (a gate),
+interleaved tasks, and an evaluated model whose backend does not declare it (`_Run._window`); a
+task with a role whose backend does not (an in-process embedder or judge) runs its chunks in turn.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import queue
 import resource
 import signal
-from typing import Any, Callable
+import threading
+from collections import deque
+from typing import Any, Callable, Iterator
 
 from .. import registry
+from ..backends.base import Overlap
 from ..version import __version__
 from ..context import RunContext, check_task_options
 from ..errors import BudgetSpent, Interrupted, UsageError, saved_words
@@ -88,12 +100,14 @@ OVERRUN_SAID = 5.0  # seconds past a --budget after which the run says it ran ov
 def run_chunk(task: Task, items: list[dict], prep: Prepared, ctx: RunContext, outputs: list[dict] | None = None,
               skip_roles: tuple[str, ...] = (), progress: Callable[[float], None] | None = None,
               first: dict[str, dict] | None = None, refused: frozenset[str] = frozenset(),
-              budget: int | None = None) -> list[dict]:
+              budget: int | None = None, overlap: Overlap | None = None) -> list[dict]:
     """Outputs of a chunk of items: each stage's requests of all the chunk's items go to their
     role together, in item order. Requests whose result is already in `outputs`, or whose role
     is in `skip_roles`, are not sent. `first`: item id → its first-stage requests, built already
     (for the run's estimate), taken from there instead of being built again. `refused`: the ids
-    of items refused before the run (longer than the model context): skipped, never sent."""
+    of items refused before the run (longer than the model context): skipped, never sent.
+    `overlap` (a chunk in flight beside another: every role's backend `overlaps`): handed to each call, its `stop` ending them, its
+    `sent` called when the last call's requests are all in flight (the next chunk may start)."""
     fresh = outputs is None
     outputs = outputs if outputs is not None else [{"skipped": OVER_CONTEXT} if it["id"] in refused else {} for it in items]
     stages = prep.stages or task.stages
@@ -108,11 +122,15 @@ def run_chunk(task: Task, items: list[dict], prep: Prepared, ctx: RunContext, ou
                     pending.setdefault(req.role, []).append((i, name, req))
         n_reqs = sum(len(g) for g in pending.values())
         step = (len(items) / stages / n_reqs) if progress and n_reqs else 0.0
-        for role, group in pending.items():
+        for k, (role, group) in enumerate(pending.items()):
             server = ctx.role(role)
             reqs = [r for _, _, r in group]
             tick = (lambda _i: progress(step)) if progress and step else None
-            results = server.evaluate(reqs, on_done=tick)
+            if overlap is None:
+                results = server.evaluate(reqs, on_done=tick)
+            else:
+                last = stage == stages - 1 and k == len(pending) - 1
+                results = server.evaluate(reqs, on_done=tick, overlap=Overlap(overlap.stop, overlap.sent if last else None))
             for (i, name, req), res in zip(group, results):
                 _store(outputs[i], name, req, res)
     return outputs
@@ -266,6 +284,23 @@ def _segment_end(acc: dict, backend, prog: RunProgress) -> None:
     prog.end()
 
 
+WINDOW = 2  # chunks in flight at once on a backend that overlaps (memory: two chunks' requests and outputs)
+JOIN_S = 5.0  # seconds a stopped chunk's thread is waited for (it sends nothing more; a request in flight may hold it)
+
+
+class _Flight:
+    """A chunk in flight on its own thread: whether all its requests went out (`sent`), its outputs
+    or error once `done`, the progress it ticked, whether it became the oldest (`begun`)."""
+
+    def __init__(self, task: Task, chunk: list[dict]):
+        self.task, self.chunk = task, chunk
+        self.sent = self.done = self.begun = False
+        self.outputs: list[dict] = []
+        self.error: BaseException | None = None
+        self.ticked = 0.0
+        self.thread: threading.Thread | None = None
+
+
 class _Run:
     """One run into a locked folder whose identity was checked: the chunks of the plan not yet
     saved, each written whole, then the results and the record's end."""
@@ -293,7 +328,7 @@ class _Run:
         self.late: set[str] = set()  # tasks whose next chunk would not end by the deadline
         self.cut = False  # the chunk in flight at the deadline was cut off
         self.chunk_no = 0
-        self.running: int | None = None  # the chunk in progress (its number), None between chunks
+        self.running: list[int] = []  # the chunks in progress (their numbers), oldest first
         self.log = folder.samples()  # what the folder holds already
         self.built: dict[str, dict[str, dict]] = {}  # task → item id → its first-stage requests (built once)
         self.lines: list[TaskLine] = [self._line(task) for task in tasks]
@@ -387,12 +422,15 @@ class _Run:
         return refused
 
     def _ack(self, signum: int, writing: bool) -> None:
-        if self.running is None:  # before the first chunk, between chunks or after the last one
+        running = list(self.running)
+        if not running:  # before the first chunk, between chunks or after the last one
             doing = "finishing a write to the run folder" if writing else "no chunk is in progress"
-        elif writing:
-            doing = f"finishing the write of chunk {self.running}"
         else:
-            doing = f"the model stops within its current step; chunk {self.running} (in progress) is dropped and runs again on resume"
+            dropped = running[1:] if writing else running
+            doing = f"finishing the write of chunk {running[0]}" if writing else "the model stops within its current step"
+            if dropped:
+                doing += (f"; chunk {dropped[0]} (in progress) is dropped and runs again on resume" if len(dropped) == 1 else
+                          f"; chunks {' and '.join(map(str, dropped))} (in progress) are dropped and run again on resume")
         self.prog.say(f"econeval: {signal.Signals(signum).name}: stopping: {doing}; "
                       f"{saved_words(self.prog.snapshot()['saved'], self.total)}")
 
@@ -419,70 +457,188 @@ class _Run:
                 if show_progress:
                     self.prog.say(text)  # beside the live display on a terminal
 
+    def _window(self) -> int:
+        """How many chunks may be in flight at once: WINDOW where the evaluated model's backend
+        `overlaps` (a served model: its server batches the next chunk's requests with this one's
+        last ones) and nothing is decided between chunks; else one (the chunks in turn). One under a
+        --budget (a chunk starts only if it is projected to end by the deadline, measured on the
+        chunks before it), a selection that watches records (a gate's or a budget's decisions after
+        each chunk) and interleaved tasks. A task with a role whose backend does not overlap (an
+        in-process embedder or judge) runs its chunks in turn: `_alone`."""
+        sel = self.selection
+        if sel.deadline is not None or sel.watches or sel.interleave:
+            return 1
+        return WINDOW if getattr(self.backend, "overlaps", False) else 1
+
+    def _alone(self, task: Task) -> bool:
+        """Whether the task uses a role whose backend does not overlap (CFBenchmark's in-process
+        embedder, a judge in llama.cpp): its chunks run in turn on the run's thread, none other in
+        flight, as every chunk of an in-process engine does (its signals, its one thread)."""
+        return not all(getattr(self.ctx.role(r), "overlaps", False) for r in task_roles(task, self.preps[task.name]))
+
+    def _todo(self) -> Iterator[tuple[Task, list[dict]]]:
+        """The plan's chunks not saved yet, in the selection's order, each decided when it is asked
+        for: none of a task the watcher stopped, none past the budget."""
+        selection, prog = self.selection, self.prog
+        by_name = {x.name: x for x in self.lines}
+        for task, whole in _schedule(self.tasks, self.plan, interleave=selection.interleave,
+                                     cost=(lambda t: self.per_item.get(t.name, 0.0)) if self.per_item else
+                                     (lambda t: _item_cost(by_name[t.name]))):
+            chunk = [it for it in whole if (task.name, it["id"]) not in self.log.done]
+            if not chunk or task.name in self.stopped or task.name in self.late:
+                continue
+            if selection.deadline is not None:
+                now, need = self.clock(), prog.chunk_seconds(task.name, len(chunk))
+                if now >= selection.deadline:
+                    self.budget_spent = True
+                    return
+                if need is not None and now + need > selection.deadline:  # it would not end by the deadline
+                    self.budget_spent = True
+                    self.late.add(task.name)  # nor its later items (they run in their order); other tasks go on
+                    continue
+            yield task, chunk
+
     def _chunks(self, sig) -> None:
         """Run the plan's chunks not saved yet, in the selection's order, until the budget or the
-        watcher stops them; the watcher sees each task's saved records first, then each chunk's."""
-        selection, prog, backend = self.selection, self.prog, self.backend
+        watcher stops them; the watcher sees each task's saved records first, then each chunk's.
+
+        The run's time is partitioned: each moment belongs to the oldest unfinished chunk's task (so
+        the tasks' seconds sum to the time the chunks took), and so are the backend's counters
+        (tokens, requests, retries) counted meanwhile: with two chunks in flight, what the newer one
+        did before the older was saved counts for the older one's task."""
+        selection, backend = self.selection, self.backend
         if selection.watches:
             for task in self.tasks:
                 if (done := self.saved(task)):
                     self._watch(task, done)
-        spent: dict[str, dict] = {}  # task → its seconds and counters so far, and where its current segment began
-        current = None
-        by_name = {x.name: x for x in self.lines}
+        self.spent: dict[str, dict] = {}  # task → its seconds and counters so far, and where its current segment began
+        self.current: str | None = None  # the task of the oldest unfinished chunk
         try:
-            for task, whole in _schedule(self.tasks, self.plan, interleave=selection.interleave,
-                                         cost=(lambda t: self.per_item.get(t.name, 0.0)) if self.per_item else
-                                         (lambda t: _item_cost(by_name[t.name]))):
-                chunk = [it for it in whole if (task.name, it["id"]) not in self.log.done]
-                if not chunk or task.name in self.stopped or task.name in self.late:
-                    continue
-                if selection.deadline is not None:
-                    now, need = self.clock(), prog.chunk_seconds(task.name, len(chunk))
-                    if now >= selection.deadline:
-                        self.budget_spent = True
+            if self._window() > 1:
+                self._overlapped(self._todo(), sig)
+            else:
+                for task, chunk in self._todo():
+                    if not self._in_turn(task, chunk, sig):
                         break
-                    if need is not None and now + need > selection.deadline:  # it would not end by the deadline
-                        self.budget_spent = True
-                        self.late.add(task.name)  # nor its later items (they run in their order); other tasks go on
-                        continue
-                if current != task.name:
-                    if current:
-                        _segment_end(spent[current], backend, prog)
-                    prog.begin(task.name)
-                    spent.setdefault(task.name, {"seconds": 0.0, "counters": {}}).update(c0=backend.counters(), t0=self.clock())
-                    current = task.name
-                self.chunk_no += 1
-                self.running = self.chunk_no
-                prep = self.preps[task.name]
-                prog.starting(len(chunk))
-                try:
-                    with until(selection.deadline, self.clock):  # past it, the model stops at its next step
-                        outputs = run_chunk(task, chunk, prep, self.ctx, progress=prog.advance, first=self.built[task.name],
-                                            refused=self.refused.get(task.name, frozenset()), budget=self.budgets.get(task.name))
-                except BudgetSpent:  # the chunk is dropped whole: it runs again on resume
-                    self.running, self.budget_spent, self.cut = None, True, True
-                    prog.dropped()
-                    break
-                records = score_records(task, chunk, outputs, prep)
-                sig.write(self.log.append, records)
-                self.running = None
-                prog.saved(len(chunk), sum(len(str(p)) for o in outputs for p in (o.get("prompts") or {}).values()))
-                if selection.watches:  # a budget's progress note, a gate's verdicts
-                    self._watch(task, records)
-        finally:  # an interrupted or failed run keeps the seconds and counters of what it ran (the chunk in flight too)
-            if current:
-                _segment_end(spent[current], backend, prog)
-            self._time(spent)
+        finally:  # an interrupted or failed run keeps the seconds and counters of what it ran (the chunks in flight too)
+            if self.current:
+                _segment_end(self.spent[self.current], backend, self.prog)
+            self._time(self.spent)
         if self.cut or self.late:
             said = (["the chunk in flight at its end was cut off (it runs again when the folder is resumed)"] if self.cut else [])
             said += [f"the next chunk of {', '.join(sorted(self.late))} did not start (projected to end after it)"] if self.late else []
             self.say("econeval: the --budget is spent: " + "; ".join(said))
         over = self.clock() - selection.deadline if selection.deadline is not None else 0.0
         if over >= OVERRUN_SAID:
-            prog.say(f"econeval: the --budget ran out {duration(over)} before the run ended: the chunk then in flight "
-                     f"could not be stopped before its end (this model stops only between chunks; a chunk holds "
-                     f"max({CHUNK}, 2 x parallel) items)")
+            self.prog.say(f"econeval: the --budget ran out {duration(over)} before the run ended: the chunk then in flight "
+                          f"could not be stopped before its end (this model stops only between chunks; a chunk holds "
+                          f"max({CHUNK}, 2 x parallel) items)")
+
+    def _in_turn(self, task: Task, chunk: list[dict], sig) -> bool:
+        """A chunk on this thread, no other in flight: run, saved whole; False when a --budget's
+        deadline cut it off (dropped whole: it runs again on resume)."""
+        self._oldest(task, chunk)
+        self.chunk_no += 1
+        self.running = [self.chunk_no]
+        try:
+            with until(self.selection.deadline, self.clock):  # past it, the model stops at its next step
+                outputs = run_chunk(task, chunk, self.preps[task.name], self.ctx, progress=self.prog.advance,
+                                    first=self.built[task.name], refused=self.refused.get(task.name, frozenset()),
+                                    budget=self.budgets.get(task.name))
+        except BudgetSpent:
+            self.running, self.budget_spent, self.cut = [], True, True
+            self.prog.dropped()
+            return False
+        self._save(task, chunk, outputs, sig)
+        return True
+
+    def _oldest(self, task: Task, chunk: list[dict]) -> None:
+        """A chunk of `task` is now the oldest unfinished one: the time and counters from here on are its task's."""
+        if self.current != task.name:
+            if self.current:
+                _segment_end(self.spent[self.current], self.backend, self.prog)
+            self.prog.begin(task.name)
+            self.spent.setdefault(task.name, {"seconds": 0.0, "counters": {}}).update(c0=self.backend.counters(), t0=self.clock())
+            self.current = task.name
+        self.prog.starting(len(chunk))
+
+    def _save(self, task: Task, chunk: list[dict], outputs: list[dict], sig, ticked: float | None = None) -> None:
+        """The oldest chunk is done: its records scored and written whole, then shown to the watcher."""
+        records = score_records(task, chunk, outputs, self.preps[task.name])
+        sig.write(self.log.append, records)
+        self.running = self.running[1:]
+        self.prog.saved(len(chunk), sum(len(str(p)) for o in outputs for p in (o.get("prompts") or {}).values()), ticked)
+        if self.selection.watches:  # a budget's progress note, a gate's verdicts
+            self._watch(task, records)
+
+    def _overlapped(self, todo: Iterator[tuple[Task, list[dict]]], sig) -> None:
+        """The chunks with up to WINDOW in flight, each on a thread of its own: the next starts once
+        every request of the newest one is in flight (its tail), so that the server is never left to
+        drain between chunks or tasks; each is saved whole in the plan's order, on this thread,
+        once it and the chunks before it are done. On an error or an interrupt (raised here,
+        where the signal arrives) the chunks in flight are stopped (no request is sent after it) and
+        dropped: they run again on resume, as a chunk in flight always has."""
+        events: queue.Queue = queue.Queue()  # (flight, outputs, error): done; (flight, None, None) with .sent: its tail
+        stop = threading.Event()
+        flights: deque[_Flight] = deque()
+        nxt = next(todo, None)
+        try:
+            while True:
+                while nxt is not None and len(flights) < WINDOW and (not flights or flights[-1].sent):
+                    if self._alone(nxt[0]):  # on this thread, once the chunks in flight are saved
+                        if flights:
+                            break
+                        self._in_turn(*nxt, sig)
+                    else:
+                        self.chunk_no += 1
+                        self.running.append(self.chunk_no)
+                        flights.append(self._launch(*nxt, stop, events))
+                    nxt = next(todo, None)
+                if not flights:
+                    if nxt is None:
+                        return
+                    continue
+                head = flights[0]
+                if not head.begun:
+                    head.begun = True
+                    self._oldest(head.task, head.chunk)
+                flight, done, outputs, error = events.get()
+                flight.sent = True
+                if done:
+                    flight.done, flight.outputs, flight.error = True, outputs, error
+                while flights and flights[0].done:
+                    oldest = flights.popleft()
+                    if oldest.error is not None:
+                        raise oldest.error
+                    if not oldest.begun:
+                        self._oldest(oldest.task, oldest.chunk)
+                    self._save(oldest.task, oldest.chunk, oldest.outputs, sig, oldest.ticked)
+        finally:
+            stop.set()  # the chunks still in flight end: their calls raise, their workers send nothing more
+            for flight in flights:
+                if flight.thread is not None:
+                    flight.thread.join(timeout=JOIN_S)
+
+    def _launch(self, task: Task, chunk: list[dict], stop: threading.Event, events: queue.Queue) -> _Flight:
+        flight = _Flight(task, chunk)
+        prog, name = self.prog, task.name
+
+        def tick(fraction: float) -> None:
+            flight.ticked += fraction
+            prog.advance(fraction, name)
+
+        def fly() -> None:
+            try:
+                outputs = run_chunk(task, chunk, self.preps[name], self.ctx, progress=tick, first=self.built[name],
+                                    refused=self.refused.get(name, frozenset()), budget=self.budgets.get(name),
+                                    overlap=Overlap(stop, lambda: events.put((flight, False, None, None))))
+                events.put((flight, True, outputs, None))
+            except BaseException as exc:  # raised on the run's thread when this chunk is the oldest
+                events.put((flight, True, None, exc))
+
+        flight.thread = threading.Thread(target=fly, daemon=True, name="econeval-chunk")
+        flight.thread.start()
+        return flight
 
     def _time(self, spent: dict[str, dict]) -> None:
         for line in self.lines:
