@@ -20,7 +20,8 @@ class RunSpec:
     """The evaluated model (`model`: a file, a models.toml name, PREFIX:NAME; None: the
     registry's default) and its `model_options` (-M), `n_ctx`, `chat`; the models named for
     roles (`judge`, `embedder`, `roles`: --role NAME=MODEL); `progress` (True: shown on stderr,
-    False: not, None: when stderr is a terminal; a callable gets the progress figures instead),
+    False: not, None: when stderr is a terminal; a callable gets the progress figures instead,
+    one call at a time but, for a served model with two chunks in flight, from their threads),
     `new` (a new timestamped folder in place of the run's own); how it was asked for, as run.json
     records it: `argv` (the command line, also the resume hint's) and `config_file` (a --config file's
     settings, runconfig.py)."""
