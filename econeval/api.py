@@ -24,7 +24,7 @@ from .run import runner, shards
 from .run import roles as role_specs
 from .run.roles import role_args
 from .run.spec import RunSpec
-from .context import DEFAULT_SEED, RunContext, check_bootstrap, check_task_options, given_seed
+from .context import DEFAULT_SEED, RunContext, check_bootstrap, check_task_options, given_seed, protocol_shift
 from .scoring import aggregate, score_records, select_items
 from .run.selection import Full, Selection
 from .backends.base import Settings
@@ -138,6 +138,7 @@ def _run_epochs(parent: Path, epochs: int, run: RunSpec, planned: role_specs.Pla
     for k in range(1, epochs + 1):
         seed, ctx.seed_given = epoch_folders.seed_of(given, k)
         ctx.seed = DEFAULT_SEED if seed is None else seed
+        ctx.protocol_shift = protocol_shift(ctx.seed, ctx.seed_given)
         preps = runner.prepare(selected, ctx)  # the epoch's seed: its own draws
         folder = epoch_folders.folder_for(parent, k)
         try:

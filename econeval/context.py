@@ -41,6 +41,14 @@ def check_bootstrap(n: int) -> int:
     return n
 
 
+def protocol_shift(seed: int, given: bool) -> int:
+    """How far a task's authors' seed moves in a run of `seed` (`given`: --seed was): without
+    --seed a run's seed is the default but in epoch k > 1 of --epochs, the default + k - 1
+    (store/epochs.py), so its distance from the default is that epoch's k - 1; with --seed, 0
+    (the seed given is every task's)."""
+    return 0 if given else seed - DEFAULT_SEED
+
+
 @dataclass
 class RunContext:
     """Run-level settings shared by the tasks: the seed, task options and the roles' factories
@@ -49,6 +57,7 @@ class RunContext:
 
     seed: int = DEFAULT_SEED
     seed_given: bool = True  # False: no --seed was given, so a task whose authors' protocol names a seed uses it
+    protocol_shift: int = 0  # without --seed, how far the authors' seeds move (epoch k of --epochs: k - 1)
     bootstrap: int = 1000  # resamples for the headline numbers' intervals (0: none)
     task_options: dict[str, Any] = field(default_factory=dict)  # option name → value, for every task declaring it
     per_task: dict[str, dict[str, Any]] = field(default_factory=dict)  # task → its own option values (a gate's baseline)
@@ -81,12 +90,11 @@ class RunContext:
         return prep
 
     def seed_for(self, task: Task) -> int:
-        """The seed of the task's own draws: the one given, else its authors' (`Task.protocol_seed`),
-        else the run's. Without --seed, the run's seed is the default except in epoch k > 1 of
-        --epochs (the default + k - 1, store/epochs.py): the authors' seed moves as far, so epoch k
-        draws with their seed + k - 1, as every other task draws with the run's."""
+        """The seed of the task's own draws: the one given, else its authors' (`Task.protocol_seed`)
+        moved by `protocol_shift` (epoch k of --epochs without --seed: k - 1, store/epochs.py), else
+        the run's."""
         if not self.seed_given and task.protocol_seed is not None:
-            return task.protocol_seed + self.seed - DEFAULT_SEED
+            return task.protocol_seed + self.protocol_shift
         return self.seed
 
     def role(self, name: str):

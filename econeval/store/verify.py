@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from ..context import RunContext
+from ..context import RunContext, protocol_shift
 from ..errors import UsageError
 from .record import RunRecord
 from .runfiles import ResultSource
@@ -28,7 +28,9 @@ from ..types import Prepared, Task, is_scored
 def prepared_from(record: RunRecord, task: Task, given: frozenset[str] | None = None) -> Prepared:
     """The task's data and options prepared as the recorded run prepared them (`given`: with models
     named for these roles instead of the run's)."""
-    ctx = RunContext(seed=record.run_seed, seed_given=record.seed_was_given, per_task={task.name: dict(record.task(task.name).options)},
+    ctx = RunContext(seed=record.run_seed, seed_given=record.seed_was_given,
+                     protocol_shift=protocol_shift(record.run_seed, record.seed_was_given),
+                     per_task={task.name: dict(record.task(task.name).options)},
                      given=record.named_roles if given is None else given, bootstrap=record.n_boot)
     return ctx.prepare(task)
 
