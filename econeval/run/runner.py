@@ -471,8 +471,8 @@ class _Run:
         return WINDOW if getattr(self.backend, "overlaps", False) else 1
 
     def _alone(self, task: Task) -> bool:
-        """Whether the task uses a role whose backend does not overlap (CFBenchmark's in-process
-        embedder, a judge in llama.cpp): its chunks run in turn on the run's thread, none other in
+        """Whether the task uses a role whose backend does not overlap (an in-process embedder or
+        judge): its chunks run in turn on the run's thread, none other in
         flight, as every chunk of an in-process engine does (its signals, its one thread)."""
         return not all(getattr(self.ctx.role(r), "overlaps", False) for r in task_roles(task, self.preps[task.name]))
 
