@@ -996,6 +996,32 @@ def main(argv: list[str] | None = None) -> None:
         argv = ["--debug", *(a for a in argv[:end] if a != "--debug"), *argv[end:]]
     signals.install()  # a run refines this: writes in progress finish first
     try:
+        _dispatch(argv, debug)
+    except Interrupted as exc:  # the signal came while another error was being said: the signal's exit, no traceback
+        try:
+            click.echo(f"econeval: {exc}", err=True)
+        except OSError:
+            pass
+        sys.exit(exc.exit_code)
+
+
+def _interrupt_within(exc: BaseException) -> Interrupted | None:
+    """The Interrupted a signal raised that a library caught and wrapped in an error of its own
+    (llama-cpp-python's loader turns any exception while it loads its library into a RuntimeError):
+    found on the error's causes and contexts."""
+    seen: set[int] = set()
+    at: BaseException | None = exc
+    while at is not None and id(at) not in seen:
+        if isinstance(at, Interrupted):
+            return at
+        seen.add(id(at))
+        at = at.__cause__ or at.__context__
+    return None
+
+
+def _dispatch(argv: list[str], debug: bool) -> None:
+    """The command, and each way it can end said in one line with its exit code."""
+    try:
         cli.main(args=argv, prog_name="econeval", standalone_mode=False)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
@@ -1038,6 +1064,8 @@ def main(argv: list[str] | None = None) -> None:
                          "path and rerun the same command)"), err=True)
         sys.exit(1)
     except Exception as exc:  # noqa: BLE001 - the last line of defence for a clean CLI
+        if (signalled := _interrupt_within(exc)) is not None:  # a library wrapped our Interrupted in its own error
+            raise signalled from None
         if debug:
             raise
         click.echo(hide_credentials(f"econeval: internal error: {type(exc).__name__}: {exc} (rerun with --debug for the "

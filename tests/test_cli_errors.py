@@ -229,3 +229,45 @@ def test_the_public_api_is_listed():
     assert set(econeval.__all__) <= set(dir(econeval))
     for name in econeval.__all__:
         assert getattr(econeval, name) is not None
+
+
+def test_a_signal_while_an_error_is_being_said_exits_as_the_signal_without_a_traceback(cli, tmp_path, monkeypatch):
+    """Three processes racing for one folder, each sent a signal at random (test_run_folder's
+    stress test): a loser's SIGINT came while it was saying its own error, and the Interrupted it
+    raised inside the error handler escaped main: a traceback and exit 1. It now exits 130 in one line."""
+    import signal
+
+    import click
+
+    from econeval.errors import Interrupted
+
+    real = click.echo
+
+    def echo(message=None, *args, **kwargs):
+        if isinstance(message, str) and message.startswith("econeval: error"):
+            raise Interrupted(signal.SIGINT)  # the signal arrives as the error is being written
+        return real(message, *args, **kwargs)
+
+    monkeypatch.setattr(click, "echo", echo)
+    rc, out, err = cli("run", "--model", str(tmp_path / "missing.gguf"), "--task", "econnli-zero", "--limit", "1")
+    assert rc == 130 and "Traceback" not in err and err.strip() == "econeval: interrupted by SIGINT", (rc, err)
+
+
+def test_a_signal_a_library_wrapped_in_its_own_error_exits_as_the_signal(cli, monkeypatch):
+    """The same stress test: a SIGINT while llama-cpp-python loaded its library became its
+    RuntimeError("Failed to load shared library ...: interrupted by SIGINT"), said as an internal
+    error with exit 1. The Interrupted under a library's error is the exit: 130, one line."""
+    import signal
+
+    from econeval import registry
+    from econeval.errors import Interrupted
+
+    def load(*args, **kwargs):
+        try:
+            raise Interrupted(signal.SIGINT)
+        except Exception as exc:  # what llama_cpp._ctypes_extensions.load_shared_library does
+            raise RuntimeError(f"Failed to load shared library 'libllama.so': {exc}")
+
+    monkeypatch.setattr(registry, "tasks", load)
+    rc, out, err = cli("list")
+    assert rc == 130 and err.strip() == "econeval: interrupted by SIGINT", (rc, err)
