@@ -1007,7 +1007,7 @@ def main(argv: list[str] | None = None) -> None:
 
 def _interrupt_within(exc: BaseException) -> Interrupted | None:
     """The Interrupted a signal raised that a library caught and wrapped in an error of its own
-    (llama-cpp-python's loader turns any exception while it loads its library into a RuntimeError):
+    (an engine's loader that turns any exception while it loads its library into a RuntimeError):
     found on the error's causes and contexts."""
     seen: set[int] = set()
     at: BaseException | None = exc

@@ -26,6 +26,7 @@ from typing import Any, Callable, Sequence
 from .. import errors
 from ..errors import ModelError, UsageError
 from ..reasoning import Markers
+from ..signals import signalled
 from .base import Overlap, ReasoningOptions, option
 from .concurrency import CAP_LOCAL, CAP_MAX, CAP_REMOTE, Limiter, Policy, served_engine
 from .http_deadline import deadline, install
@@ -503,7 +504,7 @@ class ServedClient:
                 break
             self.count("retries")
             self._note(f"{url}: {last}; retrying in {wait:.1f} s (attempt {attempt + 2} of {self.max_retries + 1})")
-            if stop.wait(wait):  # the call ended (an error elsewhere, an interrupt): give up quietly
+            if stop.wait(wait) or signalled() is not None:  # the call ended (an error elsewhere, an interrupt): give up quietly
                 raise ModelError(f"{base}: stopped while retrying")
             if overload and not self.limiter.wait_again(stop):  # under the limit the refusal cut
                 raise ModelError(f"{base}: stopped while retrying")
@@ -538,8 +539,6 @@ class ServedClient:
         is sent after it), its `sent` is called once every request is in flight. `before`: run
         first on the calling thread (the backend's detection), its retry waits ended by that stop
         too. A signal's stop flag (signals.py) also ends the workers: nothing is sent after it."""
-        from ..signals import signalled
-
         cancel = overlap.stop if overlap is not None else None
         if before is not None:
             self._local.stop = cancel

@@ -284,6 +284,18 @@ def _segment_end(acc: dict, backend, prog: RunProgress) -> None:
     prog.end()
 
 
+def _next(events: queue.Queue) -> tuple:
+    """The next event of the chunks in flight, waited for a tick at a time: a signal the kernel gave
+    to another thread is handled only when this (the main) thread runs Python again, so it never
+    blocks for long (a Ctrl-C once waited here until the next answer: 30 s on a slow server)."""
+    while True:
+        try:
+            return events.get(timeout=TICK_S)
+        except queue.Empty:
+            continue
+
+
+TICK_S = 0.1  # seconds the run's thread waits for a chunk's event at a time
 WINDOW = 2  # chunks in flight at once on a backend that overlaps (memory: two chunks' requests and outputs)
 JOIN_S = 5.0  # seconds a stopped chunk's thread is waited for (it sends nothing more; a request in flight may hold it)
 
@@ -602,7 +614,7 @@ class _Run:
                 if not head.begun:
                     head.begun = True
                     self._oldest(head.task, head.chunk)
-                flight, done, outputs, error = events.get()
+                flight, done, outputs, error = _next(events)
                 flight.sent = True
                 if done:
                     flight.done, flight.outputs, flight.error = True, outputs, error
