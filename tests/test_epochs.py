@@ -107,3 +107,34 @@ def test_a_task_with_its_authors_seed_moves_it_with_the_epochs(cli, tmp_path):
         assert got == seeds
     rc, _, err = cli("report", tmp_path / "e0")  # each epoch re-derived with its own seed
     assert rc == 0, err
+
+
+def test_the_figures_of_an_epochs_run_are_the_means_over_its_epochs(cli, tmp_path):
+    """The report of an --epochs run showed each table number as the mean over the epochs but drew
+    the figures made from items (STEER-ME's reliability diagram, Figs. 8, 11, 12) from epoch 1's
+    alone: with the NOTA placement following the seed (-T car=true) the diagram was epoch 1's.
+    Each figure is now drawn per epoch and averaged where the report shows that run alone (a
+    figure with intervals over items is not: a note says it rests on epoch 1's items), and beside
+    other runs the note says so for every figure."""
+    out = tmp_path / "ep"
+    rc, _, err = cli("run", "--model", "fake:a", "--task", "steer-me", "-T", "car=true", "--limit", "10", "--epochs", "2",
+                     "--out", out, "-q", "--bootstrap", "0")
+    assert rc == 0, err
+
+    def report(*folders):
+        path = tmp_path / f"r{len(list(tmp_path.glob('r*.json')))}.json"
+        rc, _, err = cli("report", *folders, "--format", "json", "--out", path)
+        assert rc == 0, err
+        return {t["id"]: t for t in json.loads(path.read_text())["tables"]}
+
+    per = [report(out / f"epoch-{k}")["steer-me-overall"]["figures"][0]["bins"] for k in (1, 2)]
+    whole = report(out)
+    got = whole["steer-me-overall"]["figures"][0]
+    assert [b["low"] for b in per[0]] == [b["low"] for b in per[1]] == [b["low"] for b in got["bins"]]
+    assert [b["accuracy"] for b in per[0]] != [b["accuracy"] for b in per[1]]  # the seeds place NOTA differently
+    for key in ("accuracy", "confidence"):
+        assert [b[key] for b in got["bins"]] == pytest.approx([(a[key] + b[key]) / 2 for a, b in zip(*per)])
+    assert "the mean over 2 epochs" in got["caption"]
+    assert any("rest on epoch 1's items" in n for n in whole["steer-me-fig12"]["notes"])  # bars with intervals over items
+    beside = report(out, out / "epoch-1")["steer-me-overall"]  # with another run: said, not averaged
+    assert any("rest on epoch 1's items (seed 1234)" in n for n in beside["notes"]), beside["notes"]

@@ -129,7 +129,7 @@ def tables(runs: list[FinishedRun]) -> list:
     run's cells the mean and std over its epochs (`_spread`)."""
     out = _tables(runs)
     for group in (r for r in runs if isinstance(r, EpochGroup)):
-        _spread(out, group)
+        _spread(out, group, alone=len(runs) == 1)
     return out
 
 
@@ -153,7 +153,7 @@ def _tables(runs: list[FinishedRun]) -> list:
     return out
 
 
-def _spread(out: list, group: EpochGroup) -> None:
+def _spread(out: list, group: EpochGroup, alone: bool = False) -> None:
     """Each cell of an --epochs run in these tables: the mean over its epochs and their standard
     deviation (`std`), from its epochs' own tables (each built as if the epoch were the report's one
     run): its rows (a row labelled with the run) and its column (a table whose columns are the
@@ -165,6 +165,7 @@ def _spread(out: list, group: EpochGroup) -> None:
         per_epoch.append({t.id: t for t in _tables([run])})
     label = group.label
     for t in out:
+        _spread_figures(t, [e.get(t.id) for e in per_epoch], group, alone)
         mine = [r for r in t.rows if r["source"] == "run" and r["label"] == label]
         column = t.columns.index(label) if label in t.columns else None
         if not mine and column is None:
@@ -193,6 +194,54 @@ def _spread(out: list, group: EpochGroup) -> None:
                 row["intervals"] = None
         t.notes.append(f"{label}: each number the mean ± std over {len(group.epochs)} epochs (seeds "
                        f"{', '.join(map(str, group.seeds))}; {group.path}/epoch-K), in place of an interval over items.")
+
+
+_UNEVEN = object()  # figures of the epochs that differ in more than their numbers
+_NOT_AVERAGED = ("forest", "estimates")  # intervals over items: a mean of their ends is no interval (bars: _with_intervals)
+
+
+def _spread_figures(t: Table, theirs: list, group: EpochGroup, alone: bool) -> None:
+    """A table's figures for an --epochs run: drawn from each epoch alone (its items and its
+    numbers), then each number the mean over the epochs, where the report shows this run alone
+    and its epochs' figures differ only in their numbers and draw no intervals over items;
+    otherwise a note says that the run's marks rest on its epoch 1's items where a figure counts
+    them (the table's numbers are the means)."""
+    if not t.figures:
+        return
+    n = len(group.epochs)
+    if alone and all(e is not None and len(e.figures) == len(t.figures) for e in theirs):
+        means = [_mean_of([e.figures[i] for e in theirs]) for i in range(len(t.figures))]
+        if all(m is not _UNEVEN and m.get("kind") not in _NOT_AVERAGED and not _with_intervals(m) for m in means):
+            t.figures = [{**m, "caption": f"{m.get('caption', '')} Each number the mean over {n} epochs."} for m in means]
+            return
+    t.notes.append(f"{group.label}: where a figure counts items, its marks rest on epoch 1's items (seed "
+                   f"{group.seeds[0]}), while the table's numbers are the means over its {n} epochs.")
+
+
+def _with_intervals(fig: dict) -> bool:
+    """Whether a figure draws intervals over items (a bar's error bars): the mean of their ends
+    over epochs is no interval, so such a figure is not averaged."""
+    return any(isinstance(ser, dict) and ser.get("intervals") for ser in fig.get("series") or [])
+
+
+def _mean_of(values: list) -> Any:
+    """The mean over the epochs of one figure's document: numbers averaged (a cell an epoch lacks
+    left out), everything else the same in every epoch, else _UNEVEN."""
+    first = values[0]
+    if all(isinstance(v, dict) for v in values):
+        if any(v.keys() != first.keys() for v in values):
+            return _UNEVEN
+        out = {k: _mean_of([v[k] for v in values]) for k in first}
+        return _UNEVEN if any(x is _UNEVEN for x in out.values()) else out
+    if all(isinstance(v, list) for v in values):
+        if any(len(v) != len(first) for v in values):
+            return _UNEVEN
+        items = [_mean_of([v[i] for v in values]) for i in range(len(first))]
+        return _UNEVEN if any(x is _UNEVEN for x in items) else items
+    numbers = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    if numbers and len(numbers) + sum(v is None for v in values) == len(values):
+        return first if all(v == first for v in values) else sum(numbers) / len(numbers)
+    return first if all(v == first for v in values) else _UNEVEN
 
 
 def headline_table(task, runs: list[FinishedRun]) -> Table:
