@@ -219,7 +219,11 @@ class Call:
                     self.live.remove(g)
             elif g.kept and not g.members and not any(q.group is g for q in self.queue):
                 self._keep(None)
-        e._trim(job.slot, 0)
+        self._release(job)
+
+    def _release(self, job: Job) -> None:
+        """The job's sequence emptied and given back to the free ones (kept in order)."""
+        self.e._trim(job.slot, 0)
         self.free.append(job.slot)
         self.free.sort()
         self.active.remove(job)

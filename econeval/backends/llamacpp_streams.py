@@ -78,7 +78,6 @@ class StreamCall(Call):
             group.kept, self.kept = True, group
 
     def _leave(self, job: Job) -> None:
-        e = self.e
         g = job.group
         if g is not None:
             g.members.remove(job)
@@ -88,11 +87,7 @@ class StreamCall(Call):
                 self.live.remove(g)
             elif g.kept and not g.members and not any(q.group is g for q in self.queue):
                 self._keep(None)
-        e._trim(job.slot, 0)
-        self.free.append(job.slot)
-        self.free.sort()
-        self.active.remove(job)
-        job.slot = -1
+        self._release(job)
 
     def make_room(self) -> None:
         """Nothing to set back (a job's stream holds its whole need). Once nothing is queued, the
