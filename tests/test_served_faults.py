@@ -22,7 +22,8 @@ MODELS = [{"id": "econ-1", "object": "model", "owned_by": "me"}, {"id": "vllm-1"
           {"id": "broken", "object": "model", "owned_by": "me"}, {"id": "nochoices", "object": "model", "owned_by": "me"},
           {"id": "ctx", "object": "model", "owned_by": "me"}, {"id": "ctxguess", "object": "model", "owned_by": "me"},
           {"id": "echo401", "object": "model", "owned_by": "me"}, {"id": "redirect", "object": "model", "owned_by": "me"},
-          {"id": "slow", "object": "model", "owned_by": "me"}, {"id": "max5", "object": "model", "owned_by": "me"}]
+          {"id": "slow", "object": "model", "owned_by": "me"}, {"id": "max5", "object": "model", "owned_by": "me"},
+          {"id": "failing", "object": "model", "owned_by": "me"}]
 FAULTS = ("429", "500", "hang", "badjson", "drop", None)
 
 
@@ -69,7 +70,7 @@ class Handler(JSONHandler):
             attempt = len(seen)
             seen.append(time.monotonic())
         fault = FAULTS[int(key, 16) % len(FAULTS)] if model == "flaky" and attempt == 0 else None
-        if model == "broken":
+        if model == "broken" or (model == "failing" and prompt != PROBE):  # failing: all but its reasoning probe
             fault = "500"
         if fault == "429":
             return self._send(429, {"error": {"message": "slow down"}}, {"Retry-After": "0.4"})
@@ -337,3 +338,68 @@ def test_a_timeout_past_a_day_or_not_finite_is_one_usage_line(cli, tmp_path, ser
     else:
         args += how.split()
     one_line(*cli(*args), 2, "timeout", "out of range (0.1 to 86400 seconds)")
+
+
+def test_no_retry_is_sent_once_a_signal_asked_the_run_to_stop(tmp_path, server):
+    """A request that failed waits, then is sent again: after a Ctrl-C the wait ended but the retry
+    went out all the same (CI saw "HTTP 500; retrying" after the SIGINT was acknowledged). A
+    signal's stop flag now ends the retries: nothing reaches the server after it."""
+    import signal
+
+    from econeval import signals
+    from econeval.api import evaluate
+    from econeval.errors import ModelError
+    from econeval.run.selection import Limit
+    from econeval.run.spec import RunSpec
+
+    state, url = server
+    said: list[float] = []
+
+    def scored() -> int:
+        return sum(1 for _, b in list(state.bodies) if b.get("prompt") != PROBE)
+
+    def stop_after_the_first_request():
+        deadline = time.monotonic() + 30
+        while not scored() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.05)  # its 500 is in: the worker waits to try again
+        signals._request_stop(signal.SIGINT)  # what the run's signal watcher does at a Ctrl-C
+        said.append(len(state.bodies))
+
+    threading.Thread(target=stop_after_the_first_request, daemon=True).start()
+    spec = RunSpec(model="openai:failing", model_options={"base_url": url, "max_retries": 5}, progress=False)
+    with pytest.raises(ModelError, match="stopped"):
+        evaluate(spec, ["econnli-zero"], out=tmp_path / "run", bootstrap=0, selection=Limit(1))
+    time.sleep(1.0)
+    assert said and len(state.bodies) == said[0], (said, len(state.bodies))
+
+
+def test_a_signal_the_kernel_gives_another_thread_still_stops_the_run_at_once(tmp_path, server):
+    """A process's SIGINT may be delivered to any of its threads; Python runs its handler on the main
+    thread only when that thread runs Python again. With two chunks in flight the run's thread
+    waited for the chunks' next event without a timeout, so a signal taken by an HTTP worker
+    waited for the next answer (30 s here; a CI run timed out on it). It now waits a tick at a time."""
+    import signal
+
+    from econeval.api import evaluate
+    from econeval.errors import Interrupted
+    from econeval.run.selection import Limit
+    from econeval.run.spec import RunSpec
+
+    state, url = server
+    sent: list[float] = []
+
+    def signal_a_worker():
+        deadline = time.monotonic() + 30
+        while sum(1 for _, b in list(state.bodies) if b.get("prompt") != PROBE) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        worker = next(t for t in threading.enumerate() if t.name == "econeval-http")
+        sent.append(time.monotonic())
+        signal.pthread_kill(worker.ident, signal.SIGINT)
+
+    threading.Thread(target=signal_a_worker, daemon=True).start()
+    spec = RunSpec(model="openai:slow", model_options={"base_url": url}, progress=False)
+    with pytest.raises(Interrupted):
+        evaluate(spec, ["econnli-zero"], out=tmp_path / "run", bootstrap=0, selection=Limit(8))
+    assert sent and time.monotonic() - sent[0] < 10, "the run waited for the server's answer"
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["status"] == "interrupted"
