@@ -278,7 +278,7 @@ class Call:
         for g in self.live:
             if g.done < len(g.key) and cap > 0:
                 part = g.key[g.done: g.done + cap]
-                seqs = tuple(m.slot for m in g.members)
+                seqs = self._prefix_seqs(g)
                 entries += [(t, g.done + k, seqs, False) for k, t in enumerate(part)]
                 progress.append((g, g.done + len(part)))
                 cap -= len(part)
@@ -286,12 +286,23 @@ class Call:
         for job in self.active:
             if cap <= 0:
                 break
-            if job.waiting() and id(job.group) not in ready:
+            if self._waits(job, ready):
                 continue
             cap = self.add(job, entries, outputs, cap)
             if cap < 0:
                 break
         return entries, outputs, progress
+
+    @staticmethod
+    def _prefix_seqs(g: Group) -> tuple[int, ...]:
+        """The sequences a prefix's tokens go into: every member's (a unified cache shares them)."""
+        return tuple(m.slot for m in g.members)
+
+    @staticmethod
+    def _waits(job: Job, ready: set[int]) -> bool:
+        """Whether a job sits this call out: it waits for its group's prefix, not complete by its end
+        (`ready`: the ids of the groups whose prefix this call completes)."""
+        return job.waiting() and id(job.group) not in ready
 
     @staticmethod
     def add(job: Job, entries: list[Entry], outputs: list[tuple[Job, int, int]], cap: int) -> int:

@@ -114,26 +114,13 @@ class StreamCall(Call):
         g = job.group
         return g is None or job.has_prefix or g.holder is job
 
-    def batch(self) -> tuple[list[Entry], list[tuple[Job, int, int]], list[tuple[Group, int]]]:
-        """One decode call: the prefixes being evaluated, each into its holder's stream, then the
-        active jobs that hold their prefix, in admission order (as `Call.batch`)."""
-        entries: list[Entry] = []
-        outputs: list[tuple[Job, int, int]] = []
-        progress: list[tuple[Group, int]] = []
-        cap = self.e.n_batch
-        for g in self.live:
-            if g.done < len(g.key) and cap > 0:
-                assert g.holder is not None
-                part = g.key[g.done: g.done + cap]
-                entries += [(t, g.done + k, (g.holder.slot,), False) for k, t in enumerate(part)]
-                progress.append((g, g.done + len(part)))
-                cap -= len(part)
-        for job in self.active:
-            if cap <= 0:
-                break
-            if job.group is not None and not job.has_prefix:
-                continue
-            cap = self.add(job, entries, outputs, cap)
-            if cap < 0:
-                break
-        return entries, outputs, progress
+    @staticmethod
+    def _prefix_seqs(g: Group) -> tuple[int, ...]:
+        """A prefix is evaluated into its holder's stream alone (then copied whole into the others)."""
+        assert g.holder is not None
+        return (g.holder.slot,)
+
+    @staticmethod
+    def _waits(job: Job, ready: set[int]) -> bool:
+        """A member sits out until its prefix was copied into its stream."""
+        return job.group is not None and not job.has_prefix
